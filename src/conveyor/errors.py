@@ -1,0 +1,86 @@
+"""The exception tree of Conveyor.
+
+::
+
+    ConveyorError
+    ├── ConfigError            a setting is missing or contradictory
+    ├── DeclarationError       a domain's stages are declared wrongly (start-up fails, D11)
+    ├── NotFound               a record, album, item or object does not exist (for this owner)
+    ├── Conflict               the action does not fit the record's state (resume of a running one)
+    ├── RejectedInput          an upload we will not accept (empty, not media, too large)
+    │   └── UnsupportedMedia   content is not a kind we process
+    ├── MediaError             a file we accepted cannot be processed; carries a halt reason
+    └── ClaimLost              a step's claim was re-issued or released while it ran (P2, P6)
+
+A lost claim is normally a value (``save_if_held`` returns False); ``ClaimLost`` exists so a long
+step can stop at once when its heartbeat finds the claim gone.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ClaimLost",
+    "ConfigError",
+    "Conflict",
+    "ConveyorError",
+    "DeclarationError",
+    "MediaError",
+    "NotFound",
+    "RejectedInput",
+    "UnsupportedMedia",
+]
+
+
+class ConveyorError(Exception):
+    """Base of every error Conveyor raises on purpose."""
+
+
+class ConfigError(ConveyorError):
+    """A setting is missing, malformed or contradictory."""
+
+
+class DeclarationError(ConveyorError):
+    """A domain's stage table is inconsistent (e.g. a non-terminal stage without a step)."""
+
+
+class NotFound(ConveyorError):
+    """The named thing does not exist, or belongs to another owner (never revealed)."""
+
+
+class Conflict(ConveyorError):
+    """The action does not fit the current state, e.g. resuming a record that is not halted."""
+
+
+class RejectedInput(ConveyorError):
+    """An upload refused at intake; nothing was written.
+
+    Attributes:
+        reason: a short machine reason such as ``empty_file`` or ``too_large``.
+    """
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class UnsupportedMedia(RejectedInput):
+    """The content is not a media kind we process (sniffed, never from the extension)."""
+
+
+class MediaError(ConveyorError):
+    """A file cannot be processed; the record is halted with ``reason``.
+
+    Attributes:
+        reason: machine reason, e.g. ``undecodable``, ``no_audio``, ``empty_audio``,
+            ``unsupported_media``, ``too_many_pixels``.
+        message: a sentence a person can read.
+    """
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+class ClaimLost(ConveyorError):
+    """The step's claim token no longer holds; the step must stop without writing."""
