@@ -95,6 +95,8 @@ class TranscriptionSettings(BaseModel):
     """Beam width of the decoder."""
     poll_delay: float = Field(default=1.0, gt=0)
     """Seconds between polls of a running recognition operation."""
+    processes: int = Field(default=1, ge=1)
+    """Recognizer processes the local provider runs at once; further operations queue."""
 
 
 class MediaSettings(BaseModel):
