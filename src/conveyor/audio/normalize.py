@@ -1,0 +1,378 @@
+"""Decode any audio (or the sound of a video) to 16 kHz mono 16-bit WAV, the recognisers' input.
+
+:func:`normalize_audio` streams: it demuxes one packet at a time, decodes, resamples with
+PyAV's :class:`av.AudioResampler` and appends the samples to the output, so memory stays flat
+however long the recording is. Levels (RMS, peak) are accumulated on the way.
+
+The source is identified by content (:func:`conveyor.objects.sniff.sniff`), never by its
+name, and the demuxer is forced from that verdict so FFmpeg cannot guess from the extension
+either. The source is opened read-only; the output is written to a temporary file beside
+``dst`` and renamed over it at the end, so a crash never leaves half a ``dst``.
+
+Failures are :class:`~conveyor.errors.MediaError` with one of the reasons in
+:data:`REASONS`.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import tempfile
+import wave
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Final
+
+import av
+import numpy as np
+import numpy.typing as npt
+
+from conveyor.errors import MediaError
+from conveyor.objects.sniff import Sniffed, sniff
+
+__all__ = [
+    "MAX_SAMPLE_RATE",
+    "MIN_SAMPLE_RATE",
+    "REASONS",
+    "SILENCE_DBFS",
+    "TARGET_SAMPLE_RATE",
+    "NormalizedAudio",
+    "normalize_audio",
+]
+
+log = logging.getLogger(__name__)
+
+#: Output rate in Hz: what Whisper and pocketsphinx models are trained on.
+TARGET_SAMPLE_RATE: Final = 16_000
+
+#: Accepted source rates in Hz. Below 8 kHz is not speech-grade; above 192 kHz no real recorder
+#: writes, and absurd declared rates (awful.wav claims 1,092,676 Hz) are how crafted files
+#: overflow FFT sizes downstream.
+MIN_SAMPLE_RATE: Final = 8_000
+MAX_SAMPLE_RATE: Final = 192_000
+
+#: Output RMS below this (dBFS) counts as silence: a quiet room recorded at normal gain is
+#: around -50 dBFS, digital zero is -inf.
+SILENCE_DBFS: Final = -60.0
+
+#: Reported instead of -inf for digital silence, so the value stays a finite float (JSON).
+FLOOR_DBFS: Final = -120.0
+
+#: Every ``MediaError.reason`` this module raises.
+REASONS: Final = frozenset(
+    {"not_audio", "undecodable", "no_audio", "bad_sample_rate", "empty_audio"}
+)
+
+_FULL_SCALE: Final = 32768.0  # |min int16|: a full-scale square wave is 0 dBFS RMS
+
+# FFmpeg demuxer for each MIME type sniff() reports with kind "audio" or "video". Forcing it
+# keeps FFmpeg from probing (goforward.raw probes as an image2 stream) or trusting the name.
+# Full comma-separated names, because PyAV reports back the name it was given.
+_MP4_DEMUXER: Final = "mov,mp4,m4a,3gp,3g2,mj2"
+_MATROSKA_DEMUXER: Final = "matroska,webm"
+_DEMUXERS: Final[dict[str, str]] = {
+    "audio/wav": "wav",
+    "audio/aiff": "aiff",
+    "audio/flac": "flac",
+    "audio/mpeg": "mp3",
+    "audio/aac": "aac",
+    "audio/ogg": "ogg",
+    "video/ogg": "ogg",
+    "audio/amr": "amr",
+    "audio/amr-wb": "amr",
+    "audio/x-caf": "caf",
+    "audio/mp4": _MP4_DEMUXER,
+    "video/mp4": _MP4_DEMUXER,
+    "video/quicktime": _MP4_DEMUXER,
+    "video/3gpp": _MP4_DEMUXER,
+    "video/3gpp2": _MP4_DEMUXER,
+    "video/webm": _MATROSKA_DEMUXER,
+    "video/x-matroska": _MATROSKA_DEMUXER,
+    "video/x-msvideo": "avi",
+    "video/x-ms-asf": "asf",
+}
+
+_RAW_FORMAT: Final = "s16le"
+
+
+@dataclass(frozen=True)
+class NormalizedAudio:
+    """What :func:`normalize_audio` read and wrote.
+
+    Attributes:
+        duration: seconds of audio written (output samples / 16000). Counts decoded samples,
+            so encoder priming is excluded (jfk.m4a: 11.005 s, its container says 11.053 s).
+        mime_type: sniffed MIME type of the source (``application/octet-stream`` for raw PCM).
+        container: PyAV demuxer name, e.g. ``wav``, ``ogg``, ``mp3``,
+            ``mov,mp4,m4a,3gp,3g2,mj2``, ``s16le`` for raw PCM.
+        codec: source audio codec (canonical name: ``mp3``, not the decoder ``mp3float``).
+        sample_rate: source sample rate in Hz.
+        channels: source channel count.
+        rms_dbfs: RMS level of the output in dBFS (0 = full-scale square wave);
+            :data:`FLOOR_DBFS` for digital silence.
+        peak_dbfs: peak sample level of the output in dBFS; :data:`FLOOR_DBFS` for silence.
+        silent: the output is (near) digital silence: ``rms_dbfs`` < :data:`SILENCE_DBFS`.
+    """
+
+    duration: float
+    mime_type: str
+    container: str
+    codec: str
+    sample_rate: int
+    channels: int
+    rms_dbfs: float
+    peak_dbfs: float
+    silent: bool
+
+
+def normalize_audio(
+    src: Path,
+    dst: Path,
+    *,
+    raw_pcm: bool = False,
+    raw_sample_rate: int = 16000,
+    raw_channels: int = 1,
+) -> NormalizedAudio:
+    """Decode ``src`` and write it to ``dst`` as 16 kHz mono pcm_s16le WAV, streaming.
+
+    Memory is bounded by one packet's worth of samples whatever the length of ``src``. If
+    decoding fails part-way after some audio was decoded, the audio so far is kept and a
+    warning is logged.
+
+    Args:
+        src: the recording, any container PyAV demuxes (WAV, FLAC, MP3, Ogg, M4A, AMR, ...)
+            or a video with an audio track (the first audio stream is used). Never modified.
+        dst: the WAV file to write; replaced atomically. Must not be ``src``.
+        raw_pcm: read ``src`` as headerless s16le PCM instead of sniffing a container
+            (e.g. pocketsphinx's ``goforward.raw``).
+        raw_sample_rate: rate of the raw PCM in Hz, 8000-192000; only with ``raw_pcm``.
+        raw_channels: interleaved channels of the raw PCM, 1-64; only with ``raw_pcm``.
+
+    Returns:
+        What was read and written, including levels of the output.
+
+    Raises:
+        MediaError: with ``reason``
+
+            * ``not_audio``: the content is no audio or video container (text, an image,
+              an empty or unrecognised file);
+            * ``undecodable``: a media container that cannot be opened or decoded;
+            * ``no_audio``: the container has no audio stream (e.g. a silent video);
+            * ``bad_sample_rate``: the declared rate is outside 8000-192000 Hz;
+            * ``empty_audio``: no samples were decoded (e.g. a header-only WAV).
+        ValueError: ``dst`` is ``src``, or the raw PCM parameters are out of range.
+        OSError: ``src`` cannot be read or ``dst`` cannot be written.
+    """
+    if dst.resolve() == src.resolve():
+        raise ValueError(f"normalize_audio would overwrite its source {src}")
+    sniffed = sniff(src)
+    if raw_pcm:
+        if not MIN_SAMPLE_RATE <= raw_sample_rate <= MAX_SAMPLE_RATE:
+            raise ValueError(f"raw_sample_rate {raw_sample_rate} Hz is outside 8000-192000 Hz")
+        if not 1 <= raw_channels <= 64:
+            raise ValueError(f"raw_channels {raw_channels} is outside 1-64")
+        demuxer = _RAW_FORMAT
+        # FFmpeg 7+ dropped the pcm demuxer's "channels" option (now silently ignored);
+        # "<n>c" is the layout syntax for n channels.
+        options = {"sample_rate": str(raw_sample_rate), "ch_layout": f"{raw_channels}c"}
+    else:
+        demuxer = _demuxer_for(src, sniffed)
+        options = {}
+
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=dst.parent, prefix=f".{dst.name}.", suffix=".part")
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as out, src.open("rb") as source:
+            result = _transcode(src, source, out, sniffed, demuxer, options)
+            out.flush()
+            os.fsync(out.fileno())
+        tmp.replace(dst)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return result
+
+
+def _demuxer_for(src: Path, sniffed: Sniffed) -> str:
+    """The FFmpeg demuxer for sniffed content, or ``not_audio`` if it is no media container."""
+    if sniffed.kind in ("audio", "video"):
+        return _DEMUXERS[sniffed.mime]
+    if sniffed.kind == "image":
+        what = f"an image ({sniffed.mime})"
+    elif sniffed.mime == "text/plain":
+        what = "text"
+    elif src.stat().st_size == 0:
+        what = "an empty file"
+    else:
+        what = "not a recognised audio or video format"
+    raise MediaError("not_audio", f"{src.name} is {what}, not audio.")
+
+
+def _transcode(
+    src: Path,
+    source: IO[bytes],
+    out: IO[bytes],
+    sniffed: Sniffed,
+    demuxer: str,
+    options: dict[str, str],
+) -> NormalizedAudio:
+    """Demux, decode, resample and write; returns the summary. ``out`` is left open."""
+    try:
+        container = av.open(
+            source,
+            mode="r",
+            format=demuxer,
+            container_options=options,
+            metadata_errors="replace",
+        )
+    except av.FFmpegError as exc:
+        raise MediaError(
+            "undecodable",
+            f"{src.name} looks like {sniffed.mime} but cannot be opened: {_why(exc)}.",
+        ) from exc
+    with container:
+        if not container.streams.audio:
+            raise MediaError("no_audio", f"{src.name} ({sniffed.mime}) has no audio track.")
+        stream = container.streams.audio[0]
+        ctx = stream.codec_context
+        if ctx is None:
+            raise MediaError(
+                "undecodable", f"{src.name}: no decoder for its audio codec {stream.codec.name}."
+            )
+        rate = int(ctx.sample_rate or 0)
+        if rate:
+            _check_rate(src, rate)
+        channels = int(ctx.layout.nb_channels)
+        codec = str(ctx.codec.canonical_name)
+
+        sink = _WavSink(out)
+        resampler = _Resampler(sink)
+        try:
+            for packet in container.demux(stream):
+                for frame in packet.decode():
+                    if not rate:
+                        rate = int(frame.sample_rate)
+                        _check_rate(src, rate)
+                    resampler.push(frame)
+        except av.FFmpegError as exc:
+            # Keep a recording whose tail is damaged: the decoded part is still worth a
+            # transcript. With nothing decoded, the file is simply undecodable.
+            resampler.flush()
+            if sink.samples == 0:
+                raise MediaError(
+                    "undecodable", f"{src.name} ({sniffed.mime}) cannot be decoded: {_why(exc)}."
+                ) from exc
+            log.warning(
+                "%s: decoding stopped after %.3f s: %s; keeping the decoded part",
+                src.name,
+                sink.samples / TARGET_SAMPLE_RATE,
+                _why(exc),
+            )
+        resampler.flush()
+        sink.close()
+        container_name = str(container.format.name)
+
+    if sink.samples == 0:
+        raise MediaError("empty_audio", f"{src.name} contains no audio samples (0 s).")
+    rms_dbfs = sink.rms_dbfs()
+    return NormalizedAudio(
+        duration=sink.samples / TARGET_SAMPLE_RATE,
+        mime_type=sniffed.mime,
+        container=container_name,
+        codec=codec,
+        sample_rate=rate,
+        channels=channels,
+        rms_dbfs=rms_dbfs,
+        peak_dbfs=sink.peak_dbfs(),
+        silent=rms_dbfs < SILENCE_DBFS,
+    )
+
+
+def _why(exc: av.FFmpegError) -> str:
+    """FFmpeg's reason without the file name PyAV appends (a temp path means nothing to users)."""
+    return str(exc.strerror or exc).rstrip(".")
+
+
+def _check_rate(src: Path, rate: int) -> None:
+    if not MIN_SAMPLE_RATE <= rate <= MAX_SAMPLE_RATE:
+        raise MediaError(
+            "bad_sample_rate",
+            f"{src.name} declares a sample rate of {rate} Hz, outside the accepted "
+            f"{MIN_SAMPLE_RATE}-{MAX_SAMPLE_RATE} Hz.",
+        )
+
+
+class _WavSink:
+    """Appends s16 mono 16 kHz samples to a WAV file and keeps running levels."""
+
+    def __init__(self, out: IO[bytes]) -> None:
+        self._wav = wave.open(out, "wb")  # noqa: SIM115 - closed in close(), fd owned by caller
+        self._wav.setnchannels(1)
+        self._wav.setsampwidth(2)
+        self._wav.setframerate(TARGET_SAMPLE_RATE)
+        self.samples = 0
+        self._sum_squares = 0.0
+        self._peak = 0
+
+    def write(self, pcm: npt.NDArray[np.int16]) -> None:
+        """Append interleaved-mono int16 samples, shape (n,)."""
+        if pcm.size == 0:
+            return
+        self._wav.writeframesraw(pcm.astype("<i2", copy=False).tobytes())
+        wide = pcm.astype(np.int64)  # int16 would overflow on squares and on abs(-32768)
+        self._sum_squares += float(np.dot(wide, wide))
+        self._peak = max(self._peak, int(np.abs(wide).max()))
+        self.samples += int(pcm.size)
+
+    def close(self) -> None:
+        """Patch the RIFF sizes; the underlying file stays open."""
+        self._wav.close()
+
+    def rms_dbfs(self) -> float:
+        if self.samples == 0 or self._sum_squares == 0.0:
+            return FLOOR_DBFS
+        rms = math.sqrt(self._sum_squares / self.samples)
+        return max(FLOOR_DBFS, 20.0 * math.log10(rms / _FULL_SCALE))
+
+    def peak_dbfs(self) -> float:
+        if self._peak == 0:
+            return FLOOR_DBFS
+        return max(FLOOR_DBFS, 20.0 * math.log10(self._peak / _FULL_SCALE))
+
+
+class _Resampler:
+    """PyAV resampling to s16/mono/16 kHz that survives format changes mid-stream.
+
+    PyAV's resampler is built for the first frame's format, layout and rate and refuses
+    others; some streams (e.g. an MP3 concatenated from two encodes) change them part-way.
+    """
+
+    def __init__(self, sink: _WavSink) -> None:
+        self._sink = sink
+        self._resampler: av.AudioResampler | None = None
+        self._input: tuple[str, str, int] | None = None
+
+    def push(self, frame: av.AudioFrame) -> None:
+        signature = (frame.format.name, frame.layout.name, int(frame.sample_rate))
+        if signature != self._input:
+            self.flush()
+            self._resampler = av.AudioResampler(
+                format="s16", layout="mono", rate=TARGET_SAMPLE_RATE
+            )
+            self._input = signature
+        assert self._resampler is not None
+        self._emit(self._resampler.resample(frame))
+
+    def flush(self) -> None:
+        """Drain samples the resampler still holds (its filter delay)."""
+        if self._resampler is not None:
+            self._emit(self._resampler.resample(None))
+            self._resampler = None
+            self._input = None
+
+    def _emit(self, frames: list[av.AudioFrame]) -> None:
+        for out in frames:
+            # Packed s16 mono: one plane, shape (1, samples).
+            self._sink.write(out.to_ndarray().astype(np.int16, copy=False).reshape(-1))
