@@ -1,0 +1,591 @@
+"""Photo probing and web variants (``thumb``, ``medium``, ``preview``) with libvips (NORMS M1, M2).
+
+One decode per photo: the header is read first (lazily, nothing allocated) to refuse bombs, then the
+pixels are decoded once with shrink-on-load to the largest role, brought upright and to 8-bit sRGB,
+held in memory, and every smaller role is resized from that image.
+
+Decisions (they answer a user's expectation, not a library default):
+
+* **Truncated or corrupt data is refused** (``MediaError("undecodable")``): the loaders run with
+  ``fail_on="error"``. A half-grey thumbnail looks like a bug of ours and hides that the upload is
+  damaged (usually an interrupted transfer); a refusal says so and the original stays available.
+  :func:`probe_image` reads the header only, so it cannot see truncation; the variant step does.
+* **Greyscale becomes sRGB**: every variant is 3 bands (4 with alpha) 8-bit sRGB, one shape for
+  every consumer. WebP and AVIF store YUV anyway, so the cost is nil.
+* **HDR** (AVIF/HEIF whose ``nclx`` colour box says PQ or HLG, and no ICC profile): libvips 8.18 has
+  no PQ/HLG operation (only UltraHDR gain maps), so the transfer is decoded here: PQ/HLG → linear
+  light with BT.2408 reference white (203 cd/m²) at 1.0, primaries (P3, BT.2020) → BT.709 by matrix,
+  values above a knee rolled off with an exponential shoulder, then the sRGB curve. An SDR ``nclx``
+  with wide primaries gets the matrix only.
+* **HEIC needs an HEVC decoder** that the pyvips-binary wheel does not ship; without it a HEIC is
+  refused with ``unsupported_media`` (the header, hence :func:`probe_image`, still works).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import struct
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pyvips
+
+from conveyor.errors import MediaError
+
+__all__ = ["ImageInfo", "ImageVariant", "make_image_variants", "probe_image"]
+
+
+@dataclass(frozen=True)
+class ImageInfo:
+    """What the header of a photo says.
+
+    Attributes:
+        width: upright width in pixels (after EXIF orientation / HEIF irot-imir).
+        height: upright height in pixels.
+        mime_type: from the loader libvips chose by content, e.g. ``image/jpeg``, ``image/heic``.
+        pages: frames of an animation or sequence (1 for a still).
+        has_alpha: the decoded image carries an alpha band.
+        captured_at: EXIF DateTimeOriginal (else DateTime) in UTC; naive stamps are taken as UTC.
+    """
+
+    width: int
+    height: int
+    mime_type: str
+    pages: int
+    has_alpha: bool
+    captured_at: datetime | None
+
+
+@dataclass(frozen=True)
+class ImageVariant:
+    """One written variant file.
+
+    Attributes:
+        role: ``thumb``, ``medium`` or ``preview`` (the keys of ``sizes``).
+        path: ``<out_dir>/<role>.<ext>``.
+        mime_type: ``image/webp``, ``image/jpeg`` or ``image/avif``.
+        width: pixels.
+        height: pixels.
+        size: bytes of the file.
+    """
+
+    role: str
+    path: Path
+    mime_type: str
+    width: int
+    height: int
+    size: int
+
+
+# Loaders we accept, by content sniffing. Others libvips may have (svg, pdf, csv, matrix, vips,
+# raw) are not photos and widen the attack surface.
+_LOADER_MIME = {
+    "jpegload": "image/jpeg",
+    "pngload": "image/png",
+    "gifload": "image/gif",
+    "webpload": "image/webp",
+    "tiffload": "image/tiff",
+    "jxlload": "image/jxl",
+    "heifload": "image/heif",
+}
+_HEIF_MIME = {"av1": "image/avif", "hevc": "image/heic"}
+_HEIF_BRANDS = {b"avif", b"avis", b"heic", b"heix", b"heim", b"heis", b"hevc", b"hevx", b"mif1"}
+_FORMATS = {
+    "webp": ("image/webp", ".webp"),
+    "jpeg": ("image/jpeg", ".jpg"),
+    "avif": ("image/avif", ".avif"),
+}
+_FAIL_ON = "error"  # see the module docstring: truncated/corrupt input is refused
+
+# nclx code points (ITU-T H.273).
+_TRANSFER_PQ = 16
+_TRANSFER_HLG = 18
+_PRIMARIES_TO_BT709: dict[int, list[list[float]]] = {
+    # Linear-light RGB → BT.709/sRGB RGB, both D65.
+    9: [  # BT.2020
+        [1.6605, -0.5876, -0.0728],
+        [-0.1246, 1.1329, -0.0083],
+        [-0.0182, -0.1006, 1.1187],
+    ],
+    12: [  # SMPTE EG 432-1 (Display P3)
+        [1.2249, -0.2247, 0.0],
+        [-0.0420, 1.0419, 0.0],
+        [-0.0197, -0.0786, 1.0979],
+    ],
+}
+_REFERENCE_WHITE_NITS = 203.0  # BT.2408 HDR reference white; maps to SDR 1.0
+_KNEE = 0.75  # below this (linear, 1.0 = reference white) HDR values pass unchanged
+
+
+@dataclass(frozen=True)
+class _Nclx:
+    primaries: int
+    transfer: int
+
+
+@dataclass(frozen=True)
+class _Header:
+    image: pyvips.Image
+    loader: str
+    width: int  # upright
+    height: int  # upright
+
+
+def probe_image(src: Path, *, max_pixels: int) -> ImageInfo:
+    """Read a photo's header without decoding its pixels.
+
+    Args:
+        src: the file; its name and extension are ignored (content is sniffed).
+        max_pixels: largest accepted ``width * height`` of one frame.
+
+    Returns:
+        The upright dimensions, content MIME type, frame count, alpha and capture time.
+
+    Raises:
+        MediaError: ``unsupported_media`` (empty, not an image, or an image kind we do not
+            process), ``undecodable`` (a damaged header), ``too_many_pixels`` (declared size over
+            ``max_pixels``).
+    """
+    head = _open_header(src, max_pixels)
+    image = head.image
+    return ImageInfo(
+        width=head.width,
+        height=head.height,
+        mime_type=_mime_type(image, head.loader),
+        pages=max(1, _int_field(image, "n-pages", 1)),
+        has_alpha=bool(image.hasalpha()),
+        captured_at=_captured_at(image),
+    )
+
+
+def make_image_variants(
+    src: Path,
+    out_dir: Path,
+    *,
+    sizes: Mapping[str, int],
+    image_format: str,
+    quality: int,
+    max_pixels: int,
+) -> list[ImageVariant]:
+    """Write one upright 8-bit sRGB variant per role, metadata stripped (NORMS M1).
+
+    Each role's longest edge is ``min(sizes[role], original longest edge)``: never upscaled. An
+    animation gives its first frame. Alpha is kept in WebP/AVIF and flattened on white in JPEG.
+    Each file is written to a temporary name in ``out_dir`` and renamed to ``<role>.<ext>``.
+
+    Args:
+        src: the photo.
+        out_dir: folder for the variants; created if missing.
+        sizes: role → longest edge in pixels, e.g. ``{"thumb": 320, "medium": 1280}``.
+        image_format: ``webp``, ``jpeg`` or ``avif``.
+        quality: encoder quality 1-100.
+        max_pixels: largest accepted ``width * height``, checked from the header.
+
+    Returns:
+        The variants in the order of ``sizes``.
+
+    Raises:
+        MediaError: as :func:`probe_image`, plus ``undecodable`` when the pixel data is damaged
+            or truncated and ``unsupported_media`` when no decoder for the codec is installed.
+        ValueError: an unknown ``image_format`` or a size below 1.
+    """
+    if image_format not in _FORMATS:
+        raise ValueError(f"image_format must be one of {sorted(_FORMATS)}, not {image_format!r}")
+    if any(size < 1 for size in sizes.values()):
+        raise ValueError(f"every size must be at least 1 pixel: {dict(sizes)}")
+    if not sizes:
+        return []
+    head = _open_header(src, max_pixels)
+    longest = max(head.width, head.height)
+    target = min(max(sizes.values()), longest)
+    base = _decode(src, head, target)
+
+    mime_type, ext = _FORMATS[image_format]
+    if image_format == "jpeg" and base.hasalpha():
+        base = base.flatten(background=[255, 255, 255]).cast("uchar")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    variants = []
+    for role, size in sizes.items():
+        edge = min(size, longest)
+        image = base
+        if max(base.width, base.height) > edge:
+            # thumbnail_image premultiplies alpha and rounds the short edge like the first pass.
+            image = base.thumbnail_image(edge, height=edge, size="down", no_rotate=True)
+        data = _encode(image, image_format, quality)
+        path = out_dir / f"{role}{ext}"
+        _write_atomic(path, data)
+        variants.append(ImageVariant(role, path, mime_type, image.width, image.height, len(data)))
+    return variants
+
+
+# --- header -----------------------------------------------------------------------------------
+
+
+def _open_header(src: Path, max_pixels: int) -> _Header:
+    try:
+        size = src.stat().st_size
+    except OSError as exc:
+        raise MediaError("unsupported_media", f"cannot read {src.name}: {exc.strerror}") from exc
+    if size == 0:
+        raise MediaError("unsupported_media", f"{src.name} is empty")
+    declared = _gif_declared_size(src)
+    if declared is not None and declared[0] * declared[1] > max_pixels:
+        # libvips clips GIF frames to the logical screen; Pillow and browsers do not, so a frame
+        # placed far outside it is a bomb for them and is refused here from the header.
+        raise _too_many(declared[0], declared[1], max_pixels)
+    image = _load_lazily(src)
+    loader = str(image.get("vips-loader")).removesuffix("_source").removesuffix("_buffer")
+    if loader not in _LOADER_MIME:
+        raise MediaError("unsupported_media", f"{src.name} is not a photo format we process")
+    width, height = int(image.width), int(image.height)
+    if width * height > max_pixels:
+        raise _too_many(width, height, max_pixels)
+    # libheif applies irot/imir itself; for other loaders the EXIF orientation 5-8 swaps edges.
+    if loader != "heifload" and _int_field(image, "orientation", 1) in (5, 6, 7, 8):
+        width, height = height, width
+    return _Header(image, loader, width, height)
+
+
+def _load_lazily(src: Path) -> pyvips.Image:
+    try:
+        return pyvips.Image.new_from_file(str(src), access="sequential", fail_on=_FAIL_ON)
+    except pyvips.Error as exc:
+        if _heif_brand(src):
+            # libvips's sniffer does not know every HEIF brand (e.g. "avis" image sequences).
+            try:
+                return pyvips.Image.heifload(str(src), access="sequential", fail_on=_FAIL_ON)
+            except pyvips.Error as heif_exc:
+                raise _undecodable(src, heif_exc) from heif_exc
+        if "not a known file format" in str(exc):
+            raise MediaError("unsupported_media", f"{src.name} is not an image") from exc
+        raise _undecodable(src, exc) from exc
+
+
+def _too_many(width: int, height: int, max_pixels: int) -> MediaError:
+    return MediaError(
+        "too_many_pixels",
+        f"the image declares {width}×{height} = {width * height:,} pixels, "
+        f"more than the limit of {max_pixels:,}",
+    )
+
+
+def _undecodable(src: Path, exc: pyvips.Error) -> MediaError:
+    detail = (getattr(exc, "detail", "") or str(exc)).strip().splitlines()
+    last = detail[-1].strip() if detail else ""
+    return MediaError("undecodable", f"{src.name} cannot be decoded (damaged or truncated): {last}")
+
+
+def _gif_declared_size(src: Path) -> tuple[int, int] | None:
+    """Logical screen of a GIF grown to the first frame's extent (as Pillow sizes it)."""
+    with src.open("rb") as f:
+        data = f.read(1 << 16)
+    if len(data) < 13 or data[:6] not in (b"GIF87a", b"GIF89a"):
+        return None
+    width, height, flags = struct.unpack_from("<HHB", data, 6)
+    pos = 13 + (3 << ((flags & 7) + 1) if flags & 0x80 else 0)
+    while pos < len(data):
+        block = data[pos]
+        if block == 0x21:  # extension: label, then sub-blocks
+            pos += 2
+            while pos < len(data) and data[pos]:
+                pos += data[pos] + 1
+            pos += 1
+        elif block == 0x2C and pos + 9 <= len(data):  # image descriptor
+            left, top, w, h = struct.unpack_from("<HHHH", data, pos + 1)
+            return max(width, left + w), max(height, top + h)
+        else:
+            break
+    return width, height
+
+
+def _heif_brand(src: Path) -> bool:
+    with src.open("rb") as f:
+        head = f.read(64)
+    if len(head) < 16 or head[4:8] != b"ftyp":
+        return False
+    (box_size,) = struct.unpack_from(">I", head, 0)
+    brands = [head[8:12]] + [head[i : i + 4] for i in range(16, min(box_size, len(head)) - 3, 4)]
+    return any(brand in _HEIF_BRANDS for brand in brands)
+
+
+def _mime_type(image: pyvips.Image, loader: str) -> str:
+    if loader == "heifload":
+        compression = str(_field(image, "heif-compression") or "")
+        return _HEIF_MIME.get(compression, "image/heif")
+    return _LOADER_MIME[loader]
+
+
+def _field(image: pyvips.Image, name: str) -> Any:
+    return image.get(name) if image.get_typeof(name) != 0 else None
+
+
+def _int_field(image: pyvips.Image, name: str, default: int) -> int:
+    value = _field(image, name)
+    return int(value) if isinstance(value, int) else default
+
+
+def _captured_at(image: pyvips.Image) -> datetime | None:
+    # libvips renders EXIF strings as "2008:05:30 15:56:01 (2008:05:30 15:56:01, ASCII, ...)".
+    for stamp_field, offset_field in (
+        ("exif-ifd2-DateTimeOriginal", "exif-ifd2-OffsetTimeOriginal"),
+        ("exif-ifd0-DateTime", "exif-ifd2-OffsetTime"),
+    ):
+        raw = _field(image, stamp_field)
+        if not isinstance(raw, str):
+            continue
+        try:
+            stamp = datetime.strptime(raw[:19], "%Y:%m:%d %H:%M:%S")
+        except ValueError:
+            continue  # "0000:00:00 00:00:00" and other placeholders
+        return stamp.replace(tzinfo=_exif_offset(_field(image, offset_field))).astimezone(UTC)
+    return None
+
+
+def _exif_offset(raw: object) -> timezone:
+    if isinstance(raw, str) and len(raw) >= 6 and raw[0] in "+-" and raw[3] == ":":
+        with contextlib.suppress(ValueError):
+            minutes = int(raw[1:3]) * 60 + int(raw[4:6])
+            return timezone(timedelta(minutes=-minutes if raw[0] == "-" else minutes))
+    return UTC
+
+
+# --- decode -----------------------------------------------------------------------------------
+
+
+def _decode(src: Path, head: _Header, target: int) -> pyvips.Image:
+    """Decode once, upright, 8-bit sRGB, longest edge ``target``, rendered into memory."""
+    nclx = _heif_nclx(src) if head.loader == "heifload" and not _has_icc(head.image) else None
+    try:
+        if head.loader == "heifload" and nclx is not None and nclx.transfer in _NONSRGB_TRANSFERS:
+            # thumbnail() would squash the 16-bit PQ/HLG code values to 8 bits as if they were sRGB.
+            image = pyvips.Image.heifload(str(src), access="sequential", fail_on=_FAIL_ON)
+            scale = target / max(image.width, image.height)
+            if scale < 1:
+                image = (
+                    image.premultiply().resize(scale).unpremultiply().cast(image.format)
+                    if image.hasalpha()
+                    else image.resize(scale)
+                )
+            image = _hdr_to_srgb(image, nclx)
+        elif head.loader == "heifload":
+            # HEIF has no shrink-on-load; loading explicitly also covers brands that libvips's
+            # sniffer misses (thumbnail() re-sniffs the file).
+            image = pyvips.Image.heifload(str(src), access="sequential", fail_on=_FAIL_ON)
+            image = image.thumbnail_image(target, height=target, size="down", output_profile="srgb")
+        else:
+            image = pyvips.Image.thumbnail(
+                str(src),
+                target,
+                height=target,
+                size="down",
+                output_profile="srgb",
+                fail_on=_FAIL_ON,
+            )
+            if nclx is not None and nclx.primaries in _PRIMARIES_TO_BT709:
+                image = _to_bt709_primaries(image, nclx.primaries)
+        image = _to_srgb8(image)
+        return image.copy_memory()
+    except pyvips.Error as exc:
+        text = str(exc)
+        if "has not been built in" in text or "No decoding plugin" in text:
+            codec = "HEVC (HEIC)" if "HEVC" in text else "this codec"
+            raise MediaError(
+                "unsupported_media",
+                f"{src.name}: this libvips build has no decoder for {codec}",
+            ) from exc
+        raise _undecodable(src, exc) from exc
+
+
+_NONSRGB_TRANSFERS = (_TRANSFER_PQ, _TRANSFER_HLG)
+
+
+def _has_icc(image: pyvips.Image) -> bool:
+    return bool(image.get_typeof("icc-profile-data") != 0)
+
+
+def _to_srgb8(image: pyvips.Image) -> pyvips.Image:
+    """Any interpretation/depth (grey, grey16, rgb16, cmyk...) → sRGB uchar, alpha kept."""
+    if image.interpretation != "srgb" or image.format != "uchar":
+        image = image.colourspace("srgb")
+    if image.format != "uchar":
+        image = image.cast("uchar")
+    # Nothing downstream may treat the pixels as anything but sRGB (the profile is stripped
+    # on save anyway), so drop it here to keep thumbnail_image() from re-transforming.
+    image = image.copy()
+    if _has_icc(image):
+        image.remove("icc-profile-data")
+    return image
+
+
+def _split_alpha(image: pyvips.Image) -> tuple[pyvips.Image, pyvips.Image | None]:
+    if image.hasalpha():
+        return image.extract_band(0, n=image.bands - 1), image.extract_band(image.bands - 1)
+    return image, None
+
+
+def _hdr_to_srgb(image: pyvips.Image, nclx: _Nclx) -> pyvips.Image:
+    """PQ or HLG code values (16-bit) → tone-mapped 8-bit sRGB (see the module docstring)."""
+    colour, alpha = _split_alpha(image)
+    full = 65535.0 if colour.format == "ushort" else 255.0
+    e = colour.cast("float") / full
+    if nclx.transfer == _TRANSFER_PQ:
+        m1, m2, c1, c2, c3 = 0.1593017578125, 78.84375, 0.8359375, 18.8515625, 18.6875
+        p = e ** (1 / m2)
+        num = p - c1
+        num = (num > 0).ifthenelse(num, 0.0)
+        linear = (num / (c2 - c3 * p)) ** (1 / m1) * (10000.0 / _REFERENCE_WHITE_NITS)
+    else:  # HLG: inverse OETF to scene light, then the 1000 cd/m² OOTF (gamma 1.2, per channel)
+        a, b, c = 0.17883277, 0.28466892, 0.55991073
+        low = e * e / 3.0
+        high = (((e - c) / a).exp() + b) / 12.0
+        scene = (e <= 0.5).ifthenelse(low, high)
+        linear = scene**1.2 * (1000.0 / _REFERENCE_WHITE_NITS)
+    if nclx.primaries in _PRIMARIES_TO_BT709:
+        linear = linear.recomb(_PRIMARIES_TO_BT709[nclx.primaries])
+        linear = (linear > 0).ifthenelse(linear, 0.0)
+    # Exponential shoulder: identity below the knee, same slope at it, approaches 1.0.
+    span = 1.0 - _KNEE
+    shoulder = _KNEE + span * (1.0 - (-(linear - _KNEE) / span).exp())
+    mapped = (linear > _KNEE).ifthenelse(shoulder, linear)
+    out = mapped.copy(interpretation="scrgb").colourspace("srgb")
+    if alpha is not None:
+        out = out.bandjoin((alpha.cast("float") * (255.0 / full)).cast("uchar"))
+    return out
+
+
+def _to_bt709_primaries(image: pyvips.Image, primaries: int) -> pyvips.Image:
+    """SDR sRGB-curve pixels in wide primaries (nclx, no ICC) → BT.709 primaries."""
+    colour, alpha = _split_alpha(image.colourspace("srgb"))
+    linear = colour.colourspace("scrgb").recomb(_PRIMARIES_TO_BT709[primaries])
+    linear = (linear > 0).ifthenelse(linear, 0.0)
+    out = linear.copy(interpretation="scrgb").colourspace("srgb")
+    return out if alpha is None else out.bandjoin(alpha.cast(out.format))
+
+
+# --- HEIF colour box ------------------------------------------------------------------------
+
+
+def _heif_nclx(src: Path) -> _Nclx | None:
+    """The ``nclx`` colour of the primary item of an ISOBMFF (HEIF/AVIF) file, if any.
+
+    libvips does not expose it, and PQ/HLG pixels are wrong without it.
+    """
+    try:
+        meta = _read_top_box(src, b"meta", limit=1 << 22)
+    except OSError:
+        return None
+    if meta is None or len(meta) < 4:
+        return None
+    children = dict((t, (s, e)) for t, s, e in _boxes(meta, 4, len(meta)))
+    if b"pitm" not in children or b"iprp" not in children:
+        return None
+    s, _ = children[b"pitm"]
+    primary = struct.unpack_from(">H" if meta[s] == 0 else ">I", meta, s + 4)[0]
+    s, e = children[b"iprp"]
+    iprp = dict((t, (ps, pe)) for t, ps, pe in _boxes(meta, s, e))
+    if b"ipco" not in iprp or b"ipma" not in iprp:
+        return None
+    properties = list(_boxes(meta, *iprp[b"ipco"]))
+    for index in _item_properties(meta, *iprp[b"ipma"], item=primary):
+        if 1 <= index <= len(properties):
+            kind, ps, pe = properties[index - 1]
+            if kind == b"colr" and pe - ps >= 10 and meta[ps : ps + 4] == b"nclx":
+                prim, transfer = struct.unpack_from(">HH", meta, ps + 4)
+                return _Nclx(prim, transfer)
+    return None
+
+
+def _item_properties(data: bytes, start: int, end: int, *, item: int) -> list[int]:
+    version, flags = data[start], int.from_bytes(data[start + 1 : start + 4], "big")
+    (count,) = struct.unpack_from(">I", data, start + 4)
+    pos = start + 8
+    for _ in range(count):
+        if pos + 3 > end:
+            break
+        if version < 1:
+            (item_id,) = struct.unpack_from(">H", data, pos)
+            pos += 2
+        else:
+            (item_id,) = struct.unpack_from(">I", data, pos)
+            pos += 4
+        n = data[pos]
+        pos += 1
+        width = 2 if flags & 1 else 1
+        raw = [
+            int.from_bytes(data[pos + i * width : pos + (i + 1) * width], "big") for i in range(n)
+        ]
+        pos += n * width
+        if item_id == item:
+            return [value & (0x7FFF if width == 2 else 0x7F) for value in raw]
+    return []
+
+
+def _boxes(data: bytes, start: int, end: int) -> Iterator[tuple[bytes, int, int]]:
+    """(type, payload start, box end) of the boxes in ``data[start:end]``."""
+    pos = start
+    while pos + 8 <= end:
+        size, kind = struct.unpack_from(">I4s", data, pos)
+        header = 8
+        if size == 1 and pos + 16 <= end:
+            (size,) = struct.unpack_from(">Q", data, pos + 8)
+            header = 16
+        elif size == 0:
+            size = end - pos
+        if size < header or pos + size > end:
+            return
+        yield kind, pos + header, pos + size
+        pos += size
+
+
+def _read_top_box(src: Path, kind: bytes, *, limit: int) -> bytes | None:
+    """Payload of the first top-level box ``kind`` (at most ``limit`` bytes); skips the others."""
+    with src.open("rb") as f:
+        while True:
+            header = f.read(8)
+            if len(header) < 8:
+                return None
+            size, box = struct.unpack(">I4s", header)
+            consumed = 8
+            if size == 1:
+                (size,) = struct.unpack(">Q", f.read(8))
+                consumed = 16
+            if box == kind:
+                if size == 0 or size - consumed > limit:
+                    return None
+                return f.read(size - consumed)
+            if size < consumed:
+                return None
+            f.seek(size - consumed, os.SEEK_CUR)
+
+
+# --- encode -----------------------------------------------------------------------------------
+
+
+def _encode(image: pyvips.Image, image_format: str, quality: int) -> bytes:
+    # keep="none" drops EXIF, XMP, IPTC and ICC (the pixels are sRGB, the web default).
+    if image_format == "webp":
+        data = image.webpsave_buffer(Q=quality, keep="none")
+    elif image_format == "jpeg":
+        data = image.jpegsave_buffer(Q=quality, keep="none", optimize_coding=True)
+    else:
+        data = image.heifsave_buffer(Q=quality, keep="none", compression="av1")
+    return bytes(data)
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
