@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import codecs
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
@@ -290,6 +291,9 @@ _MPEG_BITRATES: Final = {
 }
 
 
+_FrameParser = Callable[[bytes, int], int | None]
+
+
 def _mpeg_frame_length(head: bytes, pos: int) -> int | None:
     """Length in bytes of the MPEG audio frame whose header starts at ``pos``, or None."""
     if pos + 4 > len(head):
@@ -322,12 +326,11 @@ def _adts_frame_length(head: bytes, pos: int) -> int | None:
     return length if length >= 7 else None
 
 
-def _frame_synced(head: bytes, frame_length: int | None) -> bool:
-    """Whether a sync word at offset 0 is confirmed by a second frame (or by end of data)."""
-    if frame_length is None:
-        return False
-    # One header alone is 11-12 bits of evidence, which headerless PCM can hit by chance.
-    return frame_length >= len(head) or head[frame_length] == 0xFF
+def _frame_synced(head: bytes, frame_length: int | None, parse: _FrameParser) -> bool:
+    """Whether a sync word at offset 0 is confirmed by a valid second frame header."""
+    # One header alone is 11-12 bits of evidence, which headerless PCM or a UTF-16 byte-order
+    # mark can hit by chance; a clip shorter than two frames (<50 ms) is no loss.
+    return frame_length is not None and parse(head, frame_length) is not None
 
 
 def _audio(head: bytes) -> Sniffed | None:
@@ -341,11 +344,9 @@ def _audio(head: bytes) -> Sniffed | None:
         return Sniffed("audio/amr", "audio")
     if head.startswith(b"caff"):
         return Sniffed("audio/x-caf", "audio")
-    adts = _adts_frame_length(head, 0)
-    if adts is not None and _frame_synced(head, adts):
+    if _frame_synced(head, _adts_frame_length(head, 0), _adts_frame_length):
         return Sniffed("audio/aac", "audio")
-    mpeg = _mpeg_frame_length(head, 0)
-    if mpeg is not None and _frame_synced(head, mpeg):
+    if _frame_synced(head, _mpeg_frame_length(head, 0), _mpeg_frame_length):
         return Sniffed("audio/mpeg", "audio")
     return None
 
