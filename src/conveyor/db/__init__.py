@@ -1,0 +1,1 @@
+"""Database layer: engine set-up, tables, migrations, wake-up transport."""

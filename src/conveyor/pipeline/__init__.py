@@ -1,0 +1,35 @@
+"""The pipeline engine: stage declarations, claims, outcomes, watchdogs, workers and lanes.
+
+Public surface::
+
+    Stage, Domain, Step            declare a domain once (D11)
+    StepContext                    what a step receives
+    Advance, Postpone, Fail, Halt  what a step returns (P6-P10, D6)
+    Executor                       runs one claimed step
+    WorkerPool, Lane               N identical workers per lane (D8, M7, M8)
+    resume                         the operator's way back from a halt (P9)
+"""
+
+from conveyor.pipeline.claims import Claim
+from conveyor.pipeline.executor import Executor, StepContext
+from conveyor.pipeline.lifecycle import resume
+from conveyor.pipeline.outcomes import Advance, Fail, Halt, Outcome, Postpone
+from conveyor.pipeline.pool import WorkerPool
+from conveyor.pipeline.stages import Domain, Stage, Step, Work
+
+__all__ = [
+    "Advance",
+    "Claim",
+    "Domain",
+    "Executor",
+    "Fail",
+    "Halt",
+    "Outcome",
+    "Postpone",
+    "Stage",
+    "Step",
+    "StepContext",
+    "Work",
+    "WorkerPool",
+    "resume",
+]

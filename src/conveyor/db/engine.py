@@ -1,0 +1,81 @@
+"""Build a SQLAlchemy engine for SQLite (embedded default) or PostgreSQL.
+
+This is the one dialect branch besides :mod:`conveyor.db.notify`: SQLite gets WAL, a busy
+timeout, foreign keys and ``BEGIN IMMEDIATE`` (writers serialise up front instead of failing on
+lock upgrade); PostgreSQL gets a pool sized for the worker threads and the psycopg 3 driver.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import URL, make_url
+
+__all__ = ["is_postgresql", "make_engine", "normalize_url"]
+
+# Seconds a SQLite writer waits for the lock before giving up; long, because a burst of
+# workers on one file is normal, and an error here would only be retried.
+_SQLITE_BUSY_TIMEOUT_MS = 60_000
+
+
+def normalize_url(url: str) -> URL:
+    """Return the SQLAlchemy URL for ``url``, choosing psycopg 3 for plain ``postgresql://``."""
+    parsed = make_url(url)
+    if parsed.drivername in ("postgresql", "postgres"):
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    return parsed
+
+
+def is_postgresql(engine: Engine) -> bool:
+    """True when ``engine`` talks to PostgreSQL."""
+    return engine.dialect.name == "postgresql"
+
+
+def make_engine(url: str, *, pool_size: int = 10) -> Engine:
+    """Create an engine for ``url``.
+
+    Args:
+        url: ``sqlite:///path/to/file.db`` or ``postgresql://user@host:port/db``.
+        pool_size: connections kept open on PostgreSQL (workers + API + listeners).
+
+    Returns:
+        A configured :class:`sqlalchemy.Engine`. For a SQLite file, its folder is created.
+
+    Raises:
+        sqlalchemy.exc.ArgumentError: the URL is malformed or names an unknown dialect.
+    """
+    parsed = normalize_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        return _sqlite_engine(parsed)
+    return create_engine(parsed, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
+
+
+def _sqlite_engine(url: URL) -> Engine:
+    database = url.database
+    if database and database != ":memory:" and not database.startswith("file:"):
+        Path(database).parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(
+        url,
+        connect_args={"check_same_thread": False, "timeout": _SQLITE_BUSY_TIMEOUT_MS / 1000},
+        pool_size=20,
+        max_overflow=20,
+    )
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Take transaction control from the driver so that "begin" below decides the mode.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA busy_timeout={_SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Any) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return engine

@@ -1,0 +1,97 @@
+"""Wake-ups for idle workers: in-process always, plus LISTEN/NOTIFY across processes on PostgreSQL.
+
+SQLite has no cross-process signal, so there a worker in another process finds new work on its
+next poll (``[pipeline] poll_interval``). The generation counter makes a wake-up that arrives
+between "found no work" and "start waiting" still count (no lost wake-ups).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from sqlalchemy import Engine, text
+
+from conveyor.db.engine import is_postgresql
+
+__all__ = ["CHANNEL", "Notifier"]
+
+CHANNEL = "conveyor_work"
+log = logging.getLogger("conveyor.notify")
+
+
+class Notifier:
+    """Wake workers when new work may be claimable.
+
+    Args:
+        engine: the database; on PostgreSQL, :meth:`start_listening` also hears other processes.
+    """
+
+    def __init__(self, engine: Engine | None = None) -> None:
+        self._engine = engine
+        self._cond = threading.Condition()
+        self._generation = 0
+        self._listener: threading.Thread | None = None
+        self._closing = threading.Event()
+
+    @property
+    def generation(self) -> int:
+        """A counter that grows with every wake-up; pass it to :meth:`wait`."""
+        with self._cond:
+            return self._generation
+
+    def wake_local(self) -> None:
+        """Wake the waiters of this process."""
+        with self._cond:
+            self._generation += 1
+            self._cond.notify_all()
+
+    def publish(self) -> None:
+        """Announce new work: to this process, and on PostgreSQL to every listening process."""
+        self.wake_local()
+        if self._engine is not None and is_postgresql(self._engine):
+            try:
+                with self._engine.begin() as conn:
+                    conn.execute(text("SELECT pg_notify(:channel, '')"), {"channel": CHANNEL})
+            except Exception:  # a missed wake-up only delays work until the next poll
+                log.warning("could not publish a wake-up", exc_info=True)
+
+    def wait(self, since: int, timeout: float) -> bool:
+        """Sleep until a wake-up after generation ``since`` or ``timeout`` seconds.
+
+        Returns:
+            True when woken, False on timeout.
+        """
+        with self._cond:
+            return self._cond.wait_for(lambda: self._generation != since, timeout=timeout)
+
+    def start_listening(self) -> None:
+        """On PostgreSQL, hear wake-ups published by other processes (a daemon thread)."""
+        if self._engine is None or not is_postgresql(self._engine) or self._listener:
+            return
+        self._listener = threading.Thread(target=self._listen, name="conveyor-listen", daemon=True)
+        self._listener.start()
+
+    def close(self) -> None:
+        """Stop listening."""
+        self._closing.set()
+        self.wake_local()
+
+    def _listen(self) -> None:
+        import psycopg
+
+        assert self._engine is not None
+        url = self._engine.url.set(drivername="postgresql")
+        dsn = url.render_as_string(hide_password=False)
+        while not self._closing.is_set():
+            try:
+                conn: Any = psycopg.connect(dsn, autocommit=True)
+                with conn:
+                    conn.execute(f"LISTEN {CHANNEL}")
+                    while not self._closing.is_set():
+                        for _ in conn.notifies(timeout=1.0, stop_after=1):
+                            self.wake_local()
+            except Exception:
+                log.warning("wake-up listener lost its connection; retrying", exc_info=True)
+                self._closing.wait(2.0)

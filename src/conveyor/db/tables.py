@@ -1,0 +1,280 @@
+"""Every table of Conveyor, on one :data:`metadata`.
+
+Record tables (``audio_records``, ``media_items``) carry the same queue columns, stamped by
+:func:`queue_columns`; content and attachments live in rows of their own (D1). Times are epoch
+seconds as floats (P4 asks for the claim expiry "written as a number"); sizes are bytes.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    Column,
+    Double,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    SmallInteger,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+__all__ = [
+    "album_events",
+    "albums",
+    "api_tokens",
+    "audio_records",
+    "files",
+    "media_items",
+    "media_objects",
+    "metadata",
+    "queue_columns",
+    "recognition_attempts",
+    "record_events",
+    "record_topics",
+    "texts",
+    "topics",
+    "users",
+]
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+
+def queue_columns() -> list[Column[object]]:
+    """The pipeline's columns, identical on every record table (P1-P10, D3, D6).
+
+    ``stage`` is the reached stage; ``state_entered_at`` when it was entered (stuck watchdog);
+    ``claim_token``/``claim_expires_at`` the current claim (fencing token, lease end);
+    ``attempts`` failures in this stage; ``retry_at`` the retry pause; ``halted_at``,
+    ``halt_reason``, ``halt_error`` the halt flag (P8).
+    """
+    return [
+        Column("stage", String(32), nullable=False),
+        Column("state_entered_at", Double, nullable=False),
+        Column("claim_token", String(32), nullable=True),
+        Column("claim_expires_at", Double, nullable=True),
+        Column("attempts", Integer, nullable=False, server_default="0"),
+        Column("retry_at", Double, nullable=True),
+        Column("halted_at", Double, nullable=True),
+        Column("halt_reason", String(64), nullable=True),
+        Column("halt_error", Text, nullable=True),
+        Column("updated_at", Double, nullable=False),
+    ]
+
+
+users = Table(
+    "users",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("name", String(100), nullable=False, unique=True),
+    Column("created_at", Double, nullable=False),
+)
+
+api_tokens = Table(
+    "api_tokens",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("user_id", Integer, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+    Column("token_hash", String(64), nullable=False, unique=True),
+    Column("label", String(100), nullable=True),
+    Column("created_at", Double, nullable=False),
+    Column("last_used_at", Double, nullable=True),
+)
+
+# The object journal: one row per physical object (an upload, a variant, a raw response), M1.
+files = Table(
+    "files",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("key", String(255), nullable=False, unique=True),
+    Column("mime_type", String(100), nullable=False),
+    Column("format", String(50), nullable=True),
+    Column("size", BigInteger, nullable=False),
+    Column("sha256", String(64), nullable=True),
+    Column("width", Integer, nullable=True),
+    Column("height", Integer, nullable=True),
+    Column("duration", Double, nullable=True),
+    Column("state", String(16), nullable=False),
+    Column("created_at", Double, nullable=False),
+)
+
+audio_records = Table(
+    "audio_records",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    # Owner-edited fields (P7): the pipeline never writes these.
+    Column("owner", String(100), nullable=False),
+    Column("title", String(300), nullable=True),
+    Column("brief", Text, nullable=True),
+    # Intake facts.
+    Column("created_at", Double, nullable=False),
+    Column("original_name", String(300), nullable=True),
+    Column("original_file_id", Integer, ForeignKey("files.id"), nullable=False),
+    Column("raw_pcm", Boolean, nullable=False, server_default="0"),
+    Column("language", String(16), nullable=True),
+    # Pipeline-owned results.
+    Column("normalized_file_id", Integer, ForeignKey("files.id"), nullable=True),
+    Column("duration", Double, nullable=True),
+    Column("no_speech", Boolean, nullable=True),
+    Column("detected_language", String(16), nullable=True),
+    *queue_columns(),
+    Index("ix_audio_records_claim", "stage", "halted_at", "created_at"),
+    Index("ix_audio_records_owner", "owner", "id"),
+)
+
+texts = Table(
+    "texts",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column(
+        "record_id",
+        Integer,
+        ForeignKey("audio_records.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("kind", String(32), nullable=False),
+    Column("body", Text, nullable=False),
+    Column("segments", JSON, nullable=True),
+    Column("language", String(16), nullable=True),
+    Column("created_at", Double, nullable=False),
+    UniqueConstraint("record_id", "kind"),
+)
+
+# Everything that changes with the recognition provider lives here (D1, D12).
+recognition_attempts = Table(
+    "recognition_attempts",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column(
+        "record_id",
+        Integer,
+        ForeignKey("audio_records.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("provider", String(50), nullable=False),
+    Column("operation_id", String(64), nullable=False, unique=True),
+    Column("claim_token", String(32), nullable=False),
+    Column("source_url", Text, nullable=True),
+    Column("model", String(200), nullable=True),
+    Column("raw_response_file_id", Integer, ForeignKey("files.id"), nullable=True),
+    Column("state", String(16), nullable=False),
+    Column("error", Text, nullable=True),
+    Column("created_at", Double, nullable=False),
+    Column("finished_at", Double, nullable=True),
+    Index("ix_recognition_attempts_record", "record_id", "id"),
+)
+
+# History of every record of every domain (D14).
+record_events = Table(
+    "record_events",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("domain", String(16), nullable=False),
+    Column("record_id", Integer, nullable=False),
+    Column("stage", String(32), nullable=False),
+    Column("outcome", String(32), nullable=False),
+    Column("outcome_text", Text, nullable=True),
+    Column("origin", String(16), nullable=False),
+    Column("created_at", Double, nullable=False),
+    CheckConstraint("origin IN ('pipeline', 'human')", name="origin"),
+    Index("ix_record_events_record", "domain", "record_id", "id"),
+)
+
+# Per-owner topic dictionary, at most five per record (D9); nothing writes them yet.
+topics = Table(
+    "topics",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("owner", String(100), nullable=False),
+    Column("name", String(100), nullable=False),
+    UniqueConstraint("owner", "name"),
+)
+
+record_topics = Table(
+    "record_topics",
+    metadata,
+    Column(
+        "record_id",
+        Integer,
+        ForeignKey("audio_records.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("position", SmallInteger, primary_key=True),
+    Column("topic_id", Integer, ForeignKey("topics.id", ondelete="CASCADE"), nullable=False),
+    CheckConstraint("position >= 0 AND position < 5", name="at_most_five"),
+    UniqueConstraint("record_id", "topic_id"),
+)
+
+albums = Table(
+    "albums",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("owner", String(100), nullable=False),
+    Column("name", String(200), nullable=False),
+    Column("created_at", Double, nullable=False),
+    UniqueConstraint("owner", "name"),
+)
+
+media_items = Table(
+    "media_items",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("owner", String(100), nullable=False),
+    Column("album_id", Integer, ForeignKey("albums.id", ondelete="CASCADE"), nullable=False),
+    Column("kind", String(8), nullable=False),
+    Column("original_name", String(300), nullable=True),
+    Column("uploaded_at", Double, nullable=False),
+    # Pipeline-owned facts from the media itself.
+    Column("captured_at", Double, nullable=True),
+    Column("width", Integer, nullable=True),
+    Column("height", Integer, nullable=True),
+    Column("duration", Double, nullable=True),
+    *queue_columns(),
+    CheckConstraint("kind IN ('photo', 'video')", name="kind"),
+    Index("ix_media_items_claim", "stage", "halted_at", "uploaded_at"),
+    Index("ix_media_items_album", "album_id", "id"),
+)
+
+# An item's objects by role; one row per (item, role) so a retried step replaces (M1-M3).
+media_objects = Table(
+    "media_objects",
+    metadata,
+    Column(
+        "item_id",
+        Integer,
+        ForeignKey("media_items.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("role", String(16), primary_key=True),
+    Column("file_id", Integer, ForeignKey("files.id"), nullable=False),
+    CheckConstraint(
+        "role IN ('original', 'thumb', 'medium', 'preview', 'poster', 'playback')", name="role"
+    ),
+)
+
+# Durable per-album outbox that feeds live subscribers (M5).
+album_events = Table(
+    "album_events",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("album_id", Integer, ForeignKey("albums.id", ondelete="CASCADE"), nullable=False),
+    Column("item_id", Integer, nullable=False),
+    Column("kind", String(32), nullable=False),
+    Column("payload", JSON, nullable=False),
+    Column("created_at", Double, nullable=False),
+    Index("ix_album_events_album", "album_id", "id"),
+)

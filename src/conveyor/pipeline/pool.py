@@ -1,0 +1,154 @@
+"""The worker pool: N identical worker threads per lane, dispatch by stage (D8, M7, M8).
+
+Each worker of lane L loops over the domains, claims a record whose stage runs in L, and runs
+its step. A lane with 0 workers is legal: its records are accepted and wait (D8). Idle workers
+sleep until a wake-up or ``[pipeline] poll_interval``; they never spin.
+
+Stopping (SIGINT/SIGTERM in the CLI): no new claims; running steps get ``stop_grace`` seconds to
+finish, long steps see the stop through :meth:`StepContext.check` and release their claim; any
+claim still held after the grace period is released so it is claimable at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+
+from sqlalchemy import Engine
+
+from conveyor.clock import Clock
+from conveyor.config import PipelineSettings
+from conveyor.db.notify import Notifier
+from conveyor.pipeline import queries
+from conveyor.pipeline.claims import Claim
+from conveyor.pipeline.executor import Executor
+from conveyor.pipeline.stages import Domain
+
+__all__ = ["WorkerPool"]
+
+log = logging.getLogger("conveyor.pool")
+
+# Seconds a worker backs off after an unexpected error (e.g. the database went away), so a
+# broken connection is retried without flooding the log.
+_ERROR_BACKOFF = 1.0
+
+
+class WorkerPool:
+    """Worker threads for the given lanes.
+
+    Args:
+        engine: the database.
+        domains: the domains whose records the workers move.
+        lanes: lane name → worker count (0 legal).
+        clock: time source.
+        settings: ``[pipeline]`` settings.
+        notifier: wake-up transport; a private one when omitted.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        domains: Sequence[Domain],
+        lanes: Mapping[str, int],
+        *,
+        clock: Clock,
+        settings: PipelineSettings,
+        notifier: Notifier | None = None,
+    ) -> None:
+        self.engine = engine
+        self.domains = list(domains)
+        self.lanes = dict(lanes)
+        self.clock = clock
+        self.settings = settings
+        self.notifier = notifier or Notifier(engine)
+        self._stopping = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._held: dict[str, tuple[Domain, Claim]] = {}
+        self._held_lock = threading.Lock()
+        for lane in self.lanes:
+            if not any(d.lane_stages(lane) for d in self.domains):
+                log.info("lane %r has workers but no stages", lane)
+
+    @property
+    def executor(self) -> Executor:
+        """A fresh executor bound to this pool's stop flag."""
+        return Executor(
+            self.engine,
+            self.clock,
+            self.settings,
+            stopping=self._stopping,
+            on_advance=self.notifier.wake_local,
+        )
+
+    def start(self) -> None:
+        """Start every worker thread."""
+        self.notifier.start_listening()
+        for lane, count in self.lanes.items():
+            for index in range(count):
+                thread = threading.Thread(
+                    target=self._work, args=(lane,), name=f"conveyor-{lane}-{index}", daemon=True
+                )
+                thread.start()
+                self._threads.append(thread)
+        log.info("worker pool started: %s", ", ".join(f"{k}={v}" for k, v in self.lanes.items()))
+
+    @property
+    def stopping(self) -> bool:
+        """True once :meth:`stop` was called."""
+        return self._stopping.is_set()
+
+    def stop(self, grace: float | None = None) -> None:
+        """Stop claiming, let running steps finish for ``grace`` seconds, release the rest.
+
+        Args:
+            grace: seconds to wait; ``[pipeline] stop_grace`` when None.
+        """
+        self._stopping.set()
+        self.notifier.wake_local()
+        deadline = self.settings.stop_grace if grace is None else grace
+        for thread in self._threads:
+            thread.join(timeout=deadline)
+        with self._held_lock:
+            leftovers = list(self._held.values())
+        for domain, claim in leftovers:
+            with self.engine.begin() as conn:
+                queries.release_claim(conn, domain, claim, self.clock.now())
+            log.info("%s record %s released on stop", domain.name, claim.record_id)
+        self.notifier.close()
+
+    def join(self) -> None:
+        """Wait for every worker thread to end (after :meth:`stop`)."""
+        for thread in self._threads:
+            thread.join()
+
+    def _work(self, lane: str) -> None:
+        executor = self.executor
+        domains = [d for d in self.domains if d.lane_stages(lane)]
+        while not self._stopping.is_set():
+            since = self.notifier.generation
+            worked = False
+            for domain in domains:
+                if self._stopping.is_set():
+                    break
+                try:
+                    worked = self._run_one(executor, domain, lane) or worked
+                except Exception:
+                    log.exception("worker of lane %s: unexpected error", lane)
+                    self._stopping.wait(_ERROR_BACKOFF)
+            if not worked:
+                self.notifier.wait(since, self.settings.poll_interval)
+
+    def _run_one(self, executor: Executor, domain: Domain, lane: str) -> bool:
+        claim = executor.claim(domain, lane)
+        if claim is None:
+            return False
+        key = f"{domain.name}:{claim.record_id}:{claim.token}"
+        with self._held_lock:
+            self._held[key] = (domain, claim)
+        try:
+            executor.run_claimed(domain, claim)
+        finally:
+            with self._held_lock:
+                self._held.pop(key, None)
+        return True

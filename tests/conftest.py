@@ -1,0 +1,90 @@
+"""Shared fixtures: every engine test runs on SQLite and on PostgreSQL through ``engine``.
+
+PostgreSQL is ``CONVEYOR_TEST_POSTGRES_URL`` (default the local ``test`` database). Without a
+reachable server the PostgreSQL half is skipped locally; under ``CI=true`` that is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, MetaData, text
+
+from conveyor.db.engine import make_engine
+from conveyor.db.migrate import upgrade
+from conveyor.db.tables import metadata
+from conveyor.testing import FakeClock
+
+PG_URL = os.environ.get("CONVEYOR_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+CORPUS = Path(__file__).resolve().parents[1] / ".." / "shared" / "corpus"
+_pg_ready: bool | None = None
+
+
+def _reset_postgres(engine: Engine) -> None:
+    with engine.begin() as conn:
+        conn.execute(text("DROP SCHEMA IF EXISTS public CASCADE"))
+        conn.execute(text("CREATE SCHEMA public"))
+    upgrade(engine)
+
+
+def _truncate(engine: Engine, extra: MetaData | None = None) -> None:
+    names = [t.name for t in metadata.sorted_tables]
+    if extra is not None:
+        names += [t.name for t in extra.sorted_tables]
+    with engine.begin() as conn:
+        present = {
+            r[0]
+            for r in conn.execute(
+                text("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+            )
+        }
+        wanted = [n for n in names if n in present]
+        if wanted:
+            conn.execute(text(f"TRUNCATE {', '.join(wanted)} RESTART IDENTITY CASCADE"))
+
+
+@pytest.fixture(scope="session")
+def pg_engine() -> Iterator[Engine]:
+    """A migrated PostgreSQL engine for the session, or a skip (a failure under CI=true)."""
+    engine = make_engine(PG_URL, pool_size=20)
+    try:
+        with engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+    except Exception as exc:
+        engine.dispose()
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"PostgreSQL at {PG_URL} is unreachable under CI: {exc}")
+        pytest.skip(f"PostgreSQL at {PG_URL} is unreachable: {exc}")
+    _reset_postgres(engine)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
+    """A migrated, empty database: a fresh SQLite file, or the truncated PostgreSQL database."""
+    if request.param == "sqlite":
+        eng = make_engine(f"sqlite:///{tmp_path / 'conveyor.db'}")
+        upgrade(eng)
+        yield eng
+        eng.dispose()
+    else:
+        eng = request.getfixturevalue("pg_engine")
+        _truncate(eng)
+        yield eng
+        _truncate(eng)
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    """A clock that moves only when the test says so."""
+    return FakeClock()
+
+
+@pytest.fixture
+def corpus() -> Path:
+    """The shared corpus folder (used in place, never copied)."""
+    return CORPUS
