@@ -1,0 +1,212 @@
+"""The local provider's job lifecycle: idempotent submit (D12), process limit, crash, unknown ids,
+and the parse rules that keep silence and noise from becoming sentences. Real recognizer processes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+import conveyor.providers
+from conveyor.config import TranscriptionSettings
+from conveyor.providers import (
+    LocalWhisperProvider,
+    PollResult,
+    RecognitionProvider,
+    Segment,
+    Transcript,
+)
+
+AUDIO = Path("/work/shared/corpus/audio")
+MODEL_CACHE = Path(tempfile.gettempdir()) / "conveyor-test-models"  # shared with the other modules
+TIMEOUT = 120.0
+
+
+def make_provider(work_dir: Path, processes: int = 1) -> LocalWhisperProvider:
+    settings = TranscriptionSettings(processes=processes, threads=1)
+    return LocalWhisperProvider(settings, work_dir, model_cache_dir=MODEL_CACHE)
+
+
+def wait(provider: LocalWhisperProvider, operation_id: str) -> PollResult:
+    deadline = time.monotonic() + TIMEOUT
+    while time.monotonic() < deadline:
+        result = provider.poll(operation_id)
+        if result.state != "running":
+            return result
+        time.sleep(0.1)
+    raise AssertionError(f"{operation_id} still running after {TIMEOUT}s")
+
+
+def pid_of(job_dir: Path) -> int | None:
+    try:
+        return int(json.loads((job_dir / "pid.json").read_text(encoding="utf-8"))["pid"])
+    except FileNotFoundError:
+        return None
+
+
+def test_public_surface() -> None:
+    assert sorted(conveyor.providers.__all__) == [
+        "BASE_MODEL_SHA256",
+        "BASE_MODEL_SIZE",
+        "LocalWhisperProvider",
+        "PollResult",
+        "PollState",
+        "RecognitionProvider",
+        "Segment",
+        "Transcript",
+        "resolve_model",
+    ]
+    for name in conveyor.providers.__all__:
+        assert hasattr(conveyor.providers, name)
+
+
+def test_poll_of_unknown_operation_is_unknown(tmp_path: Path) -> None:
+    provider: RecognitionProvider = make_provider(tmp_path)  # also a static protocol check
+    assert provider.name == "local"
+    assert provider.model == "base"
+    assert provider.poll("never-submitted") == PollResult("unknown")
+    assert provider.poll("../escape") == PollResult("unknown")
+
+
+def test_operation_id_must_be_a_plain_name(tmp_path: Path) -> None:
+    provider = make_provider(tmp_path)
+    for bad in ("", "../x", "a/b", ".hidden"):
+        with pytest.raises(ValueError, match="operation id"):
+            provider.submit(AUDIO / "silence_1s.wav", operation_id=bad, language=None)
+
+
+@pytest.mark.skipif(not AUDIO.is_dir(), reason="the shared audio corpus is absent")
+def test_d12_submit_is_idempotent_and_extra_jobs_queue(tmp_path: Path) -> None:
+    """Two submits of one id start one process; a second id waits for the single slot; a fresh
+    provider on the same work_dir (a restarted worker) collects both results."""
+    work = tmp_path / "work"
+    first = make_provider(work, processes=1)
+    silence = AUDIO / "silence_1s.wav"
+
+    source = first.submit(silence, operation_id="op-a", language=None)
+    pid = pid_of(work / "op-a")
+    assert pid is not None
+    assert first.submit(silence, operation_id="op-a", language="en") == source == str(silence)
+    assert pid_of(work / "op-a") == pid
+    assert json.loads((work / "op-a" / "job.json").read_text(encoding="utf-8"))["language"] is None
+
+    first.submit(silence, operation_id="op-b", language=None)
+    assert pid_of(work / "op-b") is None  # over the limit: queued, not started
+    assert first.poll("op-b").state == "running"
+
+    restarted = make_provider(work, processes=1)
+    assert wait(restarted, "op-a").state == "done"
+    result_b = wait(restarted, "op-b")  # started by a poll once op-a freed the slot
+    assert result_b.state == "done"
+    assert pid_of(work / "op-b") not in (None, pid)
+    assert restarted.parse(result_b.raw or b"").no_speech
+    assert first.poll("op-a").state == "done"  # reaps first's child too
+
+
+@pytest.mark.skipif(not AUDIO.is_dir(), reason="the shared audio corpus is absent")
+def test_killed_recognizer_polls_as_failed_with_reason(tmp_path: Path) -> None:
+    provider = make_provider(tmp_path)
+    provider.submit(AUDIO / "jfk.wav", operation_id="doomed", language=None)
+    pid = pid_of(tmp_path / "doomed")
+    assert pid is not None
+    time.sleep(0.5)  # mid-run: still importing or loading the model
+    assert provider.poll("doomed").state == "running"
+    os.kill(pid, signal.SIGKILL)
+    result = wait(provider, "doomed")
+    assert result.state == "failed"
+    assert result.error is not None
+    assert "exited without a result" in result.error
+    assert "SIGKILL" in result.error
+    assert result.raw is None
+
+
+@pytest.mark.skipif(not AUDIO.is_dir(), reason="the shared audio corpus is absent")
+def test_undecodable_input_polls_as_failed_with_recognizer_error(tmp_path: Path) -> None:
+    provider = make_provider(tmp_path)
+    provider.submit(AUDIO / "not_audio_text.wav", operation_id="text", language=None)
+    result = wait(provider, "text")
+    assert result.state == "failed"
+    assert result.error is not None
+    assert result.error.startswith("recognizer failed: ")
+
+
+@pytest.mark.skipif(not AUDIO.is_dir(), reason="the shared audio corpus is absent")
+def test_discard_kills_and_forgets(tmp_path: Path) -> None:
+    provider = make_provider(tmp_path)
+    provider.submit(AUDIO / "jfk.wav", operation_id="gone", language=None)
+    pid = pid_of(tmp_path / "gone")
+    assert pid is not None
+    provider.discard("gone")
+    assert provider.poll("gone") == PollResult("unknown")
+    assert not Path(f"/proc/{pid}").exists()
+
+
+# -- parse: synthetic raw responses in the recognizer's own format --------------------------------
+
+
+def raw(*segments: tuple[str, float, float], language: str = "en") -> bytes:
+    """A result.json with ``(text, no_speech_prob, avg_logprob)`` segments one second apart."""
+    return json.dumps(
+        {
+            "language": language,
+            "language_probability": 0.9,
+            "duration": float(len(segments)),
+            "segments": [
+                {
+                    "start": float(i),
+                    "end": float(i + 1),
+                    "text": text,
+                    "no_speech_prob": nsp,
+                    "avg_logprob": lp,
+                    "compression_ratio": 1.0,
+                }
+                for i, (text, nsp, lp) in enumerate(segments)
+            ],
+        }
+    ).encode()
+
+
+def test_parse_keeps_speech_and_whisper_spacing(tmp_path: Path) -> None:
+    provider = make_provider(tmp_path)
+    transcript = provider.parse(raw((" Hello there.", 0.1, -0.3), (" General Kenobi.", 0.2, -0.4)))
+    assert transcript == Transcript(
+        text="Hello there. General Kenobi.",
+        segments=(Segment(0.0, 1.0, "Hello there."), Segment(1.0, 2.0, "General Kenobi.")),
+        language="en",
+        no_speech=False,
+    )
+
+
+def test_parse_drops_segments_whisper_marks_as_non_speech(tmp_path: Path) -> None:
+    provider = make_provider(tmp_path)
+    transcript = provider.parse(raw((" Thank you.", 0.9, -1.5), (" Real words.", 0.7, -0.5)))
+    assert transcript.text == "Real words."  # high no_speech_prob alone is not enough to drop
+    assert provider.parse(raw((" Thank you.", 0.61, -1.01))).no_speech
+
+
+@pytest.mark.parametrize(
+    "text", [" uh", " Oh", " Um, hmm...", " [Music]", " ♪", " ...", " Эм.", ""]
+)
+def test_parse_filler_only_is_no_speech(tmp_path: Path, text: str) -> None:
+    provider = make_provider(tmp_path)
+    assert provider.parse(raw((text, 0.5, -1.2))) == Transcript("", (), None, True)
+
+
+def test_parse_filler_inside_speech_is_kept(tmp_path: Path) -> None:
+    provider = make_provider(tmp_path)
+    assert provider.parse(raw((" Um, take the umbrella.", 0.1, -0.3))).text == (
+        "Um, take the umbrella."
+    )
+
+
+def test_parse_refuses_foreign_documents(tmp_path: Path) -> None:
+    provider = make_provider(tmp_path)
+    for bad in (b"not json", b"[]", b'{"segments": [{"text": "x"}]}'):
+        with pytest.raises(ValueError, match="not a local recognizer result"):
+            provider.parse(bad)
