@@ -57,6 +57,7 @@ MPEG-TS sources, so variable frame rate timestamps survive without rounding drif
 _AAC_RATES = frozenset({96000, 88200, 64000, 48000, 44100, 32000, 24000, 22050, 16000, 12000})
 _AAC_FRAME = 1024  # samples per AAC-LC frame
 _REMUX_PROFILES = frozenset({"Baseline", "Constrained Baseline", "Main", "High"})
+_REMUX_SCAN_PACKETS = 300  # leading video packets checked for edit-list cuts before a remux
 _IMAGE_FORMATS = frozenset({"image2", "gif", "apng", "webp", "avif"})
 """Demuxers of still or animated images: those files belong to the image pipeline, not here."""
 
@@ -493,9 +494,12 @@ def _can_remux(src: Path, info: VideoInfo, *, max_height: int, max_bitrate: int)
             return False
         # An edit list that cuts frames shows up as negative timestamps; copying those packets
         # would ship frames the source never shows (see the module docstring).
-        for packet in container.demux(video):
+        # Edit lists cut at the start, so the first packets tell; no need to read the whole file.
+        for count, packet in enumerate(container.demux(video)):
             if packet.pts is not None and packet.pts < (video.start_time or 0):
                 return False
+            if count >= _REMUX_SCAN_PACKETS:
+                break
     return True
 
 
@@ -569,6 +573,14 @@ class _VideoPath:
             "maxrate": str(max_bitrate),
             "bufsize": str(2 * max_bitrate),
         }
+        # The scale filter converts full range (yuvj420p) to limited but keeps the YUV matrix,
+        # so the source's colour tags stay true; copying them lets players pick the same matrix.
+        source, target = inp.codec_context, self.stream.codec_context
+        target.color_range = 1  # MPEG / limited range
+        for name in ("colorspace", "color_primaries", "color_trc"):
+            value = getattr(source, name)
+            if value not in (None, 2):  # 2 = unspecified
+                setattr(target, name, value)
         self._graph: Any | None = None
         self._graph_key: tuple[int, int, str] | None = None
         self._last_pts = -1
