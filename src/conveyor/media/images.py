@@ -157,7 +157,9 @@ def probe_image(src: Path, *, max_pixels: int) -> ImageInfo:
         width=head.width,
         height=head.height,
         mime_type=_mime_type(image, head.loader),
-        pages=max(1, _int_field(image, "n-pages", 1)),
+        pages=_sequence_frames(src)
+        if head.loader == "heifload"
+        else _int_field(image, "n-pages", 1),
         has_alpha=bool(image.hasalpha()),
         captured_at=_captured_at(image),
     )
@@ -498,6 +500,40 @@ def _heif_nclx(src: Path) -> _Nclx | None:
                 prim, transfer = struct.unpack_from(">HH", meta, ps + 4)
                 return _Nclx(prim, transfer)
     return None
+
+
+def _sequence_frames(src: Path) -> int:
+    """Frames of the first picture track of a HEIF/AVIF image sequence; 1 for a still.
+
+    libvips reads only the still items of HEIF, never the ``pict`` track of an ``avis`` file.
+    """
+    try:
+        moov = _read_top_box(src, b"moov", limit=1 << 22)
+    except OSError:
+        return 1
+    if moov is None:
+        return 1
+    for kind, start, end in _boxes(moov, 0, len(moov)):
+        if kind != b"trak":
+            continue
+        mdia = _child(moov, start, end, b"mdia")
+        hdlr = mdia and _child(moov, *mdia, b"hdlr")
+        if not mdia or not hdlr or moov[hdlr[0] + 8 : hdlr[0] + 12] != b"pict":
+            continue
+        stsz = _child(moov, *mdia, b"minf", b"stbl", b"stsz")
+        if stsz and stsz[1] - stsz[0] >= 12:
+            return max(1, int(struct.unpack_from(">I", moov, stsz[0] + 8)[0]))
+    return 1
+
+
+def _child(data: bytes, start: int, end: int, *path: bytes) -> tuple[int, int] | None:
+    """(payload start, end) of the box at ``path`` below ``data[start:end]``."""
+    for kind in path:
+        found = next(((s, e) for k, s, e in _boxes(data, start, end) if k == kind), None)
+        if found is None:
+            return None
+        start, end = found
+    return start, end
 
 
 def _item_properties(data: bytes, start: int, end: int, *, item: int) -> list[int]:

@@ -1,0 +1,360 @@
+"""Photo probe and variants on the shared real-file corpus (NORMS M1, M2); no mocks.
+
+Expected values come from /work/shared/corpus/media/MANIFEST.md.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+import pyvips
+from PIL import Image
+
+from conveyor.config import MediaSettings
+from conveyor.errors import MediaError
+from conveyor.media.images import ImageInfo, ImageVariant, make_image_variants, probe_image
+
+CORPUS = (Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "media").resolve()
+SETTINGS = MediaSettings()
+SIZES = {
+    "thumb": SETTINGS.thumb_size,
+    "medium": SETTINGS.medium_size,
+    "preview": SETTINGS.preview_size,
+}
+MAX_PIXELS = SETTINGS.max_pixels
+
+# name → (upright width, upright height, mime type, frames, has alpha)
+IMAGES: dict[str, tuple[int, int, str, int, bool]] = {
+    **{f"exif-samples__landscape_{n}.jpg": (600, 450, "image/jpeg", 1, False) for n in range(1, 9)},
+    "exif-samples__Canon_40D.jpg": (100, 68, "image/jpeg", 1, False),
+    "exif-samples__DSCN0010.jpg": (640, 480, "image/jpeg", 1, False),
+    "pillow__pil_sample_cmyk.jpg": (100, 100, "image/jpeg", 1, False),
+    "pillow__i_trns.png": (64, 64, "image/png", 1, True),
+    "pillow__apng_mode_16bit.png": (128, 64, "image/png", 1, True),
+    "pillow__iss634.gif": (245, 245, "image/gif", 42, True),
+    "pillow__iss634.webp": (245, 245, "image/webp", 42, True),
+    "pillow__transparent.png": (200, 150, "image/png", 1, True),
+    "pillow__app13-multiple.jpg": (256, 160, "image/jpeg", 1, False),
+    "pillow__hopper_orientation_6.webp": (128, 128, "image/webp", 1, False),
+    "pillow__avif_rot1mir0.avif": (640, 427, "image/avif", 1, False),
+    "pillow__avif_star.avifs": (159, 159, "image/avif", 5, True),
+    "immich-test-assets__IMG_2682.heic": (4032, 3024, "image/heic", 1, False),
+    "immich-test-assets__10bit-HDR-P3-nclx.avif": (3681, 5594, "image/avif", 1, False),
+    "lychee__mongolia": (1280, 850, "image/jpeg", 1, False),
+}
+# The truncated JPEG's header is intact: probe_image answers, the variant step refuses it.
+PROBE_ONLY = {"pillow__truncated_jpeg.jpg": (100, 100, "image/jpeg", 1, False)}
+
+# name → reason of the refusal (header stage)
+REFUSED: dict[str, str] = {
+    "pillow__decompression_bomb.gif": "too_many_pixels",
+    "file-type__fixture-json.webp": "unsupported_media",
+    "moviepy__result.webm": "unsupported_media",
+    "moviepy__fire2.mp4": "unsupported_media",
+    "file-type__fixture.m4a": "unsupported_media",
+    "file-type__fixture.mov": "unsupported_media",
+    "lychee__train.mov": "unsupported_media",
+}
+HEIC = "immich-test-assets__IMG_2682.heic"
+HDR = "immich-test-assets__10bit-HDR-P3-nclx.avif"
+
+# Reading the corpus in place is a hard requirement; fail loudly rather than skip.
+assert CORPUS.is_dir(), f"shared media corpus missing at {CORPUS}"
+
+
+def _variants(name: str, out_dir: Path, image_format: str = "webp") -> list[ImageVariant]:
+    try:
+        return make_image_variants(
+            CORPUS / name,
+            out_dir,
+            sizes=SIZES,
+            image_format=image_format,
+            quality=SETTINGS.image_quality,
+            max_pixels=MAX_PIXELS,
+        )
+    except MediaError as exc:
+        if name == HEIC and exc.reason == "unsupported_media" and "HEVC" in exc.message:
+            # pyvips-binary ships libheif without an HEVC decoder; the refusal is the contract.
+            pytest.xfail("this libvips build cannot decode HEVC (HEIC)")
+        raise
+
+
+def _load(path: Path) -> pyvips.Image:
+    return pyvips.Image.new_from_file(str(path))
+
+
+def _pixels(image: pyvips.Image, width: int, height: int) -> np.ndarray:
+    """RGB float array of ``image`` squeezed to exactly ``width``×``height``."""
+    if image.hasalpha():
+        image = image.flatten(background=[255, 255, 255])
+    image = image.colourspace("srgb").cast("uchar")
+    image = image.thumbnail_image(width, height=height, size="force", no_rotate=True)
+    return np.asarray(image.numpy(), dtype=np.float64)[..., :3]
+
+
+def _mad(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.abs(a - b).mean())
+
+
+def test_every_corpus_file_is_covered() -> None:
+    names = {p.name for p in CORPUS.iterdir() if p.name != "MANIFEST.md"}
+    assert names == set(IMAGES) | set(PROBE_ONLY) | set(REFUSED)
+
+
+@pytest.mark.parametrize("name", sorted(IMAGES | PROBE_ONLY))
+def test_probe_reads_upright_header(name: str) -> None:
+    width, height, mime, pages, alpha = (IMAGES | PROBE_ONLY)[name]
+    info = probe_image(CORPUS / name, max_pixels=MAX_PIXELS)
+    assert info == ImageInfo(width, height, mime, pages, alpha, info.captured_at)
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("exif-samples__Canon_40D.jpg", datetime(2008, 5, 30, 15, 56, 1, tzinfo=UTC)),
+        ("exif-samples__DSCN0010.jpg", datetime(2008, 10, 22, 16, 28, 39, tzinfo=UTC)),
+        ("exif-samples__landscape_1.jpg", None),
+        ("pillow__transparent.png", None),
+    ],
+)
+def test_probe_captured_at(name: str, expected: datetime | None) -> None:
+    assert probe_image(CORPUS / name, max_pixels=MAX_PIXELS).captured_at == expected
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_probe_refuses(name: str) -> None:
+    with pytest.raises(MediaError) as caught:
+        probe_image(CORPUS / name, max_pixels=MAX_PIXELS)
+    assert caught.value.reason == REFUSED[name]
+    assert caught.value.message
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED | {"pillow__truncated_jpeg.jpg": "undecodable"}))
+def test_variants_refused_and_nothing_written(name: str, tmp_path: Path) -> None:
+    expected = REFUSED.get(name, "undecodable")
+    started = time.monotonic()
+    with pytest.raises(MediaError) as caught:
+        _variants(name, tmp_path / "out")
+    assert caught.value.reason == expected
+    assert time.monotonic() - started < 2.0
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_bomb_refused_from_header_without_allocating() -> None:
+    # 4.36 gigapixels declared; decoding even one RGBA frame would need ~17 GB.
+    info_limit = 65535 * 66601
+    with pytest.raises(MediaError) as caught:
+        probe_image(CORPUS / "pillow__decompression_bomb.gif", max_pixels=MAX_PIXELS)
+    assert caught.value.reason == "too_many_pixels"
+    assert f"{info_limit:,}" in caught.value.message
+
+
+def test_max_pixels_applies_to_ordinary_images(tmp_path: Path) -> None:
+    with pytest.raises(MediaError) as caught:
+        make_image_variants(
+            CORPUS / "exif-samples__landscape_1.jpg",
+            tmp_path,
+            sizes=SIZES,
+            image_format="webp",
+            quality=80,
+            max_pixels=600 * 450 - 1,
+        )
+    assert caught.value.reason == "too_many_pixels"
+
+
+@pytest.mark.parametrize("name", sorted(IMAGES))
+def test_variants_upright_srgb8_bounded_and_stripped(name: str, tmp_path: Path) -> None:
+    width, height, _, _, _ = IMAGES[name]
+    variants = _variants(name, tmp_path)
+    assert [v.role for v in variants] == list(SIZES)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{r}.webp" for r in SIZES)
+    longest = max(width, height)
+    for variant in variants:
+        edge = min(SIZES[variant.role], longest)  # never upscaled
+        assert variant.path == tmp_path / f"{variant.role}.webp"
+        assert variant.mime_type == "image/webp"
+        assert variant.size == variant.path.stat().st_size > 0
+        image = _load(variant.path)
+        assert (image.width, image.height) == (variant.width, variant.height)
+        assert max(image.width, image.height) == edge
+        # Upright aspect: the short edge follows the original's ratio to a pixel.
+        if width >= height:
+            assert abs(image.height - edge * height / width) <= 1
+        else:
+            assert abs(image.width - edge * width / height) <= 1
+        assert image.format == "uchar"
+        assert image.interpretation == "srgb"
+        assert image.bands in (3, 4)
+        fields = set(image.get_fields())
+        assert not fields & {"exif-data", "xmp-data", "iptc-data", "icc-profile-data"}
+        assert not any(f.startswith("exif-") for f in fields)
+
+
+def test_tiny_original_is_never_upscaled(tmp_path: Path) -> None:
+    variants = _variants("exif-samples__Canon_40D.jpg", tmp_path)
+    assert [(v.width, v.height) for v in variants] == [(100, 68)] * 3
+
+
+@pytest.mark.parametrize("name", ["exif-samples__DSCN0010.jpg", "lychee__mongolia"])
+def test_no_gps_or_exif_left_in_variants(name: str, tmp_path: Path) -> None:
+    original = pyvips.Image.new_from_file(str(CORPUS / name))
+    assert any(f.startswith("exif-ifd3-GPS") for f in original.get_fields())  # GPS IFD present
+    for variant in _variants(name, tmp_path):
+        data = variant.path.read_bytes()
+        assert b"EXIF" not in data
+        assert b"Exif" not in data
+        assert b"XMP" not in data
+        assert not any(f.startswith("exif-") for f in _load(variant.path).get_fields())
+
+
+@pytest.fixture(scope="module")
+def landscape_reference(tmp_path_factory: pytest.TempPathFactory) -> np.ndarray:
+    out = tmp_path_factory.mktemp("landscape_1")
+    thumb = _variants("exif-samples__landscape_1.jpg", out)[0]
+    return _pixels(_load(thumb.path), 60, 45)
+
+
+@pytest.mark.parametrize("orientation", range(2, 9))
+def test_exif_orientation_matches_upright_reference(
+    orientation: int, landscape_reference: np.ndarray, tmp_path: Path
+) -> None:
+    name = f"exif-samples__landscape_{orientation}.jpg"
+    thumb = _variants(name, tmp_path)[0]
+    upright = _mad(_pixels(_load(thumb.path), 60, 45), landscape_reference)
+    ignored = _mad(
+        _pixels(pyvips.Image.new_from_file(str(CORPUS / name)), 60, 45), landscape_reference
+    )
+    # MANIFEST: ≈14/255 upright (digit and ICC differ) vs 42–61 when orientation is ignored.
+    assert upright < 22, upright
+    assert ignored > 35, ignored
+
+
+def test_square_webp_orientation_6_is_rotated(tmp_path: Path) -> None:
+    thumb = _variants("pillow__hopper_orientation_6.webp", tmp_path)[0]
+    stored = pyvips.Image.new_from_file(str(CORPUS / "pillow__hopper_orientation_6.webp"))
+    ours = _pixels(_load(thumb.path), 64, 64)
+    rotated = _pixels(stored.rot90(), 64, 64)  # orientation 6: turn 90° clockwise to view
+    assert _mad(ours, rotated) < 6
+    assert _mad(ours, _pixels(stored, 64, 64)) > 20
+
+
+def test_heif_irot_imir_is_applied(tmp_path: Path) -> None:
+    variants = _variants("pillow__avif_rot1mir0.avif", tmp_path)
+    assert (variants[1].width, variants[1].height) == (640, 427)
+    assert (variants[0].width, variants[0].height) == (320, 214)
+
+
+def test_cmyk_is_converted_not_inverted(tmp_path: Path) -> None:
+    thumb = _variants("pillow__pil_sample_cmyk.jpg", tmp_path)[0]
+    ours = _pixels(_load(thumb.path), 100, 100)
+    with Image.open(CORPUS / "pillow__pil_sample_cmyk.jpg") as img:
+        pillow = np.asarray(img.convert("RGB"), dtype=np.float64)
+    # Pillow converts without a profile, libvips through a CMYK profile: close, not equal.
+    assert _mad(ours, pillow) < 40
+    assert _mad(ours, 255 - pillow) > 150
+    mean = ours.reshape(-1, 3).mean(axis=0)
+    assert mean[0] > mean[1] and mean[0] > mean[2]  # the sample reads "RED"
+
+
+def test_icc_profile_is_applied(tmp_path: Path) -> None:
+    # landscape_1 has no ICC, landscape_3 'Generic RGB': once converted, both look alike.
+    a = _pixels(_load(_variants("exif-samples__landscape_1.jpg", tmp_path / "a")[0].path), 60, 45)
+    b = _pixels(_load(_variants("exif-samples__landscape_3.jpg", tmp_path / "b")[0].path), 60, 45)
+    assert abs(a.mean() - b.mean()) < 2
+
+
+def test_hdr_pq_avif_is_tone_mapped(tmp_path: Path) -> None:
+    thumb = _variants(HDR, tmp_path)[0]
+    rgb = _pixels(_load(thumb.path), thumb.width, thumb.height)
+    luma = rgb @ np.array([0.2126, 0.7152, 0.0722])
+    assert 70 < luma.mean() < 180, luma.mean()  # neither black nor blown out
+    assert (luma >= 254).mean() < 0.05  # highlights rolled off, not clipped
+    assert luma.std() > 40  # contrast kept: a PQ signal shown as sRGB looks flat and grey
+    naive = _pixels(pyvips.Image.thumbnail(str(CORPUS / HDR), 320), thumb.width, thumb.height)
+    assert rgb.std() > naive.std() * 1.3
+
+
+def test_alpha_kept_in_webp_and_avif(tmp_path: Path) -> None:
+    for image_format in ("webp", "avif"):
+        thumb = _variants("pillow__transparent.png", tmp_path / image_format, image_format)[0]
+        image = _load(thumb.path)
+        assert image.bands == 4, image_format
+        assert image[3].min() == 0
+
+
+def test_jpeg_flattens_alpha_on_white(tmp_path: Path) -> None:
+    thumb = _variants("pillow__transparent.png", tmp_path, "jpeg")[0]
+    assert thumb.path.name == "thumb.jpg"
+    assert thumb.mime_type == "image/jpeg"
+    image = _load(thumb.path)
+    assert image.bands == 3
+    assert image.get("vips-loader").startswith("jpegload")
+    # The source's top-left pixel is fully transparent.
+    assert all(v > 245 for v in image(0, 0))
+
+
+def test_avif_output(tmp_path: Path) -> None:
+    variants = _variants("exif-samples__landscape_6.jpg", tmp_path, "avif")
+    assert [v.path.name for v in variants] == ["thumb.avif", "medium.avif", "preview.avif"]
+    image = _load(variants[0].path)
+    assert image.get("heif-compression") == "av1"
+    assert (image.width, image.height) == (320, 240)
+    assert "exif-data" not in image.get_fields()
+
+
+@pytest.mark.parametrize("name", ["pillow__iss634.gif", "pillow__iss634.webp"])
+def test_animation_gives_first_frame(name: str, tmp_path: Path) -> None:
+    (thumb,) = make_image_variants(
+        CORPUS / name,
+        tmp_path,
+        sizes={"thumb": 320},
+        image_format="webp",
+        quality=100,
+        max_pixels=MAX_PIXELS,
+    )
+    assert (thumb.width, thumb.height) == (245, 245)  # one frame, not a strip of 42
+    ours = _pixels(_load(thumb.path), 245, 245)
+    first = _pixels(pyvips.Image.new_from_file(str(CORPUS / name), page=0), 245, 245)
+    middle = _pixels(pyvips.Image.new_from_file(str(CORPUS / name), page=21), 245, 245)
+    # The frames differ subtly (≈3/255 at most), so compare near-lossless output.
+    assert _mad(ours, first) < _mad(ours, middle)
+    assert _mad(ours, first) < 4
+
+
+def test_gif_and_webp_animation_behave_alike(tmp_path: Path) -> None:
+    gif = _variants("pillow__iss634.gif", tmp_path / "gif")[0]
+    webp = _variants("pillow__iss634.webp", tmp_path / "webp")[0]
+    assert (gif.width, gif.height) == (webp.width, webp.height)
+    assert _mad(_pixels(_load(gif.path), 64, 64), _pixels(_load(webp.path), 64, 64)) < 8
+
+
+def test_sixteen_bit_png_becomes_eight_bit(tmp_path: Path) -> None:
+    for name in ("pillow__apng_mode_16bit.png", "pillow__i_trns.png"):
+        image = _load(_variants(name, tmp_path / name)[0].path)
+        assert image.format == "uchar"
+    # Frame 0 of the APNG is opaque red (65280/65535 in 16 bits).
+    red = _load(tmp_path / "pillow__apng_mode_16bit.png" / "thumb.webp")
+    assert red(10, 10)[:3] == pytest.approx([254, 0, 0], abs=3)
+
+
+def test_rewrite_replaces_files_atomically(tmp_path: Path) -> None:
+    first = _variants("exif-samples__landscape_1.jpg", tmp_path)
+    second = _variants("exif-samples__landscape_1.jpg", tmp_path)
+    assert [v.path for v in first] == [v.path for v in second]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{r}.webp" for r in SIZES)
+
+
+def test_bad_format_is_a_programming_error(tmp_path: Path) -> None:
+    with pytest.raises(ValueError):
+        make_image_variants(
+            CORPUS / "exif-samples__landscape_1.jpg",
+            tmp_path,
+            sizes=SIZES,
+            image_format="gif",
+            quality=80,
+            max_pixels=MAX_PIXELS,
+        )
