@@ -148,8 +148,9 @@ def test_broken_corpus_file_is_rejected_with_its_reason(name: str, tmp_path: Pat
         normalize_audio(src, dst)
 
     assert caught.value.reason == EXPECTED_REASON[name]
+    assert caught.value.message.startswith("The file ")
     assert caught.value.message.endswith(".")
-    assert name in caught.value.message
+    assert str(AUDIO) not in caught.value.message  # storage paths mean nothing to people
     assert sha256(src) == before
     assert list(tmp_path.iterdir()) == []  # neither dst nor a temp file
 

@@ -153,7 +153,8 @@ def normalize_audio(
         What was read and written, including levels of the output.
 
     Raises:
-        MediaError: with ``reason``
+        MediaError: with ``reason`` and a sentence for people that names no path (``src`` is
+            usually a blob-store key, meaningless to the uploader):
 
             * ``not_audio``: the content is no audio or video container (text, an image,
               an empty or unrecognised file);
@@ -172,7 +173,7 @@ def normalize_audio(
             raise ValueError(f"raw_sample_rate {raw_sample_rate} Hz is outside 8000-192000 Hz")
         if not 1 <= raw_channels <= 64:
             raise ValueError(f"raw_channels {raw_channels} is outside 1-64")
-        demuxer = _RAW_FORMAT
+        demuxer: str | None = _RAW_FORMAT
         # FFmpeg 7+ dropped the pcm demuxer's "channels" option (now silently ignored);
         # "<n>c" is the layout syntax for n channels.
         options = {"sample_rate": str(raw_sample_rate), "ch_layout": f"{raw_channels}c"}
@@ -195,10 +196,13 @@ def normalize_audio(
     return result
 
 
-def _demuxer_for(src: Path, sniffed: Sniffed) -> str:
-    """The FFmpeg demuxer for sniffed content, or ``not_audio`` if it is no media container."""
+def _demuxer_for(src: Path, sniffed: Sniffed) -> str | None:
+    """The FFmpeg demuxer for sniffed content, or ``not_audio`` if it is no media container.
+
+    None (let FFmpeg probe the content) only for a media MIME type missing from the table.
+    """
     if sniffed.kind in ("audio", "video"):
-        return _DEMUXERS[sniffed.mime]
+        return _DEMUXERS.get(sniffed.mime)
     if sniffed.kind == "image":
         what = f"an image ({sniffed.mime})"
     elif sniffed.mime == "text/plain":
@@ -206,8 +210,8 @@ def _demuxer_for(src: Path, sniffed: Sniffed) -> str:
     elif src.stat().st_size == 0:
         what = "an empty file"
     else:
-        what = "not a recognised audio or video format"
-    raise MediaError("not_audio", f"{src.name} is {what}, not audio.")
+        raise MediaError("not_audio", "The file is not in a recognised audio or video format.")
+    raise MediaError("not_audio", f"The file is {what}, not audio.")
 
 
 def _transcode(
@@ -215,7 +219,7 @@ def _transcode(
     source: IO[bytes],
     out: IO[bytes],
     sniffed: Sniffed,
-    demuxer: str,
+    demuxer: str | None,
     options: dict[str, str],
 ) -> NormalizedAudio:
     """Demux, decode, resample and write; returns the summary. ``out`` is left open."""
@@ -230,20 +234,20 @@ def _transcode(
     except av.FFmpegError as exc:
         raise MediaError(
             "undecodable",
-            f"{src.name} looks like {sniffed.mime} but cannot be opened: {_why(exc)}.",
+            f"The file looks like {sniffed.mime} but cannot be opened: {_why(exc)}.",
         ) from exc
     with container:
         if not container.streams.audio:
-            raise MediaError("no_audio", f"{src.name} ({sniffed.mime}) has no audio track.")
+            raise MediaError("no_audio", f"The file ({sniffed.mime}) has no audio track.")
         stream = container.streams.audio[0]
         ctx = stream.codec_context
         if ctx is None:
             raise MediaError(
-                "undecodable", f"{src.name}: no decoder for its audio codec {stream.codec.name}."
+                "undecodable", f"The file's audio codec {stream.codec.name} has no decoder."
             )
         rate = int(ctx.sample_rate or 0)
         if rate:
-            _check_rate(src, rate)
+            _check_rate(rate)
         channels = int(ctx.layout.nb_channels)
         codec = str(ctx.codec.canonical_name)
 
@@ -254,7 +258,7 @@ def _transcode(
                 for frame in packet.decode():
                     if not rate:
                         rate = int(frame.sample_rate)
-                        _check_rate(src, rate)
+                        _check_rate(rate)
                     resampler.push(frame)
         except av.FFmpegError as exc:
             # Keep a recording whose tail is damaged: the decoded part is still worth a
@@ -262,7 +266,7 @@ def _transcode(
             resampler.flush()
             if sink.samples == 0:
                 raise MediaError(
-                    "undecodable", f"{src.name} ({sniffed.mime}) cannot be decoded: {_why(exc)}."
+                    "undecodable", f"The file ({sniffed.mime}) cannot be decoded: {_why(exc)}."
                 ) from exc
             log.warning(
                 "%s: decoding stopped after %.3f s: %s; keeping the decoded part",
@@ -275,7 +279,7 @@ def _transcode(
         container_name = str(container.format.name)
 
     if sink.samples == 0:
-        raise MediaError("empty_audio", f"{src.name} contains no audio samples (0 s).")
+        raise MediaError("empty_audio", "The file contains no audio samples (0 s).")
     rms_dbfs = sink.rms_dbfs()
     return NormalizedAudio(
         duration=sink.samples / TARGET_SAMPLE_RATE,
@@ -295,11 +299,11 @@ def _why(exc: av.FFmpegError) -> str:
     return str(exc.strerror or exc).rstrip(".")
 
 
-def _check_rate(src: Path, rate: int) -> None:
+def _check_rate(rate: int) -> None:
     if not MIN_SAMPLE_RATE <= rate <= MAX_SAMPLE_RATE:
         raise MediaError(
             "bad_sample_rate",
-            f"{src.name} declares a sample rate of {rate} Hz, outside the accepted "
+            f"The file declares a sample rate of {rate} Hz, outside the accepted "
             f"{MIN_SAMPLE_RATE}-{MAX_SAMPLE_RATE} Hz.",
         )
 
