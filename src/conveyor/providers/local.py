@@ -91,6 +91,7 @@ class LocalWhisperProvider:
         *,
         model_cache_dir: Path | None = None,
     ) -> None:
+        work_dir = work_dir.resolve()  # job processes run in their own folder
         self.name = "local"
         self.model = settings.model
         self._settings = settings

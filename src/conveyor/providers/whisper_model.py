@@ -59,9 +59,9 @@ def resolve_model(name: str, cache_dir: Path) -> str:
             expected size or sha256, or ``name`` is neither a path nor a locally cached model.
     """
     if name == "base":
-        return str(_assemble_base(cache_dir))
+        return str(_assemble_base(cache_dir.resolve()))
     if Path(name).expanduser().exists():
-        return str(Path(name).expanduser())
+        return str(Path(name).expanduser().resolve())
     return _cached_hub_model(name)
 
 

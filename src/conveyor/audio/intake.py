@@ -1,0 +1,106 @@
+"""Accepting an audio upload: store the original, journal it, create the record at ``uploaded``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import BinaryIO
+
+from sqlalchemy import Engine
+
+from conveyor.audio import queries
+from conveyor.clock import Clock
+from conveyor.errors import RejectedInput, UnsupportedMedia
+from conveyor.objects import LocalStore, put_file_row
+from conveyor.objects.sniff import sniff
+from conveyor.pipeline import queries as pipeline_queries
+
+__all__ = ["accept_audio"]
+
+
+def accept_audio(
+    engine: Engine,
+    store: LocalStore,
+    clock: Clock,
+    source: Path | BinaryIO | Iterable[bytes],
+    *,
+    owner: str,
+    original_name: str | None = None,
+    title: str | None = None,
+    language: str | None = None,
+    raw_pcm: bool = False,
+    strict: bool = False,
+    max_bytes: int | None = None,
+) -> int:
+    """Accept one recording; the original is stored unchanged and the record starts ``uploaded``.
+
+    Args:
+        source: a file path, a binary stream or byte chunks (streamed, never held in memory).
+        owner: the record's owner (required).
+        language: ISO 639-1 code the owner says the speech is in; None = detect.
+        raw_pcm: the owner says this is headerless 16 kHz mono s16le PCM.
+        strict: refuse content that sniffs as neither audio nor video (HTTP intake) instead of
+            letting ``normalize`` halt it with a readable reason (CLI).
+        max_bytes: size limit in bytes.
+
+    Returns:
+        The new record's id.
+
+    Raises:
+        RejectedInput: ``empty_file`` (zero bytes), ``too_large``, ``no_owner``.
+        UnsupportedMedia: with ``strict``, content that is not audio or video.
+    """
+    if not owner or not owner.strip():
+        raise RejectedInput("no_owner", "every record needs an owner")
+    key = LocalStore.new_key("uploads/audio")
+    if isinstance(source, Path):
+        stored = store.put_file(key, source)
+        original_name = original_name or source.name
+    else:
+        stored = store.put_stream(key, source, max_bytes=max_bytes)
+    try:
+        if stored.size == 0:
+            raise RejectedInput("empty_file", "the upload is empty (0 bytes)")
+        sniffed = sniff(store.path(key))
+        if strict and not raw_pcm and sniffed.kind not in ("audio", "video"):
+            raise UnsupportedMedia(
+                "not_media", f"the upload is not audio (its content looks like {sniffed.mime})"
+            )
+        now = clock.now()
+        with engine.begin() as conn:
+            file_id = put_file_row(
+                conn,
+                key=key,
+                mime_type=sniffed.mime,
+                size=stored.size,
+                sha256=stored.sha256,
+                now=now,
+            )
+            record_id = queries.insert_record(
+                conn,
+                owner=owner.strip(),
+                title=title,
+                created_at=now,
+                original_name=original_name,
+                original_file_id=file_id,
+                raw_pcm=raw_pcm,
+                language=language,
+                stage="uploaded",
+                state_entered_at=now,
+                attempts=0,
+                updated_at=now,
+            )
+            pipeline_queries.insert_event(
+                conn,
+                domain="audio",
+                record_id=record_id,
+                stage="uploaded",
+                outcome="accepted",
+                outcome_text=f"{original_name or 'upload'}: {stored.size} bytes, {sniffed.mime}",
+                origin="human",
+                now=now,
+            )
+    except BaseException:
+        store.delete(key)
+        raise
+    return record_id

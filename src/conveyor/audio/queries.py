@@ -1,0 +1,179 @@
+"""The audio domain's statements: records, texts, recognition attempts (SQLAlchemy Core)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Connection, RowMapping, delete, func, insert, select, update
+
+from conveyor.db.tables import audio_records, recognition_attempts, record_events, texts
+
+__all__ = [
+    "attempts_of",
+    "count_failed_attempts",
+    "events_of",
+    "finish_attempt",
+    "insert_attempt",
+    "insert_record",
+    "latest_attempt",
+    "list_records",
+    "record_by_id",
+    "texts_of",
+    "update_owner_fields",
+    "upsert_text",
+]
+
+
+def insert_record(conn: Connection, **values: Any) -> int:
+    """Insert an ``audio_records`` row; returns its id."""
+    result = conn.execute(insert(audio_records).values(**values))
+    assert result.inserted_primary_key is not None
+    return int(result.inserted_primary_key[0])
+
+
+def record_by_id(conn: Connection, record_id: int, owner: str | None = None) -> RowMapping | None:
+    """One record (of ``owner`` when given)."""
+    query = select(audio_records).where(audio_records.c.id == record_id)
+    if owner is not None:
+        query = query.where(audio_records.c.owner == owner)
+    return conn.execute(query).mappings().first()
+
+
+def list_records(
+    conn: Connection,
+    *,
+    owner: str | None = None,
+    stage: str | None = None,
+    halted: bool | None = None,
+    after_id: int | None = None,
+    limit: int = 50,
+) -> Sequence[RowMapping]:
+    """Records newest first, filtered; ``after_id`` continues a page (ids below it)."""
+    query = select(audio_records).order_by(audio_records.c.id.desc()).limit(limit)
+    if owner is not None:
+        query = query.where(audio_records.c.owner == owner)
+    if stage is not None:
+        query = query.where(audio_records.c.stage == stage)
+    if halted is not None:
+        column = audio_records.c.halted_at
+        query = query.where(column.is_not(None) if halted else column.is_(None))
+    if after_id is not None:
+        query = query.where(audio_records.c.id < after_id)
+    return conn.execute(query).mappings().all()
+
+
+def update_owner_fields(
+    conn: Connection, record_id: int, owner: str, values: dict[str, Any]
+) -> bool:
+    """Write owner-edited fields (title, brief); never touches queue columns (P7)."""
+    allowed = {k: v for k, v in values.items() if k in ("title", "brief")}
+    if not allowed:
+        return record_by_id(conn, record_id, owner) is not None
+    result = conn.execute(
+        update(audio_records)
+        .where(audio_records.c.id == record_id, audio_records.c.owner == owner)
+        .values(**allowed)
+    )
+    return result.rowcount == 1
+
+
+def texts_of(conn: Connection, record_id: int) -> Sequence[RowMapping]:
+    """Every ``texts`` row of a record."""
+    return (
+        conn.execute(select(texts).where(texts.c.record_id == record_id).order_by(texts.c.id))
+        .mappings()
+        .all()
+    )
+
+
+def upsert_text(
+    conn: Connection,
+    *,
+    record_id: int,
+    kind: str,
+    body: str,
+    segments: list[dict[str, Any]] | None,
+    language: str | None,
+    now: float,
+) -> None:
+    """Write the record's text of ``kind``, replacing an earlier one (a re-run never doubles)."""
+    conn.execute(delete(texts).where(texts.c.record_id == record_id, texts.c.kind == kind))
+    conn.execute(
+        insert(texts).values(
+            record_id=record_id,
+            kind=kind,
+            body=body,
+            segments=segments,
+            language=language,
+            created_at=now,
+        )
+    )
+
+
+def insert_attempt(conn: Connection, **values: Any) -> int:
+    """Write a recognition attempt row (before the provider is called, D12)."""
+    result = conn.execute(insert(recognition_attempts).values(**values))
+    assert result.inserted_primary_key is not None
+    return int(result.inserted_primary_key[0])
+
+
+def latest_attempt(conn: Connection, record_id: int) -> RowMapping | None:
+    """The newest recognition attempt of a record."""
+    return (
+        conn.execute(
+            select(recognition_attempts)
+            .where(recognition_attempts.c.record_id == record_id)
+            .order_by(recognition_attempts.c.id.desc())
+            .limit(1)
+        )
+        .mappings()
+        .first()
+    )
+
+
+def attempts_of(conn: Connection, record_id: int) -> Sequence[RowMapping]:
+    """Every recognition attempt of a record, oldest first."""
+    return (
+        conn.execute(
+            select(recognition_attempts)
+            .where(recognition_attempts.c.record_id == record_id)
+            .order_by(recognition_attempts.c.id)
+        )
+        .mappings()
+        .all()
+    )
+
+
+def count_failed_attempts(conn: Connection, record_id: int) -> int:
+    """How many recognition attempts of a record failed."""
+    return int(
+        conn.execute(
+            select(func.count())
+            .select_from(recognition_attempts)
+            .where(
+                recognition_attempts.c.record_id == record_id,
+                recognition_attempts.c.state == "failed",
+            )
+        ).scalar_one()
+    )
+
+
+def finish_attempt(conn: Connection, attempt_id: int, **values: Any) -> None:
+    """Mark an attempt done or failed (state, error, raw response file, finished time)."""
+    conn.execute(
+        update(recognition_attempts).where(recognition_attempts.c.id == attempt_id).values(**values)
+    )
+
+
+def events_of(conn: Connection, record_id: int) -> Sequence[RowMapping]:
+    """The record's ``record_events`` history, oldest first (D14)."""
+    return (
+        conn.execute(
+            select(record_events)
+            .where(record_events.c.domain == "audio", record_events.c.record_id == record_id)
+            .order_by(record_events.c.id)
+        )
+        .mappings()
+        .all()
+    )

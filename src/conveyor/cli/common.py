@@ -1,0 +1,71 @@
+"""What every command shares: settings, runtime, logging, stop signals, output helpers."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from typing import Any
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.logging import RichHandler
+
+from conveyor.config import load_settings
+from conveyor.runtime import Runtime
+
+__all__ = ["console", "err_console", "fail", "make_runtime", "setup_logging", "stop_on_signals"]
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def fail(message: str, code: int = 1) -> typer.Exit:
+    """Print ``message`` in red on stderr and return the Exit to raise."""
+    err_console.print(f"[red]error:[/red] {message}")
+    return typer.Exit(code)
+
+
+def setup_logging(level: int = logging.INFO) -> None:
+    """Log to stderr through Rich."""
+    logging.basicConfig(
+        level=level,
+        format="%(message)s",
+        handlers=[RichHandler(console=err_console, show_path=False, rich_tracebacks=False)],
+        force=True,
+    )
+
+
+def make_runtime(migrate: bool = True) -> Runtime:
+    """Read settings once and build the runtime; migrate the schema unless told not to.
+
+    Raises:
+        typer.Exit: the settings are invalid (code 2) or the database is unreachable (code 1).
+    """
+    try:
+        settings = load_settings()
+    except (ValidationError, FileNotFoundError) as exc:
+        raise fail(f"invalid configuration: {exc}", 2) from None
+    runtime = Runtime(settings)
+    if migrate:
+        try:
+            runtime.migrate()
+        except Exception as exc:
+            raise fail(f"cannot prepare the database {settings.database.url}: {exc}") from None
+    return runtime
+
+
+def stop_on_signals() -> threading.Event:
+    """An event set by SIGINT or SIGTERM (graceful stop); a second SIGINT aborts at once."""
+    stop = threading.Event()
+
+    def handler(signum: int, _frame: Any) -> None:
+        if stop.is_set() and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        err_console.print(f"[yellow]{signal.Signals(signum).name}: stopping…[/yellow]")
+        stop.set()
+
+    signal.signal(signal.SIGINT, handler)
+    signal.signal(signal.SIGTERM, handler)
+    return stop

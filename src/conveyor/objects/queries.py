@@ -1,0 +1,52 @@
+"""Statements on the object journal ``files``: one row per physical object (M1)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Connection, RowMapping, insert, select, update
+
+from conveyor.db.tables import files
+
+__all__ = ["file_by_id", "file_by_key", "put_file_row"]
+
+
+def put_file_row(
+    conn: Connection,
+    *,
+    key: str,
+    mime_type: str,
+    size: int,
+    now: float,
+    state: str = "ready",
+    **facts: Any,
+) -> int:
+    """Insert the journal row of the object ``key``, or replace its facts if it exists.
+
+    A step re-run after a crash rewrites the same key, so it finds its row and updates it
+    instead of adding a second (exactly one row per physical object, M1, M4).
+
+    Args:
+        facts: optional ``format``, ``sha256``, ``width``, ``height`` (pixels), ``duration`` (s).
+
+    Returns:
+        The row id.
+    """
+    values = {"mime_type": mime_type, "size": size, "state": state, **facts}
+    existing = conn.execute(select(files.c.id).where(files.c.key == key)).scalar()
+    if existing is not None:
+        conn.execute(update(files).where(files.c.id == existing).values(**values))
+        return int(existing)
+    result = conn.execute(insert(files).values(key=key, created_at=now, **values))
+    assert result.inserted_primary_key is not None
+    return int(result.inserted_primary_key[0])
+
+
+def file_by_id(conn: Connection, file_id: int) -> RowMapping | None:
+    """The journal row with id ``file_id``."""
+    return conn.execute(select(files).where(files.c.id == file_id)).mappings().first()
+
+
+def file_by_key(conn: Connection, key: str) -> RowMapping | None:
+    """The journal row of the object ``key``."""
+    return conn.execute(select(files).where(files.c.key == key)).mappings().first()

@@ -1,0 +1,95 @@
+"""Wiring: build the engine, store, notifier, domains and worker pool from one Settings.
+
+Entry points (CLI, HTTP app) make one :class:`Runtime`; everything below receives what it needs
+from it (config passed down, never read from a global).
+"""
+
+from __future__ import annotations
+
+import threading
+from functools import cached_property
+
+from sqlalchemy import Engine
+
+from conveyor.audio.domain import AUDIO_LANE, AudioSteps, build_audio_domain
+from conveyor.clock import Clock, SystemClock
+from conveyor.config import Settings
+from conveyor.db.engine import make_engine
+from conveyor.db.migrate import upgrade
+from conveyor.db.notify import Notifier
+from conveyor.objects import LocalStore
+from conveyor.pipeline import Domain, WorkerPool
+from conveyor.providers.base import RecognitionProvider
+
+__all__ = ["Runtime"]
+
+
+class Runtime:
+    """Everything a Conveyor process needs, built lazily from ``settings``.
+
+    Args:
+        settings: the settings, read once by the entry point.
+        clock: time source (a FakeClock in tests).
+    """
+
+    def __init__(self, settings: Settings, clock: Clock | None = None) -> None:
+        self.settings = settings
+        self.clock: Clock = clock or SystemClock()
+        self._lock = threading.Lock()
+
+    @cached_property
+    def engine(self) -> Engine:
+        """The database engine (pool sized for every lane's workers)."""
+        s = self.settings
+        workers = s.pipeline.workers + s.media.short_workers + s.media.long_workers
+        return make_engine(s.database.url, pool_size=max(5, workers + 5))
+
+    def migrate(self) -> None:
+        """Bring the schema up to date (idempotent)."""
+        upgrade(self.engine)
+
+    @cached_property
+    def store(self) -> LocalStore:
+        """The object store under ``[storage] root``."""
+        return LocalStore(self.settings.storage.root)
+
+    @cached_property
+    def notifier(self) -> Notifier:
+        """Wake-ups for this process's workers (and other processes on PostgreSQL)."""
+        return Notifier(self.engine)
+
+    @cached_property
+    def provider(self) -> RecognitionProvider:
+        """The recognition provider from ``[transcription] provider``."""
+        from conveyor.providers.local import LocalWhisperProvider
+
+        return LocalWhisperProvider(
+            self.settings.transcription, self.settings.storage.root / "recognizer"
+        )
+
+    @cached_property
+    def audio(self) -> Domain:
+        """The audio domain, its steps bound to this runtime's services."""
+        steps = AudioSteps(
+            self.store, self.provider, self.settings.transcription, self.settings.pipeline
+        )
+        return build_audio_domain(steps)
+
+    def domains(self) -> list[Domain]:
+        """Every domain this process moves."""
+        return [self.audio]
+
+    def lanes(self) -> dict[str, int]:
+        """Lane → worker count from the settings (``[pipeline] workers`` for audio)."""
+        return {AUDIO_LANE: self.settings.pipeline.workers}
+
+    def pool(self, lanes: dict[str, int] | None = None) -> WorkerPool:
+        """A worker pool over every domain (not started)."""
+        return WorkerPool(
+            self.engine,
+            self.domains(),
+            lanes if lanes is not None else self.lanes(),
+            clock=self.clock,
+            settings=self.settings.pipeline,
+            notifier=self.notifier,
+        )
