@@ -212,16 +212,19 @@ def make_image_variants(
         base = base.flatten(background=[255, 255, 255]).cast("uchar")
     out_dir.mkdir(parents=True, exist_ok=True)
     variants = []
+    encoded: dict[int, tuple[bytes, int, int]] = {}  # edge → file; a small original fills roles
     for role, size in sizes.items():
         edge = min(size, longest)
-        image = base
-        if max(base.width, base.height) > edge:
-            # thumbnail_image premultiplies alpha and rounds the short edge like the first pass.
-            image = base.thumbnail_image(edge, height=edge, size="down", no_rotate=True)
-        data = _encode(image, image_format, quality)
+        if edge not in encoded:
+            image = base
+            if max(base.width, base.height) > edge:
+                # thumbnail_image premultiplies alpha and rounds the short edge like the first pass.
+                image = base.thumbnail_image(edge, height=edge, size="down", no_rotate=True)
+            encoded[edge] = (_encode(image, image_format, quality), image.width, image.height)
+        data, width, height = encoded[edge]
         path = out_dir / f"{role}{ext}"
         _write_atomic(path, data)
-        variants.append(ImageVariant(role, path, mime_type, image.width, image.height, len(data)))
+        variants.append(ImageVariant(role, path, mime_type, width, height, len(data)))
     return variants
 
 
@@ -362,6 +365,9 @@ def _exif_offset(raw: object) -> timezone:
 def _decode(src: Path, head: _Header, target: int) -> pyvips.Image:
     """Decode once, upright, 8-bit sRGB, longest edge ``target``, rendered into memory."""
     nclx = _heif_nclx(src) if head.loader == "heifload" and not _has_icc(head.image) else None
+    # An embedded profile is converted to sRGB; without one (sRGB assumed, CMYK gets libvips's
+    # fallback profile) asking for sRGB output would cost an identity ICC transform (30× slower).
+    to_srgb = {"output_profile": "srgb"} if _has_icc(head.image) else {}
     try:
         if head.loader == "heifload" and nclx is not None and nclx.transfer in _NONSRGB_TRANSFERS:
             # thumbnail() would squash the 16-bit PQ/HLG code values to 8 bits as if they were sRGB.
@@ -378,15 +384,15 @@ def _decode(src: Path, head: _Header, target: int) -> pyvips.Image:
             # HEIF has no shrink-on-load; loading explicitly also covers brands that libvips's
             # sniffer misses (thumbnail() re-sniffs the file).
             image = pyvips.Image.heifload(str(src), access="sequential", fail_on=_FAIL_ON)
-            image = image.thumbnail_image(target, height=target, size="down", output_profile="srgb")
+            image = image.thumbnail_image(target, height=target, size="down", **to_srgb)
         else:
             image = pyvips.Image.thumbnail(
                 str(src),
                 target,
                 height=target,
                 size="down",
-                output_profile="srgb",
                 fail_on=_FAIL_ON,
+                **to_srgb,
             )
             if nclx is not None and nclx.primaries in _PRIMARIES_TO_BT709:
                 image = _to_bt709_primaries(image, nclx.primaries)
