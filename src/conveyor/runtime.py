@@ -17,6 +17,7 @@ from conveyor.config import Settings
 from conveyor.db.engine import make_engine
 from conveyor.db.migrate import upgrade
 from conveyor.db.notify import Notifier
+from conveyor.media.domain import LONG_LANE, SHORT_LANE, MediaSteps, build_media_domain
 from conveyor.objects import LocalStore
 from conveyor.pipeline import Domain, WorkerPool
 from conveyor.providers.base import RecognitionProvider
@@ -75,13 +76,22 @@ class Runtime:
         )
         return build_audio_domain(steps)
 
+    @cached_property
+    def media(self) -> Domain:
+        """The photo/video domain, its steps bound to this runtime's store and settings."""
+        return build_media_domain(MediaSteps(self.store, self.settings.media))
+
     def domains(self) -> list[Domain]:
         """Every domain this process moves."""
-        return [self.audio]
+        return [self.audio, self.media]
 
     def lanes(self) -> dict[str, int]:
-        """Lane → worker count from the settings (``[pipeline] workers`` for audio)."""
-        return {AUDIO_LANE: self.settings.pipeline.workers}
+        """Lane → worker count: ``[pipeline] workers`` for audio, ``[media]`` short/long (M7)."""
+        return {
+            AUDIO_LANE: self.settings.pipeline.workers,
+            SHORT_LANE: self.settings.media.short_workers,
+            LONG_LANE: self.settings.media.long_workers,
+        }
 
     def pool(self, lanes: dict[str, int] | None = None) -> WorkerPool:
         """A worker pool over every domain (not started)."""

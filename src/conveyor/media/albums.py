@@ -1,0 +1,137 @@
+"""Albums and the item view: what an owner reads about a photo or video (M1-M3, P11).
+
+An item is served with whatever roles exist now: right after intake only ``original`` (M2);
+after the short lane also ``thumb``, ``medium``, ``preview`` (and ``poster`` for a video); after
+the long lane ``playback`` (M3). Absent roles are simply not listed.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Connection, Engine, RowMapping
+from sqlalchemy.exc import IntegrityError
+
+from conveyor.clock import Clock
+from conveyor.errors import Conflict, NotFound, RejectedInput
+from conveyor.media import queries
+
+__all__ = ["album_items", "create_album", "find_album", "item_view", "list_albums"]
+
+
+def _iso(epoch: float | None) -> str | None:
+    if epoch is None:
+        return None
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def create_album(engine: Engine, clock: Clock, *, owner: str, name: str) -> int:
+    """Create the album ``name`` of ``owner``.
+
+    Returns:
+        The album's id.
+
+    Raises:
+        RejectedInput: ``no_owner`` or ``no_name``.
+        Conflict: the owner already has an album of that name.
+    """
+    owner, name = owner.strip(), name.strip()
+    if not owner:
+        raise RejectedInput("no_owner", "every album needs an owner")
+    if not name:
+        raise RejectedInput("no_name", "an album needs a name")
+    try:
+        with engine.begin() as conn:
+            return queries.insert_album(conn, owner=owner, name=name, created_at=clock.now())
+    except IntegrityError:
+        raise Conflict(f"album {name!r} already exists") from None
+
+
+def find_album(conn: Connection, ref: str | int, *, owner: str | None = None) -> RowMapping:
+    """The album named by id or by name (of ``owner``).
+
+    Args:
+        ref: an id (int or digits) or a name; a name needs ``owner``, or must be unique.
+
+    Raises:
+        NotFound: no such album (for this owner).
+    """
+    text = str(ref).strip()
+    if text.isdigit():
+        row = queries.album_by_id(conn, int(text), owner)
+        if row is not None:
+            return row
+    if owner is not None:
+        row = queries.album_by_name(conn, owner, text)
+        if row is not None:
+            return row
+    else:
+        named = [a for a in queries.list_albums(conn) if a["name"] == text]
+        if len(named) == 1:
+            return named[0]
+    raise NotFound(f"album {text!r} does not exist")
+
+
+def list_albums(conn: Connection, owner: str | None = None) -> list[dict[str, Any]]:
+    """Albums (of ``owner``) with their item counts, oldest first."""
+    return [
+        {
+            "id": a["id"],
+            "owner": a["owner"],
+            "name": a["name"],
+            "items": int(a["items"]),
+            "created_at": _iso(a["created_at"]),
+        }
+        for a in queries.list_albums(conn, owner)
+    ]
+
+
+def item_view(conn: Connection, item_id: int, *, owner: str | None = None) -> dict[str, Any]:
+    """One item as served: facts, stage, halt flag and reason, and its present roles (M2).
+
+    Returns:
+        A JSON-ready dict; ``roles`` maps each present role to ``key``, ``mime_type``, ``size``
+        (bytes), ``width``, ``height`` (pixels) and ``duration`` (seconds, videos). Times are
+        ISO 8601 UTC.
+
+    Raises:
+        NotFound: no such item (for this owner).
+    """
+    item = queries.item_by_id(conn, item_id, owner)
+    if item is None:
+        raise NotFound(f"item {item_id} does not exist")
+    roles = {
+        str(o["role"]): {
+            "key": o["key"],
+            "mime_type": o["mime_type"],
+            "size": o["size"],
+            "width": o["width"],
+            "height": o["height"],
+            "duration": o["duration"],
+        }
+        for o in queries.objects_of(conn, item_id)
+    }
+    return {
+        "id": item["id"],
+        "album_id": item["album_id"],
+        "owner": item["owner"],
+        "kind": item["kind"],
+        "original_name": item["original_name"],
+        "stage": item["stage"],
+        "done": item["stage"] == "done",
+        "halted": item["halted_at"] is not None,
+        "halt_reason": item["halt_reason"],
+        "halt_error": item["halt_error"],
+        "width": item["width"],
+        "height": item["height"],
+        "duration": item["duration"],
+        "uploaded_at": _iso(item["uploaded_at"]),
+        "captured_at": _iso(item["captured_at"]),
+        "roles": roles,
+    }
+
+
+def album_items(conn: Connection, album_id: int) -> list[dict[str, Any]]:
+    """Every item of an album as :func:`item_view`, newest upload first."""
+    return [item_view(conn, int(i["id"])) for i in queries.items_of_album(conn, album_id)]

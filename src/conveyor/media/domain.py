@@ -1,0 +1,341 @@
+"""The media domain: a photo or video goes into an album, web variants come out (NORMS M1-M8).
+
+Stages (declared once in :func:`build_media_domain`, D11)::
+
+    uploaded ──variants──▶ done                               (photo)
+    (short lane)
+    uploaded ──variants──▶ transcoding ──playback──▶ done      (video)
+    (short lane)            (long lane, heartbeat)
+
+Who moves an item in and out:
+
+* intake (:func:`conveyor.media.intake.accept_media`) creates it at ``uploaded`` with its
+  ``original`` role (M2: served with the original before any variant exists);
+* ``variants`` (short lane) writes ``thumb``/``medium``/``preview`` of a photo, or the ``poster``
+  of a video plus the three image roles drawn from the poster, so a video shows up at once; a
+  photo then goes to ``done``, a video to ``transcoding``. Either way the album gets an
+  ``item.ready`` event in the same transaction as the save (M5);
+* ``playback`` (long lane) writes the H.264/AAC ``playback`` role, holds its claim by heartbeat
+  for the whole transcode and stops at once when the claim is lost or the pool stops (M8); the
+  album gets ``item.playback_ready``;
+* a file that cannot be processed halts with the reason from :class:`~conveyor.errors.MediaError`
+  (``undecodable``, ``unsupported_media``, ``too_many_pixels`` ...) and an ``item.halted`` event;
+  the original is kept and the worker carries on.
+
+Exactly-once effect (M4): every object has a deterministic key ``media/<item>/<role>.<ext>``,
+written through a temporary file and renamed, so a re-run overwrites the same object; the
+journal row is upserted by key and the role row by (item, role), both inside the step's save
+transaction, which lands only while the claim holds. Work happens in a scratch folder
+``media/<item>/.work`` that each run empties first, so a run killed mid-way leaves nothing
+behind once the item is picked up again.
+
+The pipeline writes only ``OWNED_FIELDS``; owner, album and names are the owner's (P7).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection
+
+from conveyor.config import MediaSettings
+from conveyor.db.tables import media_items
+from conveyor.errors import MediaError
+from conveyor.media import queries
+from conveyor.media.images import make_image_variants, probe_image
+from conveyor.media.video import extract_poster, make_playback, probe_video
+from conveyor.objects import LocalStore, file_by_id, put_file_row
+from conveyor.pipeline import Advance, Domain, Halt, Stage, StepContext
+from conveyor.pipeline.outcomes import Outcome, Writes
+
+__all__ = [
+    "IMAGE_ROLES",
+    "LONG_LANE",
+    "LONG_LEASE",
+    "OWNED_FIELDS",
+    "ROLES",
+    "SHORT_LANE",
+    "MediaSteps",
+    "build_media_domain",
+]
+
+SHORT_LANE = "short"
+LONG_LANE = "long"
+OWNED_FIELDS = frozenset({"captured_at", "width", "height", "duration"})
+IMAGE_ROLES = ("thumb", "medium", "preview")
+ROLES = ("original", *IMAGE_ROLES, "poster", "playback")
+
+# A transcode holds its claim by heartbeat (every lease / 3), so the lease only bounds how long
+# a killed worker's item waits before another worker takes it over: keep it short.
+LONG_LEASE = 15.0
+# Image work is seconds; the heartbeat covers a huge poster seek or HDR tone map.
+SHORT_LEASE = 60.0
+
+
+@dataclass(frozen=True)
+class _Object:
+    """A finished object waiting in the store for its journal row."""
+
+    role: str
+    key: str
+    mime_type: str
+    format: str
+    size: int
+    sha256: str
+    width: int | None
+    height: int | None
+    duration: float | None = None
+
+
+class MediaSteps:
+    """The media steps, bound to their services (config passed down, never global).
+
+    Args:
+        store: the object store.
+        settings: ``[media]`` settings (sizes, format, quality, pixel limit, playback).
+    """
+
+    def __init__(self, store: LocalStore, settings: MediaSettings) -> None:
+        self.store = store
+        self.settings = settings
+
+    @property
+    def sizes(self) -> dict[str, int]:
+        """Image role → longest edge in pixels."""
+        s = self.settings
+        return {"thumb": s.thumb_size, "medium": s.medium_size, "preview": s.preview_size}
+
+    # --- steps ------------------------------------------------------------------------------
+
+    def variants(self, ctx: StepContext) -> Outcome:
+        """``uploaded`` → ``done`` (photo) or ``transcoding`` (video): image roles, poster."""
+        item = ctx.record
+        original = self._original(ctx)
+        if original is None:
+            return self._halt(ctx, MediaError("original_missing", "the original is missing"))
+        work = self._scratch(int(item["id"]))
+        try:
+            if item["kind"] == "photo":
+                info = probe_image(original, max_pixels=self.settings.max_pixels)
+                fields: dict[str, Any] = {
+                    "width": info.width,
+                    "height": info.height,
+                    "captured_at": _epoch(info.captured_at),
+                }
+                objects = self._image_roles(ctx, original, work)
+            else:
+                video = probe_video(original)
+                fields = {
+                    "width": video.width,
+                    "height": video.height,
+                    "duration": video.duration,
+                    "captured_at": _epoch(video.captured_at),
+                }
+                poster = work / "poster.jpg"
+                width, height = extract_poster(original, poster, video)
+                ctx.check()
+                objects = self._image_roles(ctx, poster, work / "images")
+                objects.append(self._keep(ctx, "poster", poster, "image/jpeg", width, height))
+        except MediaError as exc:
+            return self._halt(ctx, exc, original)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        target = "done" if item["kind"] == "photo" else "transcoding"
+        roles = ", ".join(o.role for o in objects)
+        return Advance(
+            fields,
+            to=target,
+            writes=self._save(ctx, objects, "item.ready", target),
+            note=f"variants ready: {roles}",
+        )
+
+    def playback(self, ctx: StepContext) -> Outcome:
+        """``transcoding`` → ``done``: the H.264/AAC ``playback`` role (long lane, M3, M8)."""
+        item = ctx.record
+        original = self._original(ctx)
+        if original is None:
+            return self._halt(ctx, MediaError("original_missing", "the original is missing"))
+        work = self._scratch(int(item["id"]))
+        s = self.settings
+        try:
+            info = probe_video(original)
+            result = make_playback(
+                original,
+                work / "playback.mp4",
+                info,
+                max_height=s.playback_max_height,
+                max_bitrate=s.playback_max_bitrate,
+                crf=s.playback_crf,
+                audio_bitrate=s.playback_audio_bitrate,
+                # Raises ClaimLost / StopRequested: the transcode stops at once (M8).
+                progress=lambda _done: ctx.check(),
+            )
+            ctx.check()
+            obj = self._keep(
+                ctx,
+                "playback",
+                result.path,
+                "video/mp4",
+                result.width,
+                result.height,
+                duration=result.duration,
+            )
+        except MediaError as exc:
+            return self._halt(ctx, exc, original)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        how = "remuxed" if result.remuxed else "transcoded"
+        return Advance(
+            writes=self._save(ctx, [obj], "item.playback_ready", "done"),
+            note=f"playback {how}: {result.width}×{result.height}, {result.size} bytes",
+        )
+
+    # --- helpers ----------------------------------------------------------------------------
+
+    def _original(self, ctx: StepContext) -> Path | None:
+        with ctx.engine.connect() as conn:
+            rows = queries.objects_of(conn, int(ctx.record["id"]))
+            row = next((r for r in rows if r["role"] == "original"), None)
+            journal = file_by_id(conn, int(row["file_id"])) if row is not None else None
+        if journal is None:
+            return None
+        path = self.store.path(str(journal["key"]))
+        return path if path.is_file() else None
+
+    def _scratch(self, item_id: int) -> Path:
+        """An empty scratch folder for this item (what a killed run left there is removed)."""
+        work = self.store.path(f"media/{item_id}/.work")
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        return work
+
+    def _image_roles(self, ctx: StepContext, src: Path, out_dir: Path) -> list[_Object]:
+        variants = make_image_variants(
+            src,
+            out_dir,
+            sizes=self.sizes,
+            image_format=self.settings.image_format,
+            quality=self.settings.image_quality,
+            max_pixels=self.settings.max_pixels,
+        )
+        ctx.check()
+        return [self._keep(ctx, v.role, v.path, v.mime_type, v.width, v.height) for v in variants]
+
+    def _keep(
+        self,
+        ctx: StepContext,
+        role: str,
+        path: Path,
+        mime_type: str,
+        width: int,
+        height: int,
+        *,
+        duration: float | None = None,
+    ) -> _Object:
+        """Move a finished file to its deterministic key (atomic rename, replaces a re-run's)."""
+        ext = path.suffix.lstrip(".").lower()
+        key = f"media/{ctx.record['id']}/{role}.{ext}"
+        with self.store.writer(key) as temp:
+            os.replace(path, temp)
+        stored = self.store.describe(key)
+        return _Object(
+            role, key, mime_type, ext, stored.size, stored.sha256, width, height, duration
+        )
+
+    def _save(self, ctx: StepContext, objects: list[_Object], kind: str, stage: str) -> Writes:
+        """Journal rows, role rows and the album event: one transaction with the save (M4, M5)."""
+        item = ctx.record
+        item_id, album_id = int(item["id"]), int(item["album_id"])
+        now = ctx.clock.now()
+
+        def writes(conn: Connection) -> None:
+            for obj in objects:
+                file_id = put_file_row(
+                    conn,
+                    key=obj.key,
+                    mime_type=obj.mime_type,
+                    format=obj.format,
+                    size=obj.size,
+                    sha256=obj.sha256,
+                    width=obj.width,
+                    height=obj.height,
+                    duration=obj.duration,
+                    now=now,
+                )
+                queries.put_object(conn, item_id, obj.role, file_id)
+            roles = {
+                str(r["role"]): {
+                    "mime_type": r["mime_type"],
+                    "size": r["size"],
+                    "width": r["width"],
+                    "height": r["height"],
+                }
+                for r in queries.objects_of(conn, item_id)
+            }
+            payload = {"item_id": item_id, "kind": item["kind"], "stage": stage, "roles": roles}
+            queries.insert_album_event(
+                conn, album_id=album_id, item_id=item_id, kind=kind, payload=payload, created_at=now
+            )
+
+        return writes
+
+    def _halt(self, ctx: StepContext, exc: MediaError, original: Path | None = None) -> Halt:
+        """Halt with the readable reason and tell the album (``item.halted``); original kept."""
+        item = ctx.record
+        item_id, album_id = int(item["id"]), int(item["album_id"])
+        now = ctx.clock.now()
+        message = exc.message
+        if original is not None:
+            # The owner knows the upload by its name, not by our storage key.
+            message = message.replace(original.name, item["original_name"] or "the upload")
+        payload = {
+            "item_id": item_id,
+            "kind": item["kind"],
+            "stage": item["stage"],
+            "reason": exc.reason,
+            "error": message,
+        }
+
+        def writes(conn: Connection) -> None:
+            queries.insert_album_event(
+                conn,
+                album_id=album_id,
+                item_id=item_id,
+                kind="item.halted",
+                payload=payload,
+                created_at=now,
+            )
+
+        return Halt(exc.reason, message, writes=writes)
+
+
+def _epoch(when: Any) -> float | None:
+    return None if when is None else float(when.timestamp())
+
+
+def build_media_domain(steps: MediaSteps, *, long_lease: float = LONG_LEASE) -> Domain:
+    """Declare the media stages once (D11): image work short, playback long (M7, M8).
+
+    Order: newest upload first, then the newer id among equal upload times (M6); the engine
+    appends the primary key as its own tie-break (P5), which never decides here.
+
+    Args:
+        long_lease: lease of the transcoding stage in seconds (renewed every third of it).
+    """
+    return Domain(
+        name="media",
+        table=media_items,
+        stages=[
+            Stage("uploaded", steps.variants, SHORT_LANE, "own", lease=SHORT_LEASE, heartbeat=True),
+            Stage(
+                "transcoding", steps.playback, LONG_LANE, "own", lease=long_lease, heartbeat=True
+            ),
+            Stage("done"),
+        ],
+        order_by=[media_items.c.uploaded_at.desc(), media_items.c.id.desc()],
+        owned_fields=OWNED_FIELDS,
+    )

@@ -1,0 +1,207 @@
+"""Accepting a photo or video into an album: refuse what is surely bad, store the original.
+
+Refused at intake (nothing is kept: no object, no journal row, no item):
+
+* a zero-byte upload (``empty_file``);
+* content that sniffs as neither image nor video, whatever its name says (``not_media``),
+  including audio-only MP4/M4A and videos without a video track;
+* an image whose header declares more than ``[media] max_pixels`` (``too_many_pixels``): a bomb
+  is refused from the header, no pixels are decoded;
+* an image or video whose header cannot be read at all (``undecodable``).
+
+Everything else becomes an item at stage ``uploaded`` with its ``original`` role (M2). Damage
+only the decode can see (a truncated JPEG, a codec this build lacks) halts the item later with a
+readable reason; the original stays available.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import BinaryIO, Literal
+
+from sqlalchemy import Engine
+
+from conveyor.clock import Clock
+from conveyor.errors import MediaError, NotFound, RejectedInput, UnsupportedMedia
+from conveyor.media import queries
+from conveyor.media.images import probe_image
+from conveyor.media.video import probe_video
+from conveyor.objects import LocalStore, put_file_row
+from conveyor.objects.sniff import sniff
+from conveyor.pipeline import queries as pipeline_queries
+
+__all__ = ["Probed", "accept_media", "probe_upload"]
+
+Kind = Literal["photo", "video"]
+
+
+@dataclass(frozen=True)
+class Probed:
+    """What intake learned from an upload's content.
+
+    Attributes:
+        kind: ``photo`` or ``video``.
+        mime_type: sniffed from the content (never from the name).
+        width: upright pixels.
+        height: upright pixels.
+        duration: seconds (videos only).
+        captured_at: capture time from the metadata, epoch seconds, when present.
+    """
+
+    kind: Kind
+    mime_type: str
+    width: int
+    height: int
+    duration: float | None
+    captured_at: float | None
+
+
+def _epoch(when: datetime | None) -> float | None:
+    return None if when is None else when.timestamp()
+
+
+def probe_upload(path: Path, *, max_pixels: int) -> Probed:
+    """Decide photo or video from the content (sniff, then a header probe).
+
+    Args:
+        path: the stored upload.
+        max_pixels: largest accepted ``width * height`` of an image.
+
+    Raises:
+        RejectedInput: ``empty_file``, ``too_many_pixels``, ``undecodable``.
+        UnsupportedMedia: ``not_media``: not an image or a video (text, audio, unknown).
+    """
+    if path.stat().st_size == 0:
+        raise RejectedInput("empty_file", "the upload is empty (0 bytes)")
+    sniffed = sniff(path)
+    try:
+        if sniffed.kind == "image":
+            image = probe_image(path, max_pixels=max_pixels)
+            return Probed(
+                "photo",
+                sniffed.mime,
+                image.width,
+                image.height,
+                None,
+                _epoch(image.captured_at),
+            )
+        if sniffed.kind == "video":
+            video = probe_video(path)
+            return Probed(
+                "video",
+                sniffed.mime,
+                video.width,
+                video.height,
+                video.duration,
+                _epoch(video.captured_at),
+            )
+    except MediaError as exc:
+        if exc.reason in ("unsupported_media", "not_video"):
+            raise UnsupportedMedia(
+                "not_media", f"the upload is not a photo or video: {exc.message}"
+            ) from None
+        raise RejectedInput(exc.reason, exc.message) from None
+    raise UnsupportedMedia(
+        "not_media", f"the upload is not a photo or video (its content looks like {sniffed.mime})"
+    )
+
+
+def accept_media(
+    engine: Engine,
+    store: LocalStore,
+    clock: Clock,
+    source: Path | BinaryIO | Iterable[bytes],
+    *,
+    album_id: int,
+    owner: str,
+    original_name: str | None = None,
+    max_pixels: int,
+    max_bytes: int | None = None,
+) -> int:
+    """Accept one photo or video into an album; it starts at ``uploaded`` (M2, M4).
+
+    The original is stored unchanged under a fresh key, journalled (MIME type from content
+    sniffing, size, upright dimensions, duration) and referenced as role ``original``. The item,
+    its ``original`` role and a ``record_events`` row are written in one transaction.
+
+    Args:
+        source: a file path, a binary stream or byte chunks (streamed, never held in memory).
+        album_id: the album; it must belong to ``owner``.
+        owner: the item's owner (required).
+        original_name: the upload's name, for people (never trusted for the type).
+        max_pixels: ``[media] max_pixels``; larger images are refused from the header.
+        max_bytes: size limit in bytes.
+
+    Returns:
+        The new item's id.
+
+    Raises:
+        RejectedInput: ``no_owner``, ``empty_file``, ``too_large``, ``too_many_pixels``,
+            ``undecodable``.
+        UnsupportedMedia: ``not_media``.
+        NotFound: no album ``album_id`` of ``owner``.
+    """
+    if not owner or not owner.strip():
+        raise RejectedInput("no_owner", "every item needs an owner")
+    owner = owner.strip()
+    with engine.connect() as conn:
+        if queries.album_by_id(conn, album_id, owner) is None:
+            raise NotFound(f"album {album_id} does not exist")
+    key = LocalStore.new_key("uploads/media")
+    if isinstance(source, Path):
+        stored = store.put_file(key, source)
+        original_name = original_name or source.name
+    else:
+        stored = store.put_stream(key, source, max_bytes=max_bytes)
+    try:
+        probed = probe_upload(store.path(key), max_pixels=max_pixels)
+        now = clock.now()
+        with engine.begin() as conn:
+            file_id = put_file_row(
+                conn,
+                key=key,
+                mime_type=probed.mime_type,
+                size=stored.size,
+                sha256=stored.sha256,
+                width=probed.width,
+                height=probed.height,
+                duration=probed.duration,
+                now=now,
+            )
+            item_id = queries.insert_item(
+                conn,
+                owner=owner,
+                album_id=album_id,
+                kind=probed.kind,
+                original_name=original_name,
+                uploaded_at=now,
+                captured_at=probed.captured_at,
+                width=probed.width,
+                height=probed.height,
+                duration=probed.duration,
+                stage="uploaded",
+                state_entered_at=now,
+                attempts=0,
+                updated_at=now,
+            )
+            queries.put_object(conn, item_id, "original", file_id)
+            pipeline_queries.insert_event(
+                conn,
+                domain="media",
+                record_id=item_id,
+                stage="uploaded",
+                outcome="accepted",
+                outcome_text=(
+                    f"{original_name or 'upload'}: {probed.kind}, {stored.size} bytes, "
+                    f"{probed.mime_type}, {probed.width}×{probed.height}"
+                ),
+                origin="human",
+                now=now,
+            )
+    except BaseException:
+        store.delete(key)
+        raise
+    return item_id

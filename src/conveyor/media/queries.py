@@ -1,0 +1,160 @@
+"""The media domain's statements: albums, items, objects by role, the album outbox (Core)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Connection, RowMapping, delete, func, insert, select
+
+from conveyor.db.tables import album_events, albums, files, media_items, media_objects
+
+__all__ = [
+    "album_by_id",
+    "album_by_name",
+    "events_after",
+    "insert_album",
+    "insert_album_event",
+    "insert_item",
+    "item_by_id",
+    "items_of_album",
+    "latest_event_id",
+    "list_albums",
+    "objects_of",
+    "put_object",
+]
+
+
+def insert_album(conn: Connection, *, owner: str, name: str, created_at: float) -> int:
+    """Insert an ``albums`` row; returns its id."""
+    result = conn.execute(insert(albums).values(owner=owner, name=name, created_at=created_at))
+    assert result.inserted_primary_key is not None
+    return int(result.inserted_primary_key[0])
+
+
+def album_by_id(conn: Connection, album_id: int, owner: str | None = None) -> RowMapping | None:
+    """One album (of ``owner`` when given)."""
+    query = select(albums).where(albums.c.id == album_id)
+    if owner is not None:
+        query = query.where(albums.c.owner == owner)
+    return conn.execute(query).mappings().first()
+
+
+def album_by_name(conn: Connection, owner: str, name: str) -> RowMapping | None:
+    """The album ``name`` of ``owner``."""
+    query = select(albums).where(albums.c.owner == owner, albums.c.name == name)
+    return conn.execute(query).mappings().first()
+
+
+def list_albums(conn: Connection, owner: str | None = None) -> Sequence[RowMapping]:
+    """Albums with their item count, oldest first."""
+    count = (
+        select(func.count())
+        .select_from(media_items)
+        .where(media_items.c.album_id == albums.c.id)
+        .scalar_subquery()
+    )
+    query = select(albums, count.label("items")).order_by(albums.c.id)
+    if owner is not None:
+        query = query.where(albums.c.owner == owner)
+    return conn.execute(query).mappings().all()
+
+
+def insert_item(conn: Connection, **values: Any) -> int:
+    """Insert a ``media_items`` row; returns its id."""
+    result = conn.execute(insert(media_items).values(**values))
+    assert result.inserted_primary_key is not None
+    return int(result.inserted_primary_key[0])
+
+
+def item_by_id(conn: Connection, item_id: int, owner: str | None = None) -> RowMapping | None:
+    """One media item (of ``owner`` when given)."""
+    query = select(media_items).where(media_items.c.id == item_id)
+    if owner is not None:
+        query = query.where(media_items.c.owner == owner)
+    return conn.execute(query).mappings().first()
+
+
+def items_of_album(conn: Connection, album_id: int) -> Sequence[RowMapping]:
+    """The items of an album, newest upload first (id breaks ties)."""
+    query = (
+        select(media_items)
+        .where(media_items.c.album_id == album_id)
+        .order_by(media_items.c.uploaded_at.desc(), media_items.c.id.desc())
+    )
+    return conn.execute(query).mappings().all()
+
+
+def put_object(conn: Connection, item_id: int, role: str, file_id: int) -> None:
+    """Point the item's ``role`` at ``file_id``, replacing an earlier row (one per role, M1)."""
+    conn.execute(
+        delete(media_objects).where(
+            media_objects.c.item_id == item_id, media_objects.c.role == role
+        )
+    )
+    conn.execute(insert(media_objects).values(item_id=item_id, role=role, file_id=file_id))
+
+
+def objects_of(conn: Connection, item_id: int) -> Sequence[RowMapping]:
+    """The item's objects: role plus the journal row's key, MIME type, size, dims, state."""
+    query = (
+        select(
+            media_objects.c.role,
+            files.c.id.label("file_id"),
+            files.c.key,
+            files.c.mime_type,
+            files.c.size,
+            files.c.width,
+            files.c.height,
+            files.c.duration,
+            files.c.state,
+        )
+        .join(files, files.c.id == media_objects.c.file_id)
+        .where(media_objects.c.item_id == item_id)
+        .order_by(media_objects.c.role)
+    )
+    return conn.execute(query).mappings().all()
+
+
+def insert_album_event(
+    conn: Connection,
+    *,
+    album_id: int,
+    item_id: int,
+    kind: str,
+    payload: dict[str, Any],
+    created_at: float,
+) -> int:
+    """Append one event to the album's outbox (M5); returns its id.
+
+    The album row is locked first, so writers of one album take ids in commit order: a reader
+    that has seen id N never later finds a smaller id committed (PostgreSQL hands out sequence
+    values before commit; SQLite serialises writers anyway and drops the lock clause).
+    """
+    conn.execute(select(albums.c.id).where(albums.c.id == album_id).with_for_update()).first()
+    result = conn.execute(
+        insert(album_events).values(
+            album_id=album_id, item_id=item_id, kind=kind, payload=payload, created_at=created_at
+        )
+    )
+    assert result.inserted_primary_key is not None
+    return int(result.inserted_primary_key[0])
+
+
+def events_after(
+    conn: Connection, album_id: int, last_id: int, limit: int = 100
+) -> Sequence[RowMapping]:
+    """The album's outbox events with id above ``last_id``, oldest first."""
+    query = (
+        select(album_events)
+        .where(album_events.c.album_id == album_id, album_events.c.id > last_id)
+        .order_by(album_events.c.id)
+        .limit(limit)
+    )
+    return conn.execute(query).mappings().all()
+
+
+def latest_event_id(conn: Connection, album_id: int) -> int:
+    """The newest event id of the album's outbox, 0 when it has none."""
+    query = select(func.max(album_events.c.id)).where(album_events.c.album_id == album_id)
+    return int(conn.execute(query).scalar() or 0)
