@@ -150,7 +150,7 @@ def test_discard_kills_and_forgets(tmp_path: Path) -> None:
 # -- parse: synthetic raw responses in the recognizer's own format --------------------------------
 
 
-def raw(*segments: tuple[str, float, float], language: str = "en") -> bytes:
+def raw(*segments: tuple[str, float, float], language: str = "en", ratio: float = 1.0) -> bytes:
     """A result.json with ``(text, no_speech_prob, avg_logprob)`` segments one second apart."""
     return json.dumps(
         {
@@ -164,7 +164,8 @@ def raw(*segments: tuple[str, float, float], language: str = "en") -> bytes:
                     "text": text,
                     "no_speech_prob": nsp,
                     "avg_logprob": lp,
-                    "compression_ratio": 1.0,
+                    "compression_ratio": ratio,
+                    "temperature": 0.0,
                 }
                 for i, (text, nsp, lp) in enumerate(segments)
             ],
@@ -190,12 +191,20 @@ def test_parse_drops_segments_whisper_marks_as_non_speech(tmp_path: Path) -> Non
     assert provider.parse(raw((" Thank you.", 0.61, -1.01))).no_speech
 
 
+def test_parse_drops_segments_every_fallback_temperature_failed(tmp_path: Path) -> None:
+    """What Whisper gave on noise_no_speech_10s.wav in one run: random sampled text."""
+    provider = make_provider(tmp_path)
+    noise = (" A-a-a-a-a-a-a-a-a-a-a-a-a beta scuba.", 0.56, -1.096)
+    assert provider.parse(raw(noise, ratio=2.23)).no_speech
+    assert provider.parse(raw((" the the the the the the", 0.1, -0.2), ratio=2.5)).no_speech
+
+
 @pytest.mark.parametrize(
     "text", [" uh", " Oh", " Um, hmm...", " [Music]", " ♪", " ...", " Эм.", ""]
 )
 def test_parse_filler_only_is_no_speech(tmp_path: Path, text: str) -> None:
     provider = make_provider(tmp_path)
-    assert provider.parse(raw((text, 0.5, -1.2))) == Transcript("", (), None, True)
+    assert provider.parse(raw((text, 0.1, -0.5))) == Transcript("", (), None, True)
 
 
 def test_parse_filler_inside_speech_is_kept(tmp_path: Path) -> None:

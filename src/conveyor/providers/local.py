@@ -54,10 +54,12 @@ _MODELS_DIR = ".models"
 # Operation ids become folder names: no separators, no leading dot (dot names are ours).
 _OPERATION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 
-# Whisper's own non-speech rule (openai/whisper transcribe.py): a segment is silence when the
-# no-speech probability is high AND the decoder was unsure of the text.
-_NO_SPEECH_PROB = 0.6
+# Whisper's own quality gates (openai/whisper transcribe.py, faster-whisper's defaults). Its
+# non-speech rule is no_speech_prob > 0.6 with avg_logprob < -1.0; a segment still below the
+# log-prob floor or above the compression ceiling is one where every fallback temperature failed:
+# on pure noise that is random sampled text ("A-a-a-a ... beta scuba"), so it is dropped as well.
 _LOGPROB_FLOOR = -1.0
+_COMPRESSION_CEILING = 2.4
 # Markup Whisper emits for non-speech ("[Music]", "(coughs)", "*sigh*", "♪").
 _MARKUP = re.compile(r"\[[^\]]*\]|\([^)]*\)|\*[^*]*\*|[♪♫♩♬]")
 # Hesitation sounds; a transcript made only of these (Whisper gave "uh"/"Oh" on pure noise) is no
@@ -145,8 +147,10 @@ class LocalWhisperProvider:
     def parse(self, raw: bytes) -> Transcript:
         """Turn a ``result.json`` into a :class:`Transcript`, never inventing speech.
 
-        Segments Whisper marks as non-speech (no_speech_prob > 0.6 and avg_logprob < -1.0) are
-        dropped; when nothing but filler ("uh", "um", "hmm", "oh", markup like "[Music]",
+        Segments Whisper's own gates reject are dropped: its no-speech rule (no_speech_prob > 0.6
+        and avg_logprob < -1.0) and, more broadly, any segment left with avg_logprob < -1.0 or
+        compression_ratio > 2.4, i.e. where every fallback temperature failed (random text on
+        noise). When nothing but filler ("uh", "um", "hmm", "oh", markup like "[Music]",
         punctuation) remains, the transcript is ``no_speech`` with empty text and no language.
 
         Raises:
@@ -157,7 +161,7 @@ class LocalWhisperProvider:
             kept = [
                 (float(s["start"]), float(s["end"]), str(s["text"]))
                 for s in document["segments"]
-                if not (s["no_speech_prob"] > _NO_SPEECH_PROB and s["avg_logprob"] < _LOGPROB_FLOOR)
+                if _decoded_speech(s)
             ]
             language = document["language"]
         except (ValueError, KeyError, TypeError) as exc:
@@ -330,6 +334,15 @@ class LocalWhisperProvider:
                 yield
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _decoded_speech(segment: dict[str, Any]) -> bool:
+    """False for a segment Whisper's gates reject; this covers its no-speech rule, which only
+    fires when avg_logprob < -1.0 too."""
+    return bool(
+        segment["avg_logprob"] >= _LOGPROB_FLOOR
+        and segment["compression_ratio"] <= _COMPRESSION_CEILING
+    )
 
 
 def _only_filler(text: str) -> bool:

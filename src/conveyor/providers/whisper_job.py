@@ -10,7 +10,7 @@ the recognizer never takes a worker down.
 
     {"language": "en", "language_probability": 0.93, "duration": 11.0,
      "segments": [{"start": 0.0, "end": 10.5, "text": " And so ...", "no_speech_prob": 0.09,
-                   "avg_logprob": -0.28, "compression_ratio": 1.35}]}
+                   "avg_logprob": -0.28, "compression_ratio": 1.35, "temperature": 0.0}]}
 """
 
 from __future__ import annotations
@@ -37,8 +37,11 @@ def run_job(job_dir: Path) -> dict[str, Any]:
     job = json.loads((job_dir / JOB_FILE).read_text(encoding="utf-8"))
     # Imported here so that ``--help``-like failures (bad job.json) are reported without paying
     # for ctranslate2's import.
+    import ctranslate2
     from faster_whisper import WhisperModel
 
+    # Whisper's temperature fallback samples; a fixed seed makes a rerun give the same text.
+    ctranslate2.set_random_seed(0)
     started = time.monotonic()
     model = WhisperModel(
         job["model"],
@@ -66,6 +69,7 @@ def run_job(job_dir: Path) -> dict[str, Any]:
                 "no_speech_prob": seg.no_speech_prob,
                 "avg_logprob": seg.avg_logprob,
                 "compression_ratio": seg.compression_ratio,
+                "temperature": seg.temperature,
             }
             for seg in segments  # a generator: the decoding happens here
         ],
