@@ -6,7 +6,6 @@ from it (config passed down, never read from a global).
 
 from __future__ import annotations
 
-import threading
 from functools import cached_property
 
 from sqlalchemy import Engine
@@ -31,12 +30,16 @@ class Runtime:
     Args:
         settings: the settings, read once by the entry point.
         clock: time source (a FakeClock in tests).
+        engine: an existing engine to use instead of one built from ``[database] url``.
     """
 
-    def __init__(self, settings: Settings, clock: Clock | None = None) -> None:
+    def __init__(
+        self, settings: Settings, clock: Clock | None = None, *, engine: Engine | None = None
+    ) -> None:
         self.settings = settings
         self.clock: Clock = clock or SystemClock()
-        self._lock = threading.Lock()
+        if engine is not None:
+            self.engine = engine
 
     @cached_property
     def engine(self) -> Engine:

@@ -224,6 +224,8 @@ class AudioSteps:
         else:
             path, _ = self._file_path(ctx, int(attempt["raw_response_file_id"]))
             transcript = self.provider.parse(path.read_bytes())
+            # The raw response is ours now (D2): the provider's copy is no longer needed.
+            self.provider.discard(attempt["operation_id"])
             body = transcript.text
             segments = [dataclasses.asdict(s) for s in transcript.segments]
             language, no_speech = transcript.language, transcript.no_speech

@@ -92,3 +92,7 @@ class RecognitionProvider(Protocol):
     def parse(self, raw: bytes) -> Transcript:
         """Turn a raw response (from a ``done`` :class:`PollResult`) into a transcript."""
         ...
+
+    def discard(self, operation_id: str) -> None:
+        """Forget an operation whose raw response is stored (or that is given up); idempotent."""
+        ...
