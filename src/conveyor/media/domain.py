@@ -210,6 +210,8 @@ class MediaSteps:
         """An empty scratch folder for this item (what a killed run left there is removed)."""
         work = self.store.path(f"media/{item_id}/.work")
         shutil.rmtree(work, ignore_errors=True)
+        for partial in work.parent.glob(".*.part"):  # a store write cut short by a kill
+            partial.unlink(missing_ok=True)
         work.mkdir(parents=True)
         return work
 
