@@ -1,0 +1,55 @@
+"""The CLI as a user runs it: ingest, records show/events/resume, db upgrade (SQLite default)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+CONVEYOR = str(Path(sys.executable).with_name("conveyor"))
+
+
+def run(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [CONVEYOR, *args],
+        cwd=cwd,
+        env={**os.environ, "COLUMNS": "200", **env},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def test_ingest_prints_the_transcript_on_the_embedded_default(tmp_path: Path, corpus: Path) -> None:
+    result = run(["ingest", str(corpus / "audio" / "jfk.mp3")], tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "ask not what your country can do for you" in result.stdout
+    assert (tmp_path / "conveyor-data" / "conveyor.db").is_file()
+
+
+def test_halted_record_shows_its_reason_and_resume_continues_from_its_stage(
+    tmp_path: Path, corpus: Path
+) -> None:
+    result = run(["ingest", str(corpus / "audio" / "corrupt_bad_header.wav")], tmp_path)
+    assert result.returncode == 1
+    assert "undecodable" in result.stdout
+    show = run(["records", "show", "1"], tmp_path)
+    assert show.returncode == 0 and "halted" in show.stdout and "cannot be opened" in show.stdout
+    resumed = run(["records", "resume", "1"], tmp_path)
+    assert resumed.returncode == 0 and "resumed at stage uploaded" in resumed.stdout
+    again = run(["records", "resume", "1"], tmp_path)
+    assert again.returncode == 1 and "is not halted" in again.stderr
+    events = run(["records", "events", "1"], tmp_path)
+    assert "resumed" in events.stdout and "human" in events.stdout
+    listing = run(["records", "list", "--halted"], tmp_path)
+    assert listing.returncode == 0
+
+
+def test_unknown_record_and_bad_config_are_clear_errors(tmp_path: Path) -> None:
+    missing = run(["records", "show", "42"], tmp_path)
+    assert missing.returncode == 1 and "does not exist" in missing.stderr
+    bad = run(["records", "list"], tmp_path, CONVEYOR_PIPELINE__WORKERS="-1")
+    assert bad.returncode == 2 and "invalid configuration" in bad.stderr
+    upgraded = run(["db", "upgrade"], tmp_path)
+    assert upgraded.returncode == 0 and "revision 0001" in upgraded.stdout
