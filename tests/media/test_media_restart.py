@@ -1,0 +1,142 @@
+"""M4: SIGKILL a ``conveyor worker`` during a transcode, restart it, the video still finishes with
+exactly one ``playback`` object and one journal row, and no half-written file is left behind.
+
+Runs the real CLI in a subprocess on SQLite (file) and on PostgreSQL. The killed claim becomes
+claimable when its lease (:data:`conveyor.media.domain.LONG_LEASE`, renewed by heartbeat while
+the worker lived) runs out.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from media_helpers import add, album, drain, make_video, media_domain
+from sqlalchemy import Engine, func, select
+
+from conveyor.clock import SystemClock
+from conveyor.db.tables import files, media_items, media_objects
+from conveyor.media.domain import LONG_LEASE, SHORT_LANE
+from conveyor.objects import LocalStore
+
+pytestmark = pytest.mark.slow
+
+
+def _worker_env(engine: Engine, root: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CONVEYOR_")}
+    env.update(
+        CONVEYOR_DATABASE__URL=engine.url.render_as_string(hide_password=False),
+        CONVEYOR_STORAGE__ROOT=str(root),
+        CONVEYOR_PIPELINE__WORKERS="0",
+        CONVEYOR_PIPELINE__POLL_INTERVAL="0.2",
+        CONVEYOR_MEDIA__SHORT_WORKERS="1",
+        CONVEYOR_MEDIA__LONG_WORKERS="1",
+    )
+    return env
+
+
+@pytest.fixture
+def start_worker(
+    engine: Engine, tmp_path: Path
+) -> Iterator[Callable[[Path], subprocess.Popen[bytes]]]:
+    started: list[subprocess.Popen[bytes]] = []
+
+    def start(root: Path) -> subprocess.Popen[bytes]:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", "from conveyor.cli.app import main; main()", "worker"],
+            env=_worker_env(engine, root),
+            cwd=tmp_path,
+            stdout=subprocess.DEVNULL,
+            stderr=(tmp_path / f"worker{len(started)}.log").open("wb"),
+        )
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=30)
+
+
+def _wait(predicate: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_m4_sigkill_during_transcode_then_restart(
+    engine: Engine,
+    tmp_path: Path,
+    start_worker: Callable[[Path], subprocess.Popen[bytes]],
+) -> None:
+    root = tmp_path / "store"
+    store = LocalStore(root)
+    clock = SystemClock()
+    video = make_video(tmp_path / "long.mp4", width=1920, height=1080, seconds=8)
+    album_id = album(engine, clock)
+    item = add(engine, store, clock, album_id, video)
+    # The short lane runs here so the worker starts straight on the long job.
+    drain(engine, media_domain(store), clock, lanes=(SHORT_LANE,))
+
+    def row() -> dict[str, object]:
+        with engine.connect() as conn:
+            found = conn.execute(select(media_items).where(media_items.c.id == item)).mappings()
+            return dict(found.one())
+
+    work = root / "media" / str(item) / ".work"
+
+    def transcoding_now() -> bool:
+        partial = work.exists() and any(p.name.endswith(".tmp") for p in work.iterdir())
+        return row()["claim_token"] is not None and partial
+
+    first = start_worker(root)
+    _wait(transcoding_now, 60, "the worker to start transcoding")
+    time.sleep(1.0)  # well inside the transcode
+    first.send_signal(signal.SIGKILL)
+    first.wait(timeout=10)
+    state = row()
+    assert state["stage"] == "transcoding" and state["claim_token"] is not None
+    assert any(p.name.endswith(".tmp") for p in work.iterdir())  # the kill left debris
+
+    killed_at = time.monotonic()
+    second = start_worker(root)
+    _wait(lambda: row()["stage"] == "done", LONG_LEASE + 90, "the restarted worker to finish")
+    # The dead claim was honoured until its lease ran out (the heartbeat had extended it).
+    assert time.monotonic() - killed_at > 1.0
+    second.send_signal(signal.SIGTERM)
+    assert second.wait(timeout=30) == 0
+
+    key = f"media/{item}/playback.mp4"
+    with engine.connect() as conn:
+        playbacks = conn.execute(
+            select(media_objects).where(
+                media_objects.c.item_id == item, media_objects.c.role == "playback"
+            )
+        ).all()
+        journal = conn.execute(select(files).where(files.c.key == key)).mappings().all()
+        total_files = conn.execute(select(func.count()).select_from(files)).scalar()
+        total_roles = conn.execute(select(func.count()).select_from(media_objects)).scalar()
+    assert len(playbacks) == 1
+    assert len(journal) == 1 and journal[0]["size"] == store.path(key).stat().st_size
+    assert playbacks[0].file_id == journal[0]["id"]
+    assert total_files == total_roles == 6  # original, poster, thumb, medium, preview, playback
+    assert not work.exists()
+    debris = [p for p in root.rglob("*") if p.name.endswith((".part", ".tmp"))]
+    assert debris == []
+    assert sorted(p.name for p in (root / "media" / str(item)).iterdir()) == [
+        "medium.webp",
+        "playback.mp4",
+        "poster.jpg",
+        "preview.webp",
+        "thumb.webp",
+    ]
