@@ -47,6 +47,12 @@ class Notifier:
             self._generation += 1
             self._cond.notify_all()
 
+    def wake_after(self, delay: float) -> None:
+        """Wake this process's waiters once ``delay`` seconds from now (a retry pause ends)."""
+        timer = threading.Timer(max(0.0, delay), self.wake_local)
+        timer.daemon = True
+        timer.start()
+
     def publish(self) -> None:
         """Announce new work: to this process, and on PostgreSQL to every listening process."""
         self.wake_local()

@@ -109,6 +109,8 @@ class Executor:
         settings: ``[pipeline]`` settings (limits, attempts, back-off).
         stopping: set when the pool stops; long steps see it through :meth:`StepContext.check`.
         on_advance: called after a record advanced (to wake workers of other lanes).
+        on_pause: called with the pause in seconds after a postpone or a retryable failure,
+            so idle workers wake when it ends rather than at the next poll.
     """
 
     def __init__(
@@ -119,12 +121,14 @@ class Executor:
         *,
         stopping: threading.Event | None = None,
         on_advance: Callable[[], None] | None = None,
+        on_pause: Callable[[float], None] | None = None,
     ) -> None:
         self.engine = engine
         self.clock = clock
         self.settings = settings
         self.stopping = stopping or threading.Event()
         self.on_advance = on_advance
+        self.on_pause = on_pause
 
     def claim(self, domain: Domain, lane: str) -> Claim | None:
         """Claim the next record of ``domain`` in ``lane``; None when there is no work (P12)."""
@@ -229,6 +233,8 @@ class Executor:
         STEP_OUTCOMES.labels(domain.name, stage.name, applied.outcome).inc()
         if applied.outcome == "advanced" and self.on_advance is not None:
             self.on_advance()
+        if applied.retry_in is not None and self.on_pause is not None:
+            self.on_pause(applied.retry_in)
         return applied
 
     def _apply(

@@ -35,6 +35,8 @@ class Applied:
     outcome: str
     """``advanced``, ``postponed``, ``failed``, ``halted`` or ``lost``."""
     halt_reason: str | None = None
+    retry_in: float | None = None
+    """Seconds until the record is claimable again (postpone, retryable failure)."""
 
 
 def retry_pause(attempts: int, base: float, cap: float) -> float:
@@ -185,7 +187,10 @@ def apply_outcome(
             outcome.error,
         )
         return Applied(held=True, outcome=name, halt_reason=outcome.reason)
-    return Applied(held=True, outcome=name)
+    retry_at = values.get("retry_at")
+    return Applied(
+        held=True, outcome=name, retry_in=None if retry_at is None else float(retry_at) - now
+    )
 
 
 def resume(engine: Engine, domain: Domain, record_id: int, *, clock: Clock) -> str:

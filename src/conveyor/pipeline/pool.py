@@ -79,7 +79,13 @@ class WorkerPool:
             self.settings,
             stopping=self._stopping,
             on_advance=self.notifier.wake_local,
+            on_pause=self._wake_after_pause,
         )
+
+    def _wake_after_pause(self, delay: float) -> None:
+        # Only short pauses get a timer; long ones are found by the regular poll.
+        if delay < self.settings.poll_interval * 10:
+            self.notifier.wake_after(delay)
 
     def start(self) -> None:
         """Start every worker thread."""
