@@ -66,7 +66,8 @@ class PipelineSettings(BaseModel):
     max_attempts: int = Field(default=5, ge=1)
     """Failures of one step before the record is halted with ``attempts_exhausted``."""
     retry_base: float = Field(default=2.0, gt=0)
-    """First retry pause in seconds; doubles per failure, with full jitter."""
+    """Ceiling of the first retry pause in seconds; doubles per failure; the pause is drawn
+    between half the ceiling and the ceiling (jitter)."""
     retry_max: float = Field(default=600.0, gt=0)
     """Upper bound of one retry pause, seconds."""
     poll_interval: float = Field(default=2.0, gt=0)
@@ -132,7 +133,9 @@ class ApiSettings(BaseModel):
     """``[api]``: the HTTP service."""
 
     host: str = "127.0.0.1"
+    """Address ``conveyor serve`` listens on."""
     port: int = Field(default=8000, ge=1, le=65535)
+    """TCP port ``conveyor serve`` listens on."""
     max_upload_bytes: int = Field(default=2 * 1024**3, ge=1)
     """Largest accepted upload in bytes; larger ones get 413."""
     sse_heartbeat: float = Field(default=15.0, gt=0)
