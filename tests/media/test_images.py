@@ -5,17 +5,20 @@ Expected values come from /work/shared/corpus/media/MANIFEST.md.
 
 from __future__ import annotations
 
+import io
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
+import pillow_heif
 import pytest
 import pyvips
-from PIL import Image
+from PIL import Image, ImageCms
 
 from conveyor.config import MediaSettings
 from conveyor.errors import MediaError
+from conveyor.media import images
 from conveyor.media.images import ImageInfo, ImageVariant, make_image_variants, probe_image
 
 CORPUS = (Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "media").resolve()
@@ -67,20 +70,18 @@ assert CORPUS.is_dir(), f"shared media corpus missing at {CORPUS}"
 
 
 def _variants(name: str, out_dir: Path, image_format: str = "webp") -> list[ImageVariant]:
-    try:
-        return make_image_variants(
-            CORPUS / name,
-            out_dir,
-            sizes=SIZES,
-            image_format=image_format,
-            quality=SETTINGS.image_quality,
-            max_pixels=MAX_PIXELS,
-        )
-    except MediaError as exc:
-        if name == HEIC and exc.reason == "unsupported_media" and "HEVC" in exc.message:
-            # pyvips-binary ships libheif without an HEVC decoder; the refusal is the contract.
-            pytest.xfail("this libvips build cannot decode HEVC (HEIC)")
-        raise
+    return _variants_of(CORPUS / name, out_dir, image_format)
+
+
+def _variants_of(src: Path, out_dir: Path, image_format: str = "webp") -> list[ImageVariant]:
+    return make_image_variants(
+        src,
+        out_dir,
+        sizes=SIZES,
+        image_format=image_format,
+        quality=SETTINGS.image_quality,
+        max_pixels=MAX_PIXELS,
+    )
 
 
 def _load(path: Path) -> pyvips.Image:
@@ -358,3 +359,158 @@ def test_bad_format_is_a_programming_error(tmp_path: Path) -> None:
             quality=80,
             max_pixels=MAX_PIXELS,
         )
+
+
+# --- HEIC (HEVC) through pillow-heif: the pyvips-binary libheif has no HEVC decoder ------------
+
+
+def _chroma(rgb: np.ndarray) -> float:
+    return float((rgb.max(axis=-1) - rgb.min(axis=-1)).mean())
+
+
+@pytest.fixture
+def open_heif_calls(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    calls: list[Path] = []
+    real = pillow_heif.open_heif
+
+    def spy(fp: Path, *args: object, **kwargs: object) -> pillow_heif.HeifFile:
+        calls.append(fp)
+        return real(fp, *args, **kwargs)
+
+    monkeypatch.setattr(pillow_heif, "open_heif", spy)
+    return calls
+
+
+def test_heic_variants_are_real_srgb_images(tmp_path: Path, open_heif_calls: list[Path]) -> None:
+    variants = _variants(HEIC, tmp_path)
+    assert [(v.role, v.width, v.height) for v in variants] == [
+        ("thumb", 320, 240),
+        ("medium", 1280, 960),
+        ("preview", 2560, 1920),
+    ]
+    assert open_heif_calls == [CORPUS / HEIC]  # one decode for the three roles
+    for variant in variants:
+        data = variant.path.read_bytes()
+        assert b"Exif" not in data and b"EXIF" not in data
+        image = _load(variant.path)
+        assert (image.width, image.height) == (variant.width, variant.height)
+        assert (image.bands, image.format, image.interpretation) == (3, "uchar", "srgb")
+        fields = set(image.get_fields())
+        assert not fields & {"exif-data", "xmp-data", "icc-profile-data"}
+        assert not any(f.startswith("exif-") for f in fields)
+        rgb = np.asarray(image.numpy(), dtype=np.float64)
+        assert 40 < rgb.mean() < 200, rgb.mean()  # neither black nor white
+        assert rgb.std() > 30  # a photo, not a flat fill
+
+    # Display P3 → sRGB was applied: LittleCMS through Pillow is the reference; the same pixels
+    # read as if they were sRGB are visibly less saturated.
+    heif = pillow_heif.open_heif(CORPUS / HEIC)
+    p3 = ImageCms.ImageCmsProfile(io.BytesIO(heif.info["icc_profile"]))
+    assert ImageCms.getProfileDescription(p3).strip() == "Display P3"
+    raw = heif.to_pillow().resize((80, 60), Image.Resampling.BOX)
+    srgb = ImageCms.profileToProfile(raw, p3, ImageCms.createProfile("sRGB"), outputMode="RGB")
+    ours = _pixels(_load(variants[0].path), 80, 60)
+    reference = np.asarray(srgb, dtype=np.float64)
+    unconverted = np.asarray(raw, dtype=np.float64)
+    assert _mad(ours, reference) < 8
+    assert abs(_chroma(ours) - _chroma(reference)) < 2
+    assert _chroma(ours) - _chroma(unconverted) > 3
+
+
+def test_heic_jpeg_variant(tmp_path: Path) -> None:
+    thumb = _variants(HEIC, tmp_path, "jpeg")[0]
+    image = _load(thumb.path)
+    assert image.get("vips-loader").startswith("jpegload")
+    assert (image.width, image.height, image.bands) == (320, 240, 3)
+    assert "exif-data" not in image.get_fields()
+
+
+def _rotated_heic(path: Path) -> None:
+    """A 96×64 HEVC picture stored with EXIF Orientation 6, which pillow-heif encodes as irot/imir
+    (keeping the EXIF tag, as an iPhone does): top 8 rows green, left half red, right half blue."""
+    stored = np.zeros((64, 96, 3), np.uint8)
+    stored[:, :48] = (255, 0, 0)
+    stored[:, 48:] = (0, 0, 255)
+    stored[:8] = (0, 255, 0)
+    heif = pillow_heif.from_bytes("RGB", (96, 64), stored.tobytes())
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    heif.info["exif"] = exif.tobytes()
+    heif.save(path, quality=-1, chroma=444)
+
+
+def test_heic_transform_applied_once_not_twice(tmp_path: Path) -> None:
+    src = tmp_path / "rotated.heic"
+    _rotated_heic(src)
+    exif = Image.Exif()
+    exif.load(pillow_heif.open_heif(src).info["exif"])
+    assert exif[0x0112] == 6  # the tag is still there; libheif already turned the pixels
+    info = probe_image(src, max_pixels=MAX_PIXELS)
+    assert (info.width, info.height, info.mime_type) == (64, 96, "image/heic")
+    variants = _variants_of(src, tmp_path / "out", "webp")
+    assert {(v.width, v.height) for v in variants} == {(64, 96)}
+    rgb = np.asarray(_load(variants[0].path).numpy(), dtype=np.float64)
+    # Orientation 6 = turn 90° clockwise: red on top, blue at the bottom, green on the right.
+    assert rgb[10, 20] == pytest.approx([255, 0, 0], abs=12)
+    assert rgb[85, 20] == pytest.approx([0, 0, 255], abs=12)
+    assert rgb[48, 62] == pytest.approx([0, 255, 0], abs=12)
+
+
+def test_truncated_heic_is_refused(tmp_path: Path) -> None:
+    data = (CORPUS / HEIC).read_bytes()
+    for cut in (2_000, len(data) // 2):
+        src = tmp_path / f"cut{cut}.heic"
+        src.write_bytes(data[:-cut])
+        assert probe_image(src, max_pixels=MAX_PIXELS).width == 4032  # the header is intact
+        with pytest.raises(MediaError) as caught:
+            _variants_of(src, tmp_path / f"out{cut}")
+        assert caught.value.reason == "undecodable"
+        assert not (tmp_path / f"out{cut}").exists()
+
+
+def test_heic_pixel_limit_checked_before_decoding(
+    tmp_path: Path, open_heif_calls: list[Path]
+) -> None:
+    with pytest.raises(MediaError) as caught:
+        make_image_variants(
+            CORPUS / HEIC,
+            tmp_path,
+            sizes=SIZES,
+            image_format="webp",
+            quality=80,
+            max_pixels=4032 * 3024 - 1,
+        )
+    assert caught.value.reason == "too_many_pixels"
+    assert open_heif_calls == []
+
+
+def test_heic_pq_hdr_is_tone_mapped(tmp_path: Path) -> None:
+    # 10-bit PQ at BT.2408 reference white (203 cd/m², code 0.58): our curve maps it to ≈244,
+    # a PQ signal read as sRGB would show ≈148.
+    src = tmp_path / "pq.heic"
+    code = np.full((48, 64, 3), int(0.58 * 65535), np.uint16)
+    pillow_heif.from_bytes("RGB;16", (64, 48), code.tobytes()).save(
+        src,
+        quality=-1,
+        chroma=444,
+        color_primaries=1,
+        transfer_characteristics=16,
+        matrix_coefficients=0,
+        full_range_flag=1,
+    )
+    thumb = _variants_of(src, tmp_path / "out")[0]
+    rgb = np.asarray(_load(thumb.path).numpy(), dtype=np.float64)
+    assert rgb.mean() == pytest.approx(244, abs=6)
+
+
+@pytest.mark.parametrize("name", ["pillow__avif_rot1mir0.avif", "pillow__avif_star.avifs", HDR])
+def test_avif_is_decoded_by_libvips_not_pillow_heif(
+    name: str, tmp_path: Path, open_heif_calls: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(*args: object) -> None:
+        raise AssertionError("the HEVC fallback ran for an AV1 file")
+
+    monkeypatch.setattr(images, "_decode_hevc", refuse)
+    assert probe_image(CORPUS / name, max_pixels=MAX_PIXELS).mime_type == "image/avif"
+    assert len(_variants(name, tmp_path)) == 3
+    assert open_heif_calls == []

@@ -17,8 +17,14 @@ Decisions (they answer a user's expectation, not a library default):
   light with BT.2408 reference white (203 cd/m²) at 1.0, primaries (P3, BT.2020) → BT.709 by matrix,
   values above a knee rolled off with an exponential shoulder, then the sRGB curve. An SDR ``nclx``
   with wide primaries gets the matrix only.
-* **HEIC needs an HEVC decoder** that the pyvips-binary wheel does not ship; without it a HEIC is
-  refused with ``unsupported_media`` (the header, hence :func:`probe_image`, still works).
+* **HEIC needs an HEVC decoder** that the pyvips-binary wheel does not ship. The header (hence
+  :func:`probe_image`) comes from libvips as for every format; when libvips then reports that it has
+  no HEVC decoder, the pixels are decoded (once) by pillow-heif instead, whose libheif bundles
+  libde265, wrapped as a libvips image with the file's ICC profile, and go through the same shrink
+  and colour steps. libheif applies the ``irot``/``imir`` transforms, so the EXIF orientation tag
+  (an iPhone writes both) is ignored, as libvips does for HEIF. pillow-heif decodes a truncated
+  grid with the missing tiles filled in, so the item extents are checked against the file size
+  first. AVIF (AV1) never takes this path: libvips decodes it itself.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+import pillow_heif
 import pyvips
 
 from conveyor.errors import MediaError
@@ -205,7 +212,7 @@ def make_image_variants(
     head = _open_header(src, max_pixels)
     longest = max(head.width, head.height)
     target = min(max(sizes.values()), longest)
-    base = _decode(src, head, target)
+    base = _decode(src, head, target, max_pixels)
 
     mime_type, ext = _FORMATS[image_format]
     if image_format == "jpeg" and base.hasalpha():
@@ -362,29 +369,18 @@ def _exif_offset(raw: object) -> timezone:
 # --- decode -----------------------------------------------------------------------------------
 
 
-def _decode(src: Path, head: _Header, target: int) -> pyvips.Image:
+def _decode(src: Path, head: _Header, target: int, max_pixels: int) -> pyvips.Image:
     """Decode once, upright, 8-bit sRGB, longest edge ``target``, rendered into memory."""
     nclx = _heif_nclx(src) if head.loader == "heifload" and not _has_icc(head.image) else None
     # An embedded profile is converted to sRGB; without one (sRGB assumed, CMYK gets libvips's
     # fallback profile) asking for sRGB output would cost an identity ICC transform (30× slower).
     to_srgb = {"output_profile": "srgb"} if _has_icc(head.image) else {}
     try:
-        if head.loader == "heifload" and nclx is not None and nclx.transfer in _NONSRGB_TRANSFERS:
-            # thumbnail() would squash the 16-bit PQ/HLG code values to 8 bits as if they were sRGB.
-            image = pyvips.Image.heifload(str(src), access="sequential", fail_on=_FAIL_ON)
-            scale = target / max(image.width, image.height)
-            if scale < 1:
-                image = (
-                    image.premultiply().resize(scale).unpremultiply().cast(image.format)
-                    if image.hasalpha()
-                    else image.resize(scale)
-                )
-            image = _hdr_to_srgb(image, nclx)
-        elif head.loader == "heifload":
+        if head.loader == "heifload":
             # HEIF has no shrink-on-load; loading explicitly also covers brands that libvips's
             # sniffer misses (thumbnail() re-sniffs the file).
             image = pyvips.Image.heifload(str(src), access="sequential", fail_on=_FAIL_ON)
-            image = image.thumbnail_image(target, height=target, size="down", **to_srgb)
+            image = _shrink_heif(image, target, nclx, to_srgb)
         else:
             image = pyvips.Image.thumbnail(
                 str(src),
@@ -400,12 +396,100 @@ def _decode(src: Path, head: _Header, target: int) -> pyvips.Image:
         return image.copy_memory()
     except pyvips.Error as exc:
         text = str(exc)
-        if "has not been built in" in text or "No decoding plugin" in text:
-            codec = "HEVC (HEIC)" if "HEVC" in text else "this codec"
+        if "has not been built in" not in text and "No decoding plugin" not in text:
+            raise _undecodable(src, exc) from exc
+        if _field(head.image, "heif-compression") != "hevc":
             raise MediaError(
-                "unsupported_media",
-                f"{src.name}: this libvips build has no decoder for {codec}",
+                "unsupported_media", f"{src.name}: this libvips build has no decoder for this codec"
             ) from exc
+    return _decode_hevc(src, target, nclx, max_pixels)
+
+
+def _shrink_heif(
+    image: pyvips.Image, target: int, nclx: _Nclx | None, to_srgb: Mapping[str, str]
+) -> pyvips.Image:
+    """A full-size HEIF/AVIF decode (libvips's or pillow-heif's) → longest edge ``target``."""
+    if nclx is not None and nclx.transfer in _NONSRGB_TRANSFERS:
+        # thumbnail_image() would squash the 16-bit PQ/HLG code values to 8 bits as if sRGB.
+        scale = target / max(image.width, image.height)
+        if scale < 1:
+            image = (
+                image.premultiply().resize(scale).unpremultiply().cast(image.format)
+                if image.hasalpha()
+                else image.resize(scale)
+            )
+        return _hdr_to_srgb(image, nclx)
+    return image.thumbnail_image(target, height=target, size="down", **to_srgb)
+
+
+# pillow-heif modes (with bgr_mode off and 10/12-bit scaled to 16) → libvips interpretation.
+_HEIF_MODES = {
+    "RGB": "srgb",
+    "RGBA": "srgb",
+    "RGBa": "srgb",
+    "L": "b-w",
+    "LA": "b-w",
+    "La": "b-w",
+    "RGB;16": "rgb16",
+    "RGBA;16": "rgb16",
+    "RGBa;16": "rgb16",
+    "L;16": "grey16",
+    "LA;16": "grey16",
+    "La;16": "grey16",
+    "I;16": "grey16",
+    "I;16L": "grey16",
+}
+_PILLOW_HEIF_ERRORS = (ValueError, EOFError, SyntaxError, RuntimeError, OSError)
+
+
+def _pillow_heif_error(src: Path, exc: Exception) -> MediaError:
+    text = str(exc)
+    if "has not been built in" in text or "No decoding plugin" in text:
+        return MediaError("unsupported_media", f"{src.name}: no HEVC (HEIC) decoder is installed")
+    return MediaError("undecodable", f"{src.name} cannot be decoded (damaged or truncated): {text}")
+
+
+def _decode_hevc(src: Path, target: int, nclx: _Nclx | None, max_pixels: int) -> pyvips.Image:
+    """HEIC through pillow-heif: one full decode, then :func:`_shrink_heif` as for libvips."""
+    if not _heif_extents_in_file(src):
+        raise MediaError(
+            "undecodable", f"{src.name} cannot be decoded (damaged or truncated): data past its end"
+        )
+    hdr = nclx is not None and nclx.transfer in _NONSRGB_TRANSFERS
+    try:
+        # Lazy: the header is parsed here, the pixels are decoded when .data is read.
+        heif = pillow_heif.open_heif(src, convert_hdr_to_8bit=not hdr)
+        width, height = heif.size
+        mode = str(heif.mode)
+        icc = heif.info.get("icc_profile")
+    except _PILLOW_HEIF_ERRORS as exc:
+        raise _pillow_heif_error(src, exc) from exc
+    if width * height > max_pixels:
+        raise _too_many(width, height, max_pixels)
+    if mode not in _HEIF_MODES:
+        raise MediaError("unsupported_media", f"{src.name}: HEIF pixel mode {mode} not supported")
+    try:
+        data = heif.data  # decoded here, irot/imir already applied by libheif
+        stride = heif.stride
+    except _PILLOW_HEIF_ERRORS as exc:
+        raise _pillow_heif_error(src, exc) from exc
+    del heif
+    bands = len(mode.split(";")[0].replace("I", "L"))
+    fmt = "ushort" if mode.endswith((";16", ";16L")) else "uchar"
+    if stride != width * bands * (2 if fmt == "ushort" else 1):  # remove_stride is the default
+        raise MediaError("undecodable", f"{src.name}: unexpected row stride {stride}")
+    try:
+        image = pyvips.Image.new_from_memory(data, width, height, bands, fmt)  # no copy
+        del data  # the image keeps the buffer alive until it is dropped below
+        image = image.copy(interpretation=_HEIF_MODES[mode])
+        if "a" in mode.split(";")[0]:  # premultiplied alpha
+            image = image.unpremultiply().cast(fmt)
+        if isinstance(icc, bytes) and icc:
+            image.set_type(pyvips.GValue.blob_type, "icc-profile-data", icc)
+        to_srgb = {"output_profile": "srgb"} if _has_icc(image) else {}
+        image = _shrink_heif(image, target, None if to_srgb else nclx, to_srgb)
+        return _to_srgb8(image).copy_memory()
+    except pyvips.Error as exc:
         raise _undecodable(src, exc) from exc
 
 
@@ -506,6 +590,53 @@ def _heif_nclx(src: Path) -> _Nclx | None:
                 prim, transfer = struct.unpack_from(">HH", meta, ps + 4)
                 return _Nclx(prim, transfer)
     return None
+
+
+def _heif_extents_in_file(src: Path) -> bool:
+    """Whether every file-offset extent of the ``iloc`` box ends inside the file.
+
+    A truncated HEIF loses the end of its ``mdat``; libheif would decode the grid tiles it still has
+    and fill the rest. Extents in ``idat`` or other items, and "to the end" (length 0), pass.
+    """
+    try:
+        size = src.stat().st_size
+        meta = _read_top_box(src, b"meta", limit=1 << 22)
+    except OSError:
+        return False
+    if meta is None or len(meta) < 4:
+        return False
+    iloc = next(((s, e) for k, s, e in _boxes(meta, 4, len(meta)) if k == b"iloc"), None)
+    if iloc is None:
+        return False
+    data, pos, end = meta, iloc[0], iloc[1]
+
+    def read(width: int) -> int:
+        nonlocal pos
+        if pos + width > end:
+            raise ValueError("iloc box too short")
+        value = int.from_bytes(data[pos : pos + width], "big")
+        pos += width
+        return value
+
+    try:
+        version = read(1)
+        read(3)  # flags
+        sizes = read(2)
+        offset_size, length_size = sizes >> 12, (sizes >> 8) & 15
+        base_size, index_size = (sizes >> 4) & 15, (sizes & 15 if version in (1, 2) else 0)
+        for _ in range(read(2 if version < 2 else 4)):
+            read(2 if version < 2 else 4)  # item id
+            method = read(2) & 15 if version in (1, 2) else 0
+            read(2)  # data reference index
+            base = read(base_size)
+            for _ in range(read(2)):
+                read(index_size)
+                offset, length = base + read(offset_size), read(length_size)
+                if method == 0 and length and offset + length > size:
+                    return False
+    except ValueError:
+        return False
+    return True
 
 
 def _sequence_frames(src: Path) -> int:
