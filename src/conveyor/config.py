@@ -96,6 +96,9 @@ class TranscriptionSettings(BaseModel):
     """Beam width of the decoder."""
     poll_delay: float = Field(default=1.0, gt=0)
     """Seconds between polls of a running recognition operation."""
+    model_cache: Path | None = None
+    """Folder where the bundled ``base`` model is assembled; unset = ``~/.cache/conveyor/models``
+    (or under ``$XDG_CACHE_HOME``)."""
     processes: int = Field(default=1, ge=1)
     """Recognizer processes the local provider runs at once; further operations queue."""
 

@@ -6,7 +6,9 @@ from it (config passed down, never read from a global).
 
 from __future__ import annotations
 
+import os
 from functools import cached_property
+from pathlib import Path
 
 from sqlalchemy import Engine
 
@@ -21,7 +23,17 @@ from conveyor.objects import LocalStore
 from conveyor.pipeline import Domain, WorkerPool
 from conveyor.providers.base import RecognitionProvider
 
-__all__ = ["Runtime"]
+__all__ = ["Runtime", "default_model_cache"]
+
+
+def default_model_cache() -> Path:
+    """Where the bundled Whisper model is assembled unless ``[transcription] model_cache`` says.
+
+    ``$XDG_CACHE_HOME/conveyor/models`` (``~/.cache/conveyor/models``): shared by every storage
+    root of the user, so the 145 MB model is assembled once per machine, not per installation.
+    """
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "conveyor" / "models"
 
 
 class Runtime:
@@ -67,15 +79,22 @@ class Runtime:
         """The recognition provider from ``[transcription] provider``."""
         from conveyor.providers.local import LocalWhisperProvider
 
+        transcription = self.settings.transcription
         return LocalWhisperProvider(
-            self.settings.transcription, self.settings.storage.root / "recognizer"
+            transcription,
+            self.settings.storage.root / "recognizer",
+            model_cache_dir=transcription.model_cache or default_model_cache(),
         )
 
     @cached_property
     def audio(self) -> Domain:
         """The audio domain, its steps bound to this runtime's services."""
+        # The provider is built on first use, so processes without audio work never load it.
         steps = AudioSteps(
-            self.store, self.provider, self.settings.transcription, self.settings.pipeline
+            self.store,
+            lambda: self.provider,
+            self.settings.transcription,
+            self.settings.pipeline,
         )
         return build_audio_domain(steps)
 

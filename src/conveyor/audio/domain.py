@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
+from collections.abc import Callable
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +53,7 @@ class AudioSteps:
 
     Args:
         store: the object store.
-        provider: the recognition provider.
+        provider: makes the recognition provider, called on first use.
         transcription: ``[transcription]`` settings (default language, poll delay).
         pipeline: ``[pipeline]`` settings (``max_attempts`` bounds provider re-submits).
     """
@@ -59,14 +61,19 @@ class AudioSteps:
     def __init__(
         self,
         store: LocalStore,
-        provider: RecognitionProvider,
+        provider: Callable[[], RecognitionProvider],
         transcription: TranscriptionSettings,
         pipeline: PipelineSettings,
     ) -> None:
         self.store = store
-        self.provider = provider
+        self._make_provider = provider
         self.transcription = transcription
         self.pipeline = pipeline
+
+    @cached_property
+    def provider(self) -> RecognitionProvider:
+        """The recognition provider, built on first use."""
+        return self._make_provider()
 
     def _file_path(self, ctx: StepContext, file_id: int) -> tuple[Path, str]:
         with ctx.engine.connect() as conn:
