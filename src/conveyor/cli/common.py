@@ -35,6 +35,9 @@ def setup_logging(level: int = logging.INFO) -> None:
         handlers=[RichHandler(console=err_console, show_path=False, rich_tracebacks=False)],
         force=True,
     )
+    # libvips reports every damaged tile as a warning; the step's halt reason already says it.
+    logging.getLogger("pyvips").setLevel(logging.ERROR)
+    logging.getLogger("alembic").setLevel(logging.WARNING)
 
 
 def make_runtime(migrate: bool = True) -> Runtime:
