@@ -8,9 +8,10 @@ from typing import Annotated
 import typer
 
 from conveyor import __version__
-from conveyor.cli import media, records
+from conveyor.cli import media, records, users
 from conveyor.cli.common import console, make_runtime, setup_logging, stop_on_signals
 from conveyor.cli.ingest import ingest
+from conveyor.cli.serve import serve
 from conveyor.db.migrate import current_revision
 
 app = typer.Typer(
@@ -22,8 +23,11 @@ db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 app.add_typer(records.app, name="records")
 app.add_typer(media.albums_app, name="albums")
 app.add_typer(media.media_app, name="media")
+app.add_typer(users.users_app, name="users")
+app.add_typer(users.tokens_app, name="tokens")
 app.add_typer(db_app, name="db")
 app.command()(ingest)
+app.command()(serve)
 
 
 @app.command()

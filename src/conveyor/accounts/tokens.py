@@ -1,0 +1,172 @@
+"""Users and bearer tokens: create, list, revoke, authenticate.
+
+A token is ``secrets.token_urlsafe(32)`` (256 random bits), returned once by
+:func:`create_token` and stored only as its SHA-256 hex digest. A plain hash (no salt, no slow
+KDF) is enough for 256-bit random secrets: there is nothing to guess, and lookup by hash keeps
+authentication one indexed read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Engine
+from sqlalchemy.exc import IntegrityError
+
+from conveyor.accounts import queries
+from conveyor.clock import Clock
+from conveyor.errors import Conflict, NotFound, RejectedInput
+
+__all__ = [
+    "Account",
+    "IssuedToken",
+    "add_user",
+    "authenticate",
+    "create_token",
+    "hash_token",
+    "list_tokens",
+    "list_users",
+    "revoke_token",
+]
+
+# Seconds between writes of ``last_used_at``: a busy client must not turn every read into a
+# write (on SQLite writers serialise with the workers).
+_TOUCH_EVERY = 60.0
+_MAX_NAME = 100
+
+
+@dataclass(frozen=True)
+class Account:
+    """The owner a request acts for.
+
+    Attributes:
+        user_id: ``users.id``.
+        name: the user name; records, albums and items name their owner by it.
+        token_id: the ``api_tokens.id`` that authenticated the request.
+    """
+
+    user_id: int
+    name: str
+    token_id: int
+
+
+@dataclass(frozen=True)
+class IssuedToken:
+    """A token just created: ``token`` is the secret, shown once and never stored."""
+
+    id: int
+    user: str
+    token: str
+    label: str | None
+
+
+def hash_token(token: str) -> str:
+    """The stored form of a token: SHA-256 of its UTF-8 bytes, 64 hex digits."""
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def _clean_name(name: str) -> str:
+    name = name.strip()
+    if not name:
+        raise RejectedInput("no_name", "a user needs a name")
+    if len(name) > _MAX_NAME or any(c.isspace() or not c.isprintable() for c in name):
+        raise RejectedInput(
+            "bad_name", f"a user name is 1-{_MAX_NAME} printable characters without spaces"
+        )
+    return name
+
+
+def add_user(engine: Engine, clock: Clock, name: str) -> int:
+    """Create the user ``name``.
+
+    Returns:
+        The user's id.
+
+    Raises:
+        RejectedInput: ``no_name`` or ``bad_name`` (blank, too long, spaces).
+        Conflict: a user of that name exists.
+    """
+    name = _clean_name(name)
+    try:
+        with engine.begin() as conn:
+            return queries.insert_user(conn, name=name, created_at=clock.now())
+    except IntegrityError:
+        raise Conflict(f"user {name!r} already exists") from None
+
+
+def list_users(engine: Engine) -> list[dict[str, Any]]:
+    """Every user: ``id``, ``name``, ``created_at`` (epoch seconds)."""
+    with engine.connect() as conn:
+        return [dict(r) for r in queries.list_users(conn)]
+
+
+def create_token(
+    engine: Engine, clock: Clock, user: str, *, label: str | None = None
+) -> IssuedToken:
+    """Mint a bearer token for ``user``; only its hash is stored.
+
+    Raises:
+        NotFound: no such user.
+    """
+    token = secrets.token_urlsafe(32)
+    with engine.begin() as conn:
+        row = queries.user_by_name(conn, user.strip())
+        if row is None:
+            raise NotFound(f"user {user!r} does not exist")
+        token_id = queries.insert_token(
+            conn,
+            user_id=int(row["id"]),
+            token_hash=hash_token(token),
+            label=label,
+            created_at=clock.now(),
+        )
+    return IssuedToken(id=token_id, user=str(row["name"]), token=token, label=label)
+
+
+def list_tokens(engine: Engine, user: str) -> list[dict[str, Any]]:
+    """A user's tokens: ``id``, ``label``, ``created_at``, ``last_used_at`` (never the secret).
+
+    Raises:
+        NotFound: no such user.
+    """
+    with engine.connect() as conn:
+        row = queries.user_by_name(conn, user.strip())
+        if row is None:
+            raise NotFound(f"user {user!r} does not exist")
+        return [dict(r) for r in queries.tokens_of(conn, int(row["id"]))]
+
+
+def revoke_token(engine: Engine, token_id: int) -> None:
+    """Delete a token; requests bearing it get 401 from then on.
+
+    Raises:
+        NotFound: no such token.
+    """
+    with engine.begin() as conn:
+        if not queries.delete_token(conn, token_id):
+            raise NotFound(f"token {token_id} does not exist")
+
+
+def authenticate(engine: Engine, clock: Clock, token: str) -> Account | None:
+    """The account a bearer token acts for, or None for an unknown token.
+
+    Writes ``last_used_at`` at most once a minute per token.
+    """
+    if not token or len(token) > 512:
+        return None
+    digest = hash_token(token)
+    with engine.connect() as conn:
+        row = queries.token_owner(conn, digest)
+    if row is None:
+        return None
+    now = clock.now()
+    last = row["last_used_at"]
+    if last is None or now - float(last) >= _TOUCH_EVERY:
+        with engine.begin() as conn:
+            queries.touch_token(conn, int(row["token_id"]), now)
+    return Account(
+        user_id=int(row["user_id"]), name=str(row["name"]), token_id=int(row["token_id"])
+    )

@@ -1,0 +1,135 @@
+"""The HTTP service: :func:`create_app` builds the FastAPI app around one :class:`Runtime`.
+
+One process can serve the API and run the worker pool (``conveyor serve``, the embedded
+default), or serve the API only beside ``conveyor worker`` processes (``--no-workers``). The
+pool starts with the app's lifespan and stops with it (running steps finish or are released).
+
+Routes (all ``/api`` routes need ``Authorization: Bearer <token>``)::
+
+    GET   /healthz                       database reachable (open, for probes)
+    GET   /metrics                       Prometheus text (open, for scrapers)
+    POST  /api/records                   upload a recording          201 400 401 413 415 422
+    GET   /api/records                   list, cursor, stage/halted  200 400 401 422
+    GET   /api/records/{id}              the card                    200 401 404
+    PATCH /api/records/{id}              title, brief (P7)           200 400 401 404 422
+    GET   /api/records/{id}/text         ?format=text|json|srt|vtt   200 401 404
+    GET   /api/records/{id}/events       history (D14)               200 401 404
+    GET   /api/records/{id}/original     the upload (Range)          200 206 304 401 404 416
+    POST  /api/records/{id}/resume       resume a halted record      200 401 404 409
+    POST  /api/albums                    create                      201 400 401 409 422
+    GET   /api/albums                    list                        200 401
+    GET   /api/albums/{id}               album + items + roles URLs  200 401 404
+    POST  /api/albums/{id}/items         upload photo/video          201 400 401 404 413 415 422
+    GET   /api/albums/{id}/events        Server-Sent Events (M5)     200 401 404
+    GET   /api/items/{id}                an item                     200 401 404
+    POST  /api/items/{id}/resume         resume a halted item        200 401 404 409
+    GET   /api/files/{key}               an object (ETag, Range)     200 206 304 401 404 416
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio.to_thread
+from fastapi import FastAPI
+from fastapi.responses import JSONResponse
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
+from starlette.responses import Response
+
+from conveyor import __version__
+from conveyor.api import routes_albums, routes_files, routes_records
+from conveyor.api.errors import error_response, install_error_handlers
+from conveyor.api.metrics import MetricsMiddleware
+from conveyor.api.queries import ping
+from conveyor.api.schemas import ErrorBody, Health
+from conveyor.api.state import ApiState, State
+from conveyor.media.broadcast import AlbumBroadcast
+from conveyor.pipeline import WorkerPool
+from conveyor.runtime import Runtime
+
+__all__ = ["create_app"]
+
+log = logging.getLogger("conveyor.api")
+
+_DESCRIPTION = """\
+Conveyor's HTTP API: upload recordings and read their cards and texts; upload photos and
+videos into albums and watch them become ready.
+
+Every `/api` route needs `Authorization: Bearer <token>` (`conveyor tokens create USER`).
+Another owner's record, album, item or file answers 404, as one that does not exist.
+Errors share one shape: `{"error": {"status", "code", "message"}}`.
+"""
+
+
+def create_app(runtime: Runtime, *, run_workers: bool = True) -> FastAPI:
+    """The FastAPI app over ``runtime`` (schema already migrated by the caller).
+
+    Args:
+        runtime: engine, store, notifier, domains and settings of this process.
+        run_workers: start the worker pool with the app (the embedded default); False for an
+            API-only process beside ``conveyor worker`` processes.
+    """
+    state = ApiState(
+        runtime=runtime,
+        run_workers=run_workers,
+        broadcast=AlbumBroadcast(runtime.engine, runtime.notifier),
+    )
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        pool: WorkerPool | None = None
+        if run_workers:
+            pool = runtime.pool()
+            pool.start()
+        try:
+            yield
+        finally:
+            state.closing.set()
+            if pool is not None:
+                await anyio.to_thread.run_sync(pool.stop)
+
+    app = FastAPI(
+        title="Conveyor",
+        version=__version__,
+        description=_DESCRIPTION,
+        lifespan=lifespan,
+    )
+    app.state.conveyor = state
+    install_error_handlers(app)
+    app.add_middleware(MetricsMiddleware)
+    app.include_router(routes_records.router)
+    app.include_router(routes_albums.router)
+    app.include_router(routes_files.router)
+
+    @app.get(
+        "/healthz",
+        response_model=Health,
+        tags=["operations"],
+        summary="Liveness and database reachability",
+        responses={503: {"model": ErrorBody, "description": "The database does not answer."}},
+    )
+    def healthz(state: State) -> Response:
+        """200 when the database answers a query; 503 otherwise. No token needed."""
+        try:
+            with state.runtime.engine.connect() as conn:
+                ping(conn)
+        except Exception as exc:
+            log.warning("health check: database unreachable: %s", exc)
+            return error_response(503, "unavailable", "the database does not answer")
+        body = Health(status="ok", database="ok", workers=state.run_workers)
+        return JSONResponse(body.model_dump())
+
+    @app.get(
+        "/metrics",
+        tags=["operations"],
+        summary="Prometheus metrics",
+        response_class=Response,
+        responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}},
+    )
+    def metrics() -> Response:
+        """Step outcomes by domain and stage (D13), HTTP requests by route. No token needed."""
+        return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
+
+    return app

@@ -1,0 +1,162 @@
+"""One JSON error shape for every refusal, and the map from Conveyor's errors to statuses.
+
+Every error body is::
+
+    {"error": {"status": 404, "code": "not_found", "message": "record 7 does not exist"}}
+
+``code`` is a stable machine word (the ``reason`` of a :class:`~conveyor.errors.RejectedInput`
+where there is one); ``message`` is a sentence for people; 422 validation errors add
+``details`` (one entry per bad field). Statuses:
+
+=====  ==========================================================================
+400    malformed request: JSON or multipart that does not parse, a bad cursor
+401    no bearer token, or one we do not know (with ``WWW-Authenticate: Bearer``)
+404    no such record, item, album or file *for this owner* (never revealed)
+409    the action does not fit the state: resuming what is not halted, a name taken
+413    upload larger than ``[api] max_upload_bytes`` (from Content-Length or while streaming)
+415    content that is not media (sniffed, never from the name or Content-Type)
+416    a byte range outside the file
+422    well-formed but unacceptable: a field out of range, an empty upload, an image
+       too large in pixels, an upload whose header cannot be read
+500    a fault of ours; the message says nothing about it, the log says everything
+503    the database is unreachable (``/healthz``)
+=====  ==========================================================================
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from conveyor.errors import Conflict, NotFound, RejectedInput, UnsupportedMedia
+
+__all__ = ["ApiError", "error_response", "install_error_handlers"]
+
+log = logging.getLogger("conveyor.api")
+
+# RejectedInput reasons that are about size; every other reason is 422 (unprocessable).
+_TOO_LARGE = {"too_large"}
+
+_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    406: "not_acceptable",
+    409: "conflict",
+    413: "too_large",
+    415: "not_media",
+    416: "range_not_satisfiable",
+    422: "invalid_request",
+    500: "internal",
+    503: "unavailable",
+}
+
+
+class ApiError(Exception):
+    """A refusal raised inside the API layer itself (bad cursor, malformed multipart, 401).
+
+    Args:
+        status: the HTTP status.
+        code: a stable machine word.
+        message: a sentence for people.
+        headers: extra response headers (``WWW-Authenticate``, ``Content-Range``).
+    """
+
+    def __init__(
+        self, status: int, code: str, message: str, headers: dict[str, str] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.headers = headers or {}
+
+
+def error_response(
+    status: int,
+    code: str,
+    message: str,
+    *,
+    headers: dict[str, str] | None = None,
+    details: list[dict[str, Any]] | None = None,
+) -> JSONResponse:
+    """The JSON error body with ``status``."""
+    body: dict[str, Any] = {"status": status, "code": code, "message": message}
+    if details is not None:
+        body["details"] = details
+    return JSONResponse({"error": body}, status_code=status, headers=headers)
+
+
+def _details(exc: RequestValidationError) -> list[dict[str, Any]]:
+    out = []
+    for err in exc.errors():
+        loc = [str(part) for part in err.get("loc", ())]
+        out.append({"field": ".".join(loc), "message": str(err.get("msg", "invalid"))})
+    return out
+
+
+async def _on_api_error(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ApiError)
+    return error_response(exc.status, exc.code, exc.message, headers=exc.headers)
+
+
+async def _on_not_found(_request: Request, exc: Exception) -> JSONResponse:
+    return error_response(404, "not_found", str(exc))
+
+
+async def _on_conflict(_request: Request, exc: Exception) -> JSONResponse:
+    return error_response(409, "conflict", str(exc))
+
+
+async def _on_rejected(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RejectedInput)
+    if isinstance(exc, UnsupportedMedia):
+        status = 415
+    elif exc.reason in _TOO_LARGE:
+        status = 413
+    else:
+        status = 422
+    return error_response(status, exc.reason, str(exc))
+
+
+async def _on_validation(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    if any(e.get("type") == "json_invalid" for e in exc.errors()):
+        return error_response(400, "bad_json", "the request body is not valid JSON")
+    return error_response(
+        422, "invalid_request", "the request has invalid fields", details=_details(exc)
+    )
+
+
+async def _on_http(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    status = exc.status_code
+    message = exc.detail if isinstance(exc.detail, str) else _CODES.get(status, "error")
+    if status == 404 and message == "Not Found":
+        message = "no such route"
+    return error_response(
+        status, _CODES.get(status, "error"), message, headers=dict(exc.headers or {})
+    )
+
+
+async def _on_unexpected(request: Request, exc: Exception) -> JSONResponse:
+    log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+    return error_response(500, "internal", "the server failed; the operator's log has details")
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Route every refusal through the one JSON shape."""
+    app.add_exception_handler(ApiError, _on_api_error)
+    app.add_exception_handler(NotFound, _on_not_found)
+    app.add_exception_handler(Conflict, _on_conflict)
+    app.add_exception_handler(RejectedInput, _on_rejected)
+    app.add_exception_handler(RequestValidationError, _on_validation)
+    app.add_exception_handler(StarletteHTTPException, _on_http)
+    app.add_exception_handler(Exception, _on_unexpected)

@@ -1,0 +1,277 @@
+"""``/api/albums`` and ``/api/items``: albums, photo and video uploads, the live stream (M1-M5)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Annotated, Any
+
+import anyio.to_thread
+from fastapi import APIRouter, Header, Path, Query, Request
+from fastapi.responses import StreamingResponse
+from sqlalchemy import Connection
+
+from conveyor.api.auth import Owner
+from conveyor.api.schemas import Album, AlbumCreate, AlbumDetail, ErrorBody, Item
+from conveyor.api.sse import album_stream
+from conveyor.api.state import ApiState, State
+from conveyor.api.uploads import Upload, receive_upload
+from conveyor.errors import NotFound
+from conveyor.media import albums as views
+from conveyor.media import queries
+from conveyor.media.intake import accept_media
+from conveyor.pipeline import resume
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/api", tags=["albums"])
+
+AlbumId = Annotated[int, Path(ge=1, le=2**31 - 1, description="The album's id.")]
+ItemId = Annotated[int, Path(ge=1, le=2**31 - 1, description="The item's id.")]
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    401: {"model": ErrorBody, "description": "No or unknown bearer token."},
+    404: {"model": ErrorBody, "description": "No such album or item of yours."},
+    422: {"model": ErrorBody, "description": "Invalid fields."},
+}
+
+_MEDIA_BODY: dict[str, Any] = {
+    "required": True,
+    "content": {
+        "multipart/form-data": {
+            "schema": {
+                "type": "object",
+                "required": ["file"],
+                "properties": {"file": {"type": "string", "format": "binary"}},
+            },
+            "encoding": {"file": {"contentType": "application/octet-stream"}},
+        },
+        "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
+    },
+    "description": "A photo or video: a multipart form with a `file` part, or the raw file.",
+}
+
+
+def _album_links(album_id: int) -> dict[str, str]:
+    base = f"/api/albums/{album_id}"
+    return {"self": base, "items": f"{base}/items", "events": f"{base}/events"}
+
+
+def _album(view: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": view["id"],
+        "owner": view["owner"],
+        "name": view["name"],
+        "item_count": view["items"],
+        "created_at": view["created_at"],
+        "links": _album_links(int(view["id"])),
+    }
+
+
+def _item(view: dict[str, Any]) -> dict[str, Any]:
+    roles = {
+        role: {**obj, "url": f"/api/files/{obj['key']}"} for role, obj in view["roles"].items()
+    }
+    return {
+        **view,
+        "roles": roles,
+        "links": {"self": f"/api/items/{view['id']}", "album": f"/api/albums/{view['album_id']}"},
+    }
+
+
+def _own_album(conn: Connection, album_id: int, owner: str) -> None:
+    if queries.album_by_id(conn, album_id, owner) is None:
+        raise NotFound(f"album {album_id} does not exist")
+
+
+def _item_of(state: ApiState, item_id: int, owner: str) -> dict[str, Any]:
+    with state.runtime.engine.connect() as conn:
+        return _item(views.item_view(conn, item_id, owner=owner))
+
+
+@router.post(
+    "/albums",
+    status_code=201,
+    response_model=Album,
+    summary="Create an album",
+    responses={
+        **_ERRORS,
+        400: {"model": ErrorBody, "description": "Body is not JSON."},
+        409: {"model": ErrorBody, "description": "You have an album of that name."},
+    },
+)
+def create_album(state: State, owner: Owner, body: AlbumCreate) -> dict[str, Any]:
+    """A new empty album; 409 when you already have one of that name."""
+    runtime = state.runtime
+    album_id = views.create_album(runtime.engine, runtime.clock, owner=owner.name, name=body.name)
+    return _album_of(state, album_id, owner.name)
+
+
+def _album_of(state: ApiState, album_id: int, owner: str) -> dict[str, Any]:
+    with state.runtime.engine.connect() as conn:
+        for view in views.list_albums(conn, owner):
+            if view["id"] == album_id:
+                return _album(view)
+    raise NotFound(f"album {album_id} does not exist")
+
+
+@router.get("/albums", response_model=list[Album], summary="List your albums", responses=_ERRORS)
+def list_albums(state: State, owner: Owner) -> list[dict[str, Any]]:
+    """Your albums, oldest first, with item counts."""
+    with state.runtime.engine.connect() as conn:
+        return [_album(v) for v in views.list_albums(conn, owner.name)]
+
+
+@router.get(
+    "/albums/{album_id}",
+    response_model=AlbumDetail,
+    summary="An album with its items",
+    responses=_ERRORS,
+)
+def get_album(state: State, owner: Owner, album_id: AlbumId) -> dict[str, Any]:
+    """The album and its items (newest first), each with the roles that exist now as URLs.
+
+    Absent roles are absent (M2): a photo just uploaded has only `original`.
+    """
+    album = _album_of(state, album_id, owner.name)
+    with state.runtime.engine.connect() as conn:
+        last_event_id = queries.latest_event_id(conn, album_id)
+        items = [_item(v) for v in views.album_items(conn, album_id)]
+    return {**album, "items": items, "last_event_id": last_event_id}
+
+
+@router.post(
+    "/albums/{album_id}/items",
+    status_code=201,
+    response_model=Item,
+    summary="Upload a photo or video",
+    openapi_extra={"requestBody": _MEDIA_BODY},
+    responses={
+        **_ERRORS,
+        400: {"model": ErrorBody, "description": "Malformed multipart body."},
+        413: {"model": ErrorBody, "description": "Larger than `[api] max_upload_bytes`."},
+        415: {"model": ErrorBody, "description": "The content is not a photo or video."},
+        422: {"model": ErrorBody, "description": "Empty, too many pixels, or unreadable."},
+    },
+)
+async def upload_item(
+    request: Request,
+    state: State,
+    owner: Owner,
+    album_id: AlbumId,
+    name: Annotated[
+        str | None, Query(max_length=300, description="The file's name (raw bodies).")
+    ] = None,
+) -> dict[str, Any]:
+    """Accept a photo or video into the album: 201 with the item (only `original` so far).
+
+    Refused with nothing stored: empty (422), too large (413), not a photo or video (415).
+    """
+    runtime = state.runtime
+    max_bytes = runtime.settings.api.max_upload_bytes
+
+    def accept(chunks: Iterator[bytes], upload: Upload) -> int:
+        return accept_media(
+            runtime.engine,
+            runtime.store,
+            runtime.clock,
+            chunks,
+            album_id=album_id,
+            owner=owner.name,
+            original_name=name or upload.filename,
+            max_pixels=runtime.settings.media.max_pixels,
+            max_bytes=max_bytes,
+        )
+
+    def check_album() -> None:
+        with runtime.engine.connect() as conn:
+            _own_album(conn, album_id, owner.name)
+
+    # Before reading the body: another owner's album answers 404 without storing a byte.
+    await anyio.to_thread.run_sync(check_album)
+    item_id = await receive_upload(request, accept, max_bytes=max_bytes)
+    await anyio.to_thread.run_sync(runtime.notifier.publish)
+    return await anyio.to_thread.run_sync(_item_of, state, item_id, owner.name)
+
+
+@router.get(
+    "/albums/{album_id}/events",
+    summary="Live album events (Server-Sent Events)",
+    response_class=StreamingResponse,
+    responses={
+        200: {
+            "description": (
+                "`text/event-stream`: `id`, `event` (`item.ready`, `item.playback_ready`, "
+                "`item.halted`) and JSON `data` per event; `: keep-alive` comments when idle."
+            ),
+            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        },
+        **_ERRORS,
+    },
+)
+async def album_events(
+    state: State,
+    owner: Owner,
+    album_id: AlbumId,
+    last_event_id_header: Annotated[
+        str | None,
+        Header(
+            alias="Last-Event-ID",
+            max_length=20,
+            description="The last id you received; delivery resumes right after it.",
+        ),
+    ] = None,
+    last_event_id: Annotated[
+        int | None,
+        Query(ge=0, le=2**63 - 1, description="Same as the header; 0 = the whole history."),
+    ] = None,
+) -> StreamingResponse:
+    """The album's events as they happen (M5), from the durable outbox; resumable."""
+    runtime = state.runtime
+    broadcast = state.broadcast
+
+    def start_id() -> int:
+        with runtime.engine.connect() as conn:
+            _own_album(conn, album_id, owner.name)
+        header = (last_event_id_header or "").strip()
+        if header.isdigit():
+            return min(int(header), 2**63 - 1)
+        if last_event_id is not None:
+            return last_event_id
+        return broadcast.latest_id(album_id)
+
+    start = await anyio.to_thread.run_sync(start_id)
+    stream = album_stream(
+        broadcast,
+        runtime.notifier,
+        album_id,
+        start,
+        heartbeat=runtime.settings.api.sse_heartbeat,
+        poll_interval=broadcast.poll_interval,
+        closing=state.closing,
+    )
+    return StreamingResponse(
+        stream,
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+    )
+
+
+@router.get("/items/{item_id}", response_model=Item, summary="A photo or video", responses=_ERRORS)
+def get_item(state: State, owner: Owner, item_id: ItemId) -> dict[str, Any]:
+    """The item: stage, halt flag and reason, and its present roles as URLs (M1-M3)."""
+    return _item_of(state, item_id, owner.name)
+
+
+@router.post(
+    "/items/{item_id}/resume",
+    response_model=Item,
+    summary="Resume a halted item",
+    responses={**_ERRORS, 409: {"model": ErrorBody, "description": "The item is not halted."}},
+)
+def resume_item(state: State, owner: Owner, item_id: ItemId) -> dict[str, Any]:
+    """Continue a halted photo or video from the stage it reached (P9); 409 when not halted."""
+    runtime = state.runtime
+    _item_of(state, item_id, owner.name)
+    resume(runtime.engine, runtime.media, item_id, clock=runtime.clock)
+    runtime.notifier.publish()
+    return _item_of(state, item_id, owner.name)

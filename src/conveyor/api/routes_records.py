@@ -1,0 +1,352 @@
+"""``/api/records``: upload audio, read its card and text, edit the owner's fields (P7, P11)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Iterator
+from typing import Annotated, Any, Literal
+
+import anyio.to_thread
+from fastapi import APIRouter, Path, Query, Request, Response
+from fastapi.responses import PlainTextResponse
+from sqlalchemy import RowMapping
+
+from conveyor.api.auth import Owner
+from conveyor.api.errors import ApiError
+from conveyor.api.objects import object_response
+from conveyor.api.schemas import (
+    AudioStage,
+    ErrorBody,
+    RecordCard,
+    RecordEvent,
+    RecordPage,
+    RecordPatch,
+    TextJson,
+)
+from conveyor.api.state import ApiState, State
+from conveyor.api.text_formats import srt, vtt
+from conveyor.api.uploads import Upload, receive_upload
+from conveyor.audio import queries
+from conveyor.audio.cards import iso, record_card, transcript_of
+from conveyor.audio.intake import accept_audio
+from conveyor.errors import NotFound, RejectedInput
+from conveyor.objects import file_by_id
+from conveyor.pipeline import resume
+
+__all__ = ["UPLOAD_BODY", "card_of", "router"]
+
+router = APIRouter(prefix="/api/records", tags=["records"])
+
+# Ids are 32-bit on PostgreSQL; a larger number can name nothing, so it is a bad request (422)
+# rather than a database overflow.
+RecordId = Annotated[int, Path(ge=1, le=2**31 - 1, description="The record's id.")]
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    401: {"model": ErrorBody, "description": "No or unknown bearer token."},
+    404: {"model": ErrorBody, "description": "No such record of yours."},
+    422: {"model": ErrorBody, "description": "Invalid fields."},
+}
+
+UPLOAD_BODY: dict[str, Any] = {
+    "required": True,
+    "content": {
+        "multipart/form-data": {
+            "schema": {
+                "type": "object",
+                "required": ["file"],
+                "properties": {
+                    "title": {"type": "string", "maxLength": 300},
+                    "language": {"type": "string", "pattern": "^[a-z]{2,3}$"},
+                    "file": {"type": "string", "format": "binary"},
+                },
+            },
+            "encoding": {"file": {"contentType": "application/octet-stream"}},
+        },
+        "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
+    },
+    "description": (
+        "The recording: a multipart form with a `file` part (text parts `title`, `language` "
+        "before it), or the raw file as the body. Streamed to storage; the content is sniffed."
+    ),
+}
+
+
+def card_of(row: RowMapping) -> dict[str, Any]:
+    """The card of a record row, with links."""
+    card = record_card(row)
+    base = f"/api/records/{card['id']}"
+    card["links"] = {
+        "self": base,
+        "text": f"{base}/text",
+        "events": f"{base}/events",
+        "original": f"{base}/original",
+    }
+    return card
+
+
+def _own_record(state: ApiState, record_id: int, owner: str) -> RowMapping:
+    with state.runtime.engine.connect() as conn:
+        row = queries.record_by_id(conn, record_id, owner)
+    if row is None:
+        raise NotFound(f"record {record_id} does not exist")
+    return row
+
+
+def _encode_cursor(record_id: int) -> str:
+    return base64.urlsafe_b64encode(f"r{record_id}".encode()).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> int:
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        if not text.startswith("r") or not text[1:].isdigit():
+            raise ValueError(cursor)
+        value = int(text[1:])
+        if not 1 <= value <= 2**31 - 1:
+            raise ValueError(cursor)
+        return value
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        raise ApiError(400, "bad_cursor", "the cursor is not one this server gave out") from None
+
+
+def _field(upload: Upload, name: str, given: str | None, limit: int) -> str | None:
+    value = given if given is not None else upload.fields.get(name)
+    if value is not None and len(value) > limit:
+        raise RejectedInput("invalid_request", f"{name} is longer than {limit} characters")
+    return value
+
+
+@router.post(
+    "",
+    status_code=201,
+    response_model=RecordCard,
+    summary="Upload a recording",
+    openapi_extra={"requestBody": UPLOAD_BODY},
+    responses={
+        **_ERRORS,
+        400: {"model": ErrorBody, "description": "Malformed multipart body."},
+        413: {"model": ErrorBody, "description": "Larger than `[api] max_upload_bytes`."},
+        415: {"model": ErrorBody, "description": "The content is not audio or video."},
+        422: {"model": ErrorBody, "description": "Empty upload or invalid fields."},
+    },
+)
+async def upload_record(
+    request: Request,
+    state: State,
+    owner: Owner,
+    title: Annotated[str | None, Query(max_length=300)] = None,
+    language: Annotated[
+        str | None, Query(pattern="^[a-z]{2,3}$", description="ISO 639-1 code; default: detect.")
+    ] = None,
+    name: Annotated[
+        str | None, Query(max_length=300, description="The file's name (raw bodies).")
+    ] = None,
+    raw_pcm: Annotated[
+        bool, Query(description="The body is headerless 16 kHz mono s16le PCM.")
+    ] = False,
+) -> dict[str, Any]:
+    """Accept one recording: 201 with its card at stage `uploaded`.
+
+    Refused with nothing stored: an empty upload (422 `empty_file`), one larger than the limit
+    (413), content that is neither audio nor video (415 `not_media`).
+    """
+    runtime = state.runtime
+    max_bytes = runtime.settings.api.max_upload_bytes
+
+    def accept(chunks: Iterator[bytes], upload: Upload) -> int:
+        lang = _field(upload, "language", language, 3)
+        if lang is not None and not (lang.isascii() and lang.isalpha() and lang.islower()):
+            raise RejectedInput("invalid_request", "language is an ISO 639-1 code such as `en`")
+        return accept_audio(
+            runtime.engine,
+            runtime.store,
+            runtime.clock,
+            chunks,
+            owner=owner.name,
+            original_name=name or upload.filename,
+            title=_field(upload, "title", title, 300),
+            language=lang,
+            raw_pcm=raw_pcm,
+            strict=True,
+            max_bytes=max_bytes,
+        )
+
+    record_id = await receive_upload(request, accept, max_bytes=max_bytes)
+    await anyio.to_thread.run_sync(runtime.notifier.publish)
+    row = await anyio.to_thread.run_sync(_own_record, state, record_id, owner.name)
+    return card_of(row)
+
+
+@router.get("", response_model=RecordPage, summary="List your records", responses=_ERRORS)
+def list_records(
+    state: State,
+    owner: Owner,
+    stage: AudioStage | None = None,
+    halted: Annotated[bool | None, Query(description="Only halted (true) or not (false).")] = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    cursor: Annotated[
+        str | None, Query(max_length=64, description="`next_cursor` of the previous page.")
+    ] = None,
+) -> dict[str, Any]:
+    """Your records, newest first, a page at a time."""
+    after = _decode_cursor(cursor) if cursor is not None else None
+    with state.runtime.engine.connect() as conn:
+        rows = queries.list_records(
+            conn, owner=owner.name, stage=stage, halted=halted, after_id=after, limit=limit + 1
+        )
+    page = rows[:limit]
+    more = len(rows) > limit
+    return {
+        "items": [card_of(r) for r in page],
+        "next_cursor": _encode_cursor(int(page[-1]["id"])) if more else None,
+    }
+
+
+@router.get("/{record_id}", response_model=RecordCard, summary="A record's card", responses=_ERRORS)
+def get_record(state: State, owner: Owner, record_id: RecordId) -> dict[str, Any]:
+    """The card: stage, halt flag, reason and time, title, brief, duration, times, links."""
+    return card_of(_own_record(state, record_id, owner.name))
+
+
+@router.patch(
+    "/{record_id}",
+    response_model=RecordCard,
+    summary="Edit title and brief",
+    responses={**_ERRORS, 400: {"model": ErrorBody, "description": "Body is not JSON."}},
+)
+def patch_record(
+    state: State, owner: Owner, record_id: RecordId, patch: RecordPatch
+) -> dict[str, Any]:
+    """Set the owner's fields (P7): fields sent are written (null clears), others kept."""
+    values = {name: getattr(patch, name) for name in patch.model_fields_set}
+    with state.runtime.engine.begin() as conn:
+        if not queries.update_owner_fields(conn, record_id, owner.name, values):
+            raise NotFound(f"record {record_id} does not exist")
+        row = queries.record_by_id(conn, record_id, owner.name)
+    assert row is not None
+    return card_of(row)
+
+
+_TEXT_TYPES = {
+    "text": "text/plain; charset=utf-8",
+    "srt": "application/x-subrip; charset=utf-8",
+    "vtt": "text/vtt; charset=utf-8",
+}
+
+
+@router.get(
+    "/{record_id}/text",
+    summary="The record's text",
+    responses={
+        200: {
+            "description": "The transcript in the format asked for.",
+            "content": {
+                "text/plain": {"schema": {"type": "string"}},
+                "application/json": {"schema": TextJson.model_json_schema()},
+                "application/x-subrip": {"schema": {"type": "string"}},
+                "text/vtt": {"schema": {"type": "string"}},
+            },
+        },
+        **_ERRORS,
+        404: {"model": ErrorBody, "description": "No such record, or no text yet (`no_text`)."},
+    },
+    response_model=None,
+)
+def get_text(
+    state: State,
+    owner: Owner,
+    record_id: RecordId,
+    format: Annotated[Literal["text", "json", "srt", "vtt"], Query()] = "text",
+) -> Response:
+    """The transcript (P11): plain text, or JSON with segment times, SRT or WebVTT.
+
+    404 `no_text` until the record reaches `done` (the message says where it is).
+    """
+    with state.runtime.engine.connect() as conn:
+        row = queries.record_by_id(conn, record_id, owner.name)
+        if row is None:
+            raise NotFound(f"record {record_id} does not exist")
+        text = transcript_of(conn, record_id)
+    if text is None:
+        where = (
+            f"it is halted at {row['stage']} ({row['halt_reason']})"
+            if row["halted_at"] is not None
+            else f"it is at stage {row['stage']}"
+        )
+        raise ApiError(404, "no_text", f"record {record_id} has no text yet; {where}")
+    segments: list[dict[str, Any]] = list(text["segments"] or [])
+    if format == "json":
+        body = TextJson(
+            record_id=record_id,
+            language=text["language"],
+            no_speech=bool(row["no_speech"]),
+            text=text["body"],
+            segments=segments,  # type: ignore[arg-type]
+        )
+        return Response(body.model_dump_json(), media_type="application/json")
+    rendered = {"text": str(text["body"]), "srt": srt(segments), "vtt": vtt(segments)}[format]
+    return PlainTextResponse(rendered, media_type=_TEXT_TYPES[format])
+
+
+@router.get(
+    "/{record_id}/events",
+    response_model=list[RecordEvent],
+    summary="The record's history",
+    responses=_ERRORS,
+)
+def get_events(state: State, owner: Owner, record_id: RecordId) -> list[dict[str, Any]]:
+    """Every event of the record, oldest first (D14): intake, each step, halts, resumes."""
+    with state.runtime.engine.connect() as conn:
+        if queries.record_by_id(conn, record_id, owner.name) is None:
+            raise NotFound(f"record {record_id} does not exist")
+        rows = queries.events_of(conn, record_id)
+    return [
+        {
+            "id": r["id"],
+            "stage": r["stage"],
+            "outcome": r["outcome"],
+            "outcome_text": r["outcome_text"],
+            "origin": r["origin"],
+            "created_at": iso(r["created_at"]),
+        }
+        for r in rows
+    ]
+
+
+@router.get(
+    "/{record_id}/original",
+    summary="The uploaded file",
+    response_class=Response,
+    responses={
+        200: {"description": "The original bytes.", "content": {"application/octet-stream": {}}},
+        206: {"description": "The requested byte range."},
+        304: {"description": "Not modified (If-None-Match)."},
+        416: {"model": ErrorBody, "description": "Range outside the file."},
+        **_ERRORS,
+    },
+)
+def get_original(request: Request, state: State, owner: Owner, record_id: RecordId) -> Response:
+    """The original upload, unchanged (ETag, Range)."""
+    row = _own_record(state, record_id, owner.name)
+    with state.runtime.engine.connect() as conn:
+        file_row = file_by_id(conn, int(row["original_file_id"]))
+    if file_row is None:
+        raise NotFound(f"record {record_id} has no stored original")
+    path = state.runtime.store.path(str(file_row["key"]))
+    return object_response(request, path, file_row, filename=row["original_name"])
+
+
+@router.post(
+    "/{record_id}/resume",
+    response_model=RecordCard,
+    summary="Resume a halted record",
+    responses={**_ERRORS, 409: {"model": ErrorBody, "description": "The record is not halted."}},
+)
+def resume_record(state: State, owner: Owner, record_id: RecordId) -> dict[str, Any]:
+    """Continue a halted record from the stage it reached (P9); 409 when it is not halted."""
+    runtime = state.runtime
+    _own_record(state, record_id, owner.name)
+    resume(runtime.engine, runtime.audio, record_id, clock=runtime.clock)
+    runtime.notifier.publish()
+    return card_of(_own_record(state, record_id, owner.name))

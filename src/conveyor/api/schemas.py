@@ -1,0 +1,229 @@
+"""Pydantic models of every request and response body, so ``/openapi.json`` is precise.
+
+Times are ISO 8601 UTC (``2027-01-15T08:00:00Z``); durations are seconds; sizes are bytes;
+dimensions are upright pixels. Links are paths on this server (``/api/records/7/text``), so
+they stay right behind a reverse proxy.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "Album",
+    "AlbumCreate",
+    "AlbumDetail",
+    "AlbumLinks",
+    "AudioStage",
+    "ErrorBody",
+    "ErrorDetail",
+    "ErrorInfo",
+    "Health",
+    "Item",
+    "ItemLinks",
+    "MediaStage",
+    "RecordCard",
+    "RecordEvent",
+    "RecordLinks",
+    "RecordPage",
+    "RecordPatch",
+    "Role",
+    "RoleObject",
+    "TextJson",
+    "TextSegment",
+]
+
+AudioStage = Literal["uploaded", "normalized", "submitted", "transcribed", "done"]
+MediaStage = Literal["uploaded", "transcoding", "done"]
+Role = Literal["original", "thumb", "medium", "preview", "poster", "playback"]
+
+
+class ErrorDetail(BaseModel):
+    """One invalid field of a 422."""
+
+    field: str = Field(description="Where: e.g. `query.limit`, `body.title`.")
+    message: str
+
+
+class ErrorInfo(BaseModel):
+    """What went wrong."""
+
+    status: int = Field(description="The HTTP status, repeated.")
+    code: str = Field(description="A stable machine word, e.g. `not_found`, `too_large`.")
+    message: str = Field(description="A sentence for people.")
+    details: list[ErrorDetail] | None = Field(default=None, description="422 only.")
+
+
+class ErrorBody(BaseModel):
+    """The one error shape of every refusal."""
+
+    error: ErrorInfo
+
+
+class Health(BaseModel):
+    """``/healthz``: the process is up and the database answers."""
+
+    status: Literal["ok"]
+    database: Literal["ok"]
+    workers: bool = Field(description="True when this process runs the worker pool.")
+
+
+class RecordLinks(BaseModel):
+    """Where to read more about a record."""
+
+    self: str
+    text: str = Field(description="The record's text address (P11); 404 until it is written.")
+    events: str
+    original: str
+
+
+class RecordCard(BaseModel):
+    """The record card: everything an owner needs to learn a record's outcome (P11)."""
+
+    id: int
+    owner: str
+    title: str | None = Field(description="The owner's field (P7).")
+    brief: str | None = Field(description="The owner's field (P7).")
+    original_name: str | None
+    stage: AudioStage = Field(description="The stage reached (kept when halted, P8).")
+    done: bool
+    halted: bool = Field(description="True when the pipeline stopped; see `halt_reason`.")
+    halt_reason: str | None = Field(description="Machine reason, e.g. `undecodable`, `stuck`.")
+    halt_error: str | None = Field(description="What went wrong, for people.")
+    halted_at: datetime | None
+    attempts: int = Field(description="Failures in the current stage.")
+    language: str | None = Field(description="The language the owner named at upload.")
+    detected_language: str | None
+    duration: float | None = Field(description="Seconds of audio, once normalized.")
+    no_speech: bool | None = Field(description="True when the recording holds no speech.")
+    created_at: datetime
+    stage_entered_at: datetime
+    updated_at: datetime
+    links: RecordLinks
+
+
+class RecordPage(BaseModel):
+    """One page of records, newest first."""
+
+    items: list[RecordCard]
+    next_cursor: str | None = Field(
+        description="Pass as `cursor` for the next page; null at the end."
+    )
+
+
+class RecordPatch(BaseModel):
+    """The owner's fields of a record (P7). Absent fields are left as they are; null clears."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    title: str | None = Field(default=None, max_length=300)
+    brief: str | None = Field(default=None, max_length=20_000)
+
+
+class TextSegment(BaseModel):
+    """A stretch of speech."""
+
+    start: float = Field(description="Seconds from the start.")
+    end: float = Field(description="Seconds from the start.")
+    text: str
+
+
+class TextJson(BaseModel):
+    """The transcript with segment times (`?format=json`)."""
+
+    record_id: int
+    language: str | None
+    no_speech: bool
+    text: str
+    segments: list[TextSegment]
+
+
+class RecordEvent(BaseModel):
+    """One entry of the record's history (D14)."""
+
+    id: int
+    stage: str
+    outcome: str
+    outcome_text: str | None
+    origin: Literal["pipeline", "human"]
+    created_at: datetime
+
+
+class AlbumLinks(BaseModel):
+    """Where to read and upload."""
+
+    self: str
+    items: str = Field(description="POST photos and videos here.")
+    events: str = Field(description="Server-Sent Events of the album (M5).")
+
+
+class Album(BaseModel):
+    """An album."""
+
+    id: int
+    owner: str
+    name: str
+    item_count: int = Field(description="How many photos and videos it holds.")
+    created_at: datetime
+    links: AlbumLinks
+
+
+class AlbumCreate(BaseModel):
+    """A new album."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=200, pattern=r"\S")
+
+
+class RoleObject(BaseModel):
+    """One object of an item, by role (M1)."""
+
+    url: str = Field(description="GET it (Range requests supported).")
+    key: str
+    mime_type: str
+    size: int
+    width: int | None
+    height: int | None
+    duration: float | None
+
+
+class ItemLinks(BaseModel):
+    """Where to read more about an item."""
+
+    self: str
+    album: str
+
+
+class Item(BaseModel):
+    """A photo or video with the roles that exist now; absent roles are absent (M2, M3)."""
+
+    id: int
+    album_id: int
+    owner: str
+    kind: Literal["photo", "video"]
+    original_name: str | None
+    stage: MediaStage
+    done: bool
+    halted: bool
+    halt_reason: str | None
+    halt_error: str | None
+    width: int | None
+    height: int | None
+    duration: float | None
+    uploaded_at: datetime
+    captured_at: datetime | None
+    roles: dict[Role, RoleObject]
+    links: ItemLinks
+
+
+class AlbumDetail(Album):
+    """An album with its items, newest upload first."""
+
+    last_event_id: int = Field(
+        description="The newest event id now: stream from it (`?last_event_id=`) to miss nothing."
+    )
+    items: list[Item] = Field(description="Items, newest upload first.")

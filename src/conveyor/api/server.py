@@ -1,0 +1,46 @@
+"""Running the app on uvicorn so that open event streams end when the server is told to stop."""
+
+from __future__ import annotations
+
+from types import FrameType
+
+import uvicorn
+from fastapi import FastAPI
+
+from conveyor.api.state import ApiState
+
+__all__ = ["ConveyorServer", "make_server"]
+
+
+class ConveyorServer(uvicorn.Server):
+    """A uvicorn server that also ends the app's event streams on SIGINT/SIGTERM.
+
+    uvicorn waits for open connections before its lifespan shutdown; an SSE stream never ends by
+    itself, so without this a stop would hang until every browser tab closed.
+    """
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        """Start uvicorn's graceful stop and end every event stream."""
+        self.close_streams()
+        super().handle_exit(sig, frame)
+
+    def close_streams(self) -> None:
+        """End the app's event streams (they finish within a tick)."""
+        app = self.config.app
+        state: ApiState | None = getattr(getattr(app, "state", None), "conveyor", None)
+        if state is not None:
+            state.closing.set()
+
+
+def make_server(app: FastAPI, host: str, port: int, *, log_level: str = "info") -> ConveyorServer:
+    """A server for ``app`` on ``host:port`` (port 0 = any free port)."""
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        lifespan="on",
+        proxy_headers=False,
+        timeout_graceful_shutdown=30,
+    )
+    return ConveyorServer(config)

@@ -1,0 +1,40 @@
+"""What every request handler reaches through ``request.app.state.conveyor``."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from conveyor.media.broadcast import AlbumBroadcast
+from conveyor.runtime import Runtime
+
+__all__ = ["ApiState", "State", "state_of"]
+
+
+@dataclass
+class ApiState:
+    """The process's services for the HTTP layer.
+
+    Attributes:
+        runtime: engine, store, notifier, domains, settings.
+        run_workers: this process runs the worker pool too.
+        broadcast: the album outbox reader (M5), on the runtime's notifier.
+        closing: set when the server begins to stop, so event streams end and let it.
+    """
+
+    runtime: Runtime
+    run_workers: bool
+    broadcast: AlbumBroadcast
+    closing: threading.Event = field(default_factory=threading.Event)
+
+
+def state_of(request: Request) -> ApiState:
+    """The :class:`ApiState` of the app serving ``request``."""
+    state: ApiState = request.app.state.conveyor
+    return state
+
+
+State = Annotated[ApiState, Depends(state_of)]

@@ -1,0 +1,287 @@
+"""Uploads streamed from the request into the object store, never held in memory.
+
+A route hands the request to :func:`receive_upload` together with an ``accept`` function (the
+domain's intake). The intake runs in a worker thread and pulls the body chunk by chunk from the
+event loop (:class:`BodyChunks`); a ``multipart/form-data`` body is parsed as it streams
+(python-multipart's push parser) and only the file part's bytes reach the store. At most one
+network chunk (≈64 KiB) is buffered at a time, whatever the upload's size.
+
+Two body shapes:
+
+* ``multipart/form-data`` with one part named ``file`` (a browser form, ``curl -F file=@x``).
+  Text parts (``title``, ``language``) are honoured when they come *before* the file part
+  (``curl -F`` keeps the order given);
+* anything else: the body is the file itself (``curl --data-binary @x``); the content type is
+  never trusted, the content is sniffed by the intake.
+
+Size: ``[api] max_upload_bytes`` is checked from ``Content-Length`` before anything is read
+(413 at once) and again while streaming (413, the partial object removed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+import anyio
+import anyio.from_thread
+import anyio.to_thread
+from python_multipart.exceptions import MultipartParseError
+from python_multipart.multipart import MultipartParser, parse_options_header
+from starlette.requests import ClientDisconnect, Request
+
+from conveyor.api.errors import ApiError
+from conveyor.errors import RejectedInput
+
+__all__ = ["BodyChunks", "Upload", "check_length", "receive_upload"]
+
+T = TypeVar("T")
+
+# Threads that may sit in uploads at once. Their own limiter, so slow phones on slow links
+# cannot take every thread the ordinary (sync) routes need.
+UPLOAD_THREADS = anyio.CapacityLimiter(32)
+# Room for multipart boundaries and part headers beyond the file itself.
+_MULTIPART_OVERHEAD = 256 * 1024
+_MAX_FIELD_BYTES = 16 * 1024
+_MAX_FIELDS = 16
+
+
+@dataclass
+class Upload:
+    """What came with the file: ``filename`` from the part header, text fields by name."""
+
+    filename: str | None = None
+    content_type: str | None = None
+    fields: dict[str, str] = field(default_factory=dict)
+
+
+def check_length(request: Request, max_bytes: int) -> None:
+    """Refuse at once (413) when ``Content-Length`` already says the upload is too large.
+
+    Raises:
+        RejectedInput: ``too_large``.
+        ApiError: 400 for a Content-Length that is not a number.
+    """
+    declared = request.headers.get("content-length")
+    if declared is None:
+        return
+    try:
+        length = int(declared)
+    except ValueError:
+        raise ApiError(400, "bad_request", "Content-Length is not a number") from None
+    allowed = max_bytes + (_MULTIPART_OVERHEAD if _is_multipart(request) else 0)
+    if length > allowed:
+        raise RejectedInput(
+            "too_large", f"the upload is larger than the limit of {max_bytes} bytes"
+        )
+
+
+def _is_multipart(request: Request) -> bool:
+    kind = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    return kind == "multipart/form-data"
+
+
+class BodyChunks:
+    """The request body as a blocking iterator of byte chunks, for a worker thread.
+
+    Each step asks the event loop for the next chunk (``anyio.from_thread``), so the body is
+    read as fast as the intake writes it: back-pressure reaches the client through TCP.
+    """
+
+    def __init__(self, request: Request) -> None:
+        self._stream: AsyncIterator[bytes] = request.stream().__aiter__()
+
+    async def _next(self) -> bytes | None:
+        try:
+            return await self._stream.__anext__()
+        except StopAsyncIteration:
+            return None
+
+    def __iter__(self) -> Iterator[bytes]:
+        while True:
+            chunk = anyio.from_thread.run(self._next)
+            if chunk is None:
+                return
+            if chunk:
+                yield chunk
+
+
+class _MultipartFile:
+    """The bytes of the ``file`` part of a multipart body, parsed while streaming."""
+
+    def __init__(self, chunks: Iterator[bytes], boundary: bytes) -> None:
+        self._chunks = chunks
+        self.upload = Upload()
+        self._pending: list[bytes] = []
+        self._headers: dict[str, str] = {}
+        self._header_field = b""
+        self._header_value = b""
+        self._part: str | None = None  # "file", a field name, or None (ignored part)
+        self._field_data = bytearray()
+        self._file_seen = False
+        self._file_done = False
+        self._finished = False
+        self._parser = MultipartParser(
+            boundary,
+            {
+                "on_part_begin": self._on_part_begin,
+                "on_header_field": self._on_header_field,
+                "on_header_value": self._on_header_value,
+                "on_header_end": self._on_header_end,
+                "on_headers_finished": self._on_headers_finished,
+                "on_part_data": self._on_part_data,
+                "on_part_end": self._on_part_end,
+            },
+        )
+
+    # -- parser callbacks -------------------------------------------------------------------
+    def _on_part_begin(self) -> None:
+        self._headers = {}
+        self._part = None
+        self._field_data = bytearray()
+
+    def _on_header_field(self, data: bytes, start: int, end: int) -> None:
+        self._header_field += data[start:end]
+
+    def _on_header_value(self, data: bytes, start: int, end: int) -> None:
+        self._header_value += data[start:end]
+
+    def _on_header_end(self) -> None:
+        name = self._header_field.decode("latin-1").strip().lower()
+        self._headers[name] = self._header_value.decode("latin-1").strip()
+        self._header_field = self._header_value = b""
+
+    def _on_headers_finished(self) -> None:
+        disposition, options = parse_options_header(self._headers.get("content-disposition", ""))
+        if disposition != b"form-data" or b"name" not in options:
+            raise ApiError(400, "bad_multipart", "a multipart part has no form-data name")
+        name = options[b"name"].decode("utf-8", "replace")
+        if name == "file":
+            if self._file_seen:
+                raise ApiError(400, "bad_multipart", "send one part named `file` per upload")
+            self._file_seen = True
+            self._part = "file"
+            filename = options.get(b"filename")
+            if filename:
+                self.upload.filename = filename.decode("utf-8", "replace").rsplit("/", 1)[-1]
+            self.upload.content_type = self._headers.get("content-type")
+        elif not self._file_seen:
+            if len(self.upload.fields) >= _MAX_FIELDS:
+                raise ApiError(400, "bad_multipart", f"more than {_MAX_FIELDS} form fields")
+            self._part = name
+        # Text parts after the file are read and ignored (the record exists by then).
+
+    def _on_part_data(self, data: bytes, start: int, end: int) -> None:
+        if self._part == "file":
+            self._pending.append(bytes(data[start:end]))
+        elif self._part is not None:
+            self._field_data += data[start:end]
+            if len(self._field_data) > _MAX_FIELD_BYTES:
+                raise ApiError(400, "bad_multipart", f"form field {self._part!r} is too long")
+
+    def _on_part_end(self) -> None:
+        if self._part == "file":
+            self._file_done = True
+        elif self._part is not None:
+            try:
+                self.upload.fields[self._part] = self._field_data.decode("utf-8")
+            except UnicodeDecodeError:
+                raise ApiError(
+                    400, "bad_multipart", f"form field {self._part!r} is not UTF-8"
+                ) from None
+        self._part = None
+
+    # -- driving ----------------------------------------------------------------------------
+    def _feed(self, chunk: bytes) -> None:
+        try:
+            self._parser.write(chunk)
+        except MultipartParseError as exc:
+            raise ApiError(
+                400, "bad_multipart", f"the multipart body is malformed: {exc}"
+            ) from None
+
+    def _finish(self) -> None:
+        if self._finished:
+            return
+        self._finished = True
+        try:
+            self._parser.finalize()
+        except MultipartParseError as exc:
+            raise ApiError(
+                400, "bad_multipart", f"the multipart body is malformed: {exc}"
+            ) from None
+        if not self._file_seen:
+            raise ApiError(400, "no_file", "the multipart body has no part named `file`")
+        if not self._file_done:
+            raise ApiError(400, "bad_multipart", "the multipart body ends inside the file part")
+
+    def read_headers(self) -> Upload:
+        """Parse up to the start of the file part's content; returns the fields seen so far."""
+        while not self._file_seen:
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                self._finish()
+                break
+            self._feed(chunk)
+        return self.upload
+
+    def __iter__(self) -> Iterator[bytes]:
+        while True:
+            if self._pending:
+                pending, self._pending = self._pending, []
+                yield from pending
+            if self._finished:
+                return
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                self._finish()
+            else:
+                self._feed(chunk)
+
+
+def _boundary(request: Request) -> bytes:
+    _kind, options = parse_options_header(request.headers.get("content-type", ""))
+    boundary = options.get(b"boundary")
+    if not boundary or len(boundary) > 200:
+        raise ApiError(400, "bad_multipart", "multipart/form-data without a usable boundary")
+    return boundary
+
+
+def _receive(
+    request: Request, body: BodyChunks, accept: Callable[[Iterator[bytes], Upload], T]
+) -> T:
+    chunks = iter(body)
+    if _is_multipart(request):
+        parsed = _MultipartFile(chunks, _boundary(request))
+        upload = parsed.read_headers()
+        return accept(iter(parsed), upload)
+    return accept(chunks, Upload())
+
+
+async def receive_upload(
+    request: Request, accept: Callable[[Iterator[bytes], Upload], T], *, max_bytes: int
+) -> T:
+    """Stream the request's upload into ``accept`` (run in a worker thread).
+
+    Args:
+        request: the upload request.
+        accept: the intake: called with the file's byte chunks and what came with them.
+        max_bytes: ``[api] max_upload_bytes``, checked here from Content-Length; ``accept``
+            enforces it while streaming.
+
+    Returns:
+        What ``accept`` returns.
+
+    Raises:
+        RejectedInput: ``too_large`` from Content-Length (and whatever ``accept`` raises).
+        ApiError: 400 for a malformed multipart body or a client that went away mid-upload.
+    """
+    check_length(request, max_bytes)
+    body = BodyChunks(request)
+    try:
+        return await anyio.to_thread.run_sync(
+            _receive, request, body, accept, limiter=UPLOAD_THREADS
+        )
+    except ClientDisconnect:
+        raise ApiError(400, "client_disconnected", "the upload was cut off") from None
