@@ -145,6 +145,8 @@ def object_response(
             start, end = decided
             headers["Content-Range"] = f"bytes {start}-{end - 1}/{stat.st_size}"
             headers["Content-Length"] = str(end - start)
+            if request.method == "HEAD":
+                return Response(status_code=206, media_type=mime, headers=headers)
             return StreamingResponse(
                 _slice(path, start, end), status_code=206, media_type=mime, headers=headers
             )

@@ -18,6 +18,7 @@ __all__ = ["router"]
 router = APIRouter(prefix="/api/files", tags=["files"])
 
 
+@router.head("/{key:path}", include_in_schema=False)
 @router.get(
     "/{key:path}",
     summary="A stored object",

@@ -314,6 +314,7 @@ def get_events(state: State, owner: Owner, record_id: RecordId) -> list[dict[str
     ]
 
 
+@router.head("/{record_id}/original", include_in_schema=False)
 @router.get(
     "/{record_id}/original",
     summary="The uploaded file",

@@ -1,0 +1,282 @@
+"""Through a real server on loopback (uvicorn in a thread, httpx), workers in the same process.
+
+* a corpus recording: upload (chunked, streamed) → card → text in every format;
+* photos and a video: the album stream delivers each item event; the client drops the
+  connection, more events happen, and a reconnect with ``Last-Event-ID`` gets exactly the rest;
+* Range requests on the ``playback`` video, as a browser seeking it sends them;
+* a subscriber that never reads does not stall another subscriber or the workers.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from api_helpers import LiveServer
+from fastapi import FastAPI
+from sqlalchemy import select
+
+from conftest import MakeApi
+from conveyor.db.tables import album_events
+from conveyor.media.queries import insert_album_event
+
+Live = Callable[[FastAPI], LiveServer]
+JFK = "and so my fellow americans ask not what your country can do for you"
+
+
+def wait_for(check: Callable[[], Any], timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_audio_upload_card_text(make_api: MakeApi, live: Live, corpus: Path) -> None:
+    api = make_api(run_workers=True, pipeline={"workers": 1})
+    path = corpus / "audio" / "jfk.wav"
+
+    def body() -> Iterator[bytes]:
+        with path.open("rb") as handle:
+            while chunk := handle.read(32 * 1024):
+                yield chunk
+
+    with live(api.app) as server, server.client(api.alice) as client:
+        response = client.post("/api/records?name=jfk.wav&language=en", content=body())
+        assert response.status_code == 201, response.text
+        card = response.json()
+        assert card["stage"] == "uploaded"
+
+        def settled() -> dict[str, Any] | None:
+            now = client.get(card["links"]["self"]).json()
+            return now if now["done"] or now["halted"] else None
+
+        final = wait_for(settled, 180, "the record to settle")
+        assert final["done"] is True and final["halted"] is False, final
+        assert final["duration"] == pytest.approx(11.0, abs=0.2)
+        assert final["detected_language"] == "en"
+        text = client.get(card["links"]["text"])
+        assert text.status_code == 200
+        words = " ".join(
+            "".join(c for c in text.text.lower() if c.isalpha() or c.isspace()).split()
+        )
+        assert words.startswith(JFK)
+        as_json = client.get(card["links"]["text"], params={"format": "json"}).json()
+        assert as_json["language"] == "en" and as_json["segments"]
+        assert as_json["segments"][-1]["end"] <= final["duration"] + 0.5
+        srt = client.get(card["links"]["text"], params={"format": "srt"}).text
+        assert srt.startswith("1\n00:00:00,") and "-->" in srt
+        vtt = client.get(card["links"]["text"], params={"format": "vtt"}).text
+        assert vtt.startswith("WEBVTT\n\n00:00:")
+        events = [e["outcome"] for e in client.get(card["links"]["events"]).json()]
+        assert events[0] == "accepted" and len(events) >= 5
+        health = client.get("/healthz").json()
+        assert health == {"status": "ok", "database": "ok", "workers": True}
+        metrics = client.get("/metrics").text
+        assert 'conveyor_step_outcomes_total{domain="audio"' in metrics
+
+
+class SseReader:
+    """Reads one SSE response: events as dicts, heartbeats counted."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        assert response.status_code == 200, response.read()
+        assert response.headers["content-type"].startswith("text/event-stream")
+        self.lines = response.iter_lines()
+        self.heartbeats = 0
+
+    def next_event(self, timeout: float) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        block: dict[str, str] = {}
+        for line in self.lines:
+            if line.startswith(":"):
+                self.heartbeats += 1
+            elif line == "":
+                if "id" in block:
+                    return {
+                        "id": int(block["id"]),
+                        "event": block["event"],
+                        **json.loads(block["data"]),
+                    }
+                block = {}
+            else:
+                name, _, value = line.partition(":")
+                block[name] = value.removeprefix(" ")
+            if time.monotonic() > deadline:
+                break
+        raise AssertionError("no event in time")
+
+
+def upload_media(client: httpx.Client, album_id: int, path: Path) -> dict[str, Any]:
+    with path.open("rb") as handle:
+        response = client.post(
+            f"/api/albums/{album_id}/items", files={"file": (path.name, handle, "image/jpeg")}
+        )
+    assert response.status_code == 201, response.text
+    return dict(response.json())
+
+
+def test_album_stream_delivers_and_resumes_without_a_gap(
+    make_api: MakeApi, live: Live, corpus: Path
+) -> None:
+    api = make_api(run_workers=True, media={"short_workers": 1, "long_workers": 1})
+    media = corpus / "media"
+    with live(api.app) as server, server.client(api.alice) as client:
+        album = client.post("/api/albums", json={"name": "Holidays"})
+        assert album.status_code == 201, album.text
+        album_id = album.json()["id"]
+        events_url = album.json()["links"]["events"]
+        assert client.get(f"/api/albums/{album_id}").json()["last_event_id"] == 0
+
+        received: list[dict[str, Any]] = []
+        with client.stream("GET", events_url, params={"last_event_id": 0}) as response:
+            reader = SseReader(response)
+            photo = upload_media(client, album_id, media / "exif-samples__Canon_40D.jpg")
+            assert set(photo["roles"]) == {"original"}  # M2: nothing else yet
+            received.append(reader.next_event(60))
+            # Idle now: the heartbeat keeps the connection alive.
+            time.sleep(1.2)
+            assert next(reader.lines) == ": keep-alive"
+        # The connection is dropped; more happens while nobody listens.
+        assert [(e["event"], e["item_id"]) for e in received] == [("item.ready", photo["id"])]
+        second = upload_media(client, album_id, media / "pillow__transparent.png")
+        video = upload_media(client, album_id, media / "file-type__fixture.mov")
+        assert video["kind"] == "video"
+
+        def video_done() -> bool:
+            item = client.get(f"/api/items/{video['id']}").json()
+            assert not item["halted"], item
+            return bool(item["done"])
+
+        wait_for(video_done, 120, "the video's playback")
+        with client.stream(
+            "GET", events_url, headers={"Last-Event-ID": str(received[-1]["id"])}
+        ) as response:
+            reader = SseReader(response)
+            for _ in range(3):
+                received.append(reader.next_event(30))
+        with api.runtime.engine.connect() as conn:
+            outbox = conn.execute(
+                select(album_events.c.id, album_events.c.kind, album_events.c.item_id)
+                .where(album_events.c.album_id == album_id)
+                .order_by(album_events.c.id)
+            ).all()
+        assert [(e["id"], e["event"], e["item_id"]) for e in received] == [tuple(r) for r in outbox]
+        assert sorted((e["event"], e["item_id"]) for e in received) == sorted(
+            [
+                ("item.ready", photo["id"]),
+                ("item.ready", second["id"]),
+                ("item.ready", video["id"]),
+                ("item.playback_ready", video["id"]),
+            ]
+        )
+        view = client.get(f"/api/albums/{album_id}").json()
+        assert view["item_count"] == 3
+        by_id = {item["id"]: item for item in view["items"]}
+        assert set(by_id[photo["id"]]["roles"]) == {"original", "thumb", "medium", "preview"}
+        assert set(by_id[video["id"]]["roles"]) == {
+            "original",
+            "thumb",
+            "medium",
+            "preview",
+            "poster",
+            "playback",
+        }
+        check_ranges(client, by_id[video["id"]]["roles"]["playback"])
+
+
+def check_ranges(client: httpx.Client, playback: dict[str, Any]) -> None:
+    url, size = playback["url"], playback["size"]
+    whole = client.get(url)
+    assert whole.status_code == 200
+    assert whole.headers["content-type"] == "video/mp4"
+    assert whole.headers["accept-ranges"] == "bytes"
+    assert int(whole.headers["content-length"]) == size == len(whole.content)
+    etag = whole.headers["etag"]
+    assert etag.startswith('"') and etag.endswith('"')
+
+    first = client.get(url, headers={"Range": "bytes=0-99"})
+    assert first.status_code == 206
+    assert first.headers["content-range"] == f"bytes 0-99/{size}"
+    assert first.content == whole.content[:100]
+    rest = client.get(url, headers={"Range": "bytes=100-"})
+    assert rest.status_code == 206
+    assert rest.headers["content-range"] == f"bytes 100-{size - 1}/{size}"
+    assert rest.content == whole.content[100:]
+    tail = client.get(url, headers={"Range": "bytes=-50"})
+    assert (tail.status_code, tail.content) == (206, whole.content[-50:])
+    clamped = client.get(url, headers={"Range": f"bytes={size - 10}-{size + 1000}"})
+    assert (clamped.status_code, clamped.content) == (206, whole.content[-10:])
+    outside = client.get(url, headers={"Range": f"bytes={size}-"})
+    assert outside.status_code == 416
+    assert outside.headers["content-range"] == f"bytes */{size}"
+    assert outside.json()["error"]["code"] == "range_not_satisfiable"
+    # Ignored, answered whole: a malformed range, several ranges, a stale If-Range.
+    for headers in (
+        {"Range": "bytes=abc"},
+        {"Range": "bytes=0-1,5-9"},
+        {"Range": "bytes=0-9", "If-Range": '"stale"'},
+    ):
+        again = client.get(url, headers=headers)
+        assert (again.status_code, len(again.content)) == (200, size), headers
+    matching = client.get(url, headers={"Range": "bytes=0-9", "If-Range": etag})
+    assert matching.status_code == 206
+    cached = client.get(url, headers={"If-None-Match": etag})
+    assert cached.status_code == 304
+    assert cached.content == b""
+    head = client.head(url)
+    assert head.status_code == 200, head.text
+    assert int(head.headers["content-length"]) == size and head.content == b""
+    head = client.head(url, headers={"Range": "bytes=0-9"})
+    assert (head.status_code, head.headers["content-length"], head.content) == (206, "10", b"")
+
+
+def test_a_subscriber_that_never_reads_stalls_nobody(
+    make_api: MakeApi, live: Live, corpus: Path
+) -> None:
+    api = make_api(run_workers=True, media={"short_workers": 1, "long_workers": 0})
+    with live(api.app) as server, server.client(api.alice) as client:
+        album_id = client.post("/api/albums", json={"name": "Busy"}).json()["id"]
+        # Enough history to fill every buffer between the server and a client that stops reading.
+        with api.runtime.engine.begin() as conn:
+            for n in range(6000):
+                insert_album_event(
+                    conn,
+                    album_id=album_id,
+                    item_id=0,
+                    kind="item.note",
+                    payload={"n": n, "pad": "x" * 2000},
+                    created_at=0.0,
+                )
+        host, port = server.url.removeprefix("http://").split(":")
+        slow = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        slow.connect((host, int(port)))
+        token = api.alice["Authorization"]
+        slow.sendall(
+            f"GET /api/albums/{album_id}/events?last_event_id=0 HTTP/1.1\r\n"
+            f"Host: {host}\r\nAuthorization: {token}\r\n\r\n".encode()
+        )
+        try:
+            time.sleep(1.0)  # the slow stream is now stuck on a full socket
+            started = time.monotonic()
+            photo = upload_media(client, album_id, corpus / "media" / "exif-samples__Canon_40D.jpg")
+            with client.stream(
+                "GET",
+                f"/api/albums/{album_id}/events",
+                params={"last_event_id": 6000},
+            ) as response:
+                event = SseReader(response).next_event(30)
+            assert (event["event"], event["item_id"]) == ("item.ready", photo["id"])
+            assert time.monotonic() - started < 20
+            assert client.get("/healthz").status_code == 200
+        finally:
+            slow.close()
