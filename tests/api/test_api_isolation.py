@@ -1,0 +1,83 @@
+"""Owner isolation: a second owner gets 404 on every route that names another owner's thing.
+
+The 404 is the same as for a thing that does not exist (status, code, shape), so existence is
+never revealed; nothing of the first owner changes, and nothing is stored for the second.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from api_helpers import Api
+from fastapi.testclient import TestClient
+
+from conveyor.audio.queries import record_by_id
+from conveyor.objects import file_by_id
+
+Request = tuple[str, str, str, dict[str, Any]]
+
+
+def requests_for(
+    record: int, album: int, item: int, keys: list[str], photo: bytes
+) -> list[Request]:
+    """(method, route template, url, request kwargs) for every route naming a thing."""
+    return [
+        ("GET", "/api/records/{record_id}", f"/api/records/{record}", {}),
+        ("PATCH", "/api/records/{record_id}", f"/api/records/{record}", {"json": {"title": "x"}}),
+        ("GET", "/api/records/{record_id}/text", f"/api/records/{record}/text", {}),
+        ("GET", "/api/records/{record_id}/events", f"/api/records/{record}/events", {}),
+        ("GET", "/api/records/{record_id}/original", f"/api/records/{record}/original", {}),
+        ("POST", "/api/records/{record_id}/resume", f"/api/records/{record}/resume", {}),
+        ("GET", "/api/albums/{album_id}", f"/api/albums/{album}", {}),
+        ("POST", "/api/albums/{album_id}/items", f"/api/albums/{album}/items", {"content": photo}),
+        ("GET", "/api/albums/{album_id}/events", f"/api/albums/{album}/events", {}),
+        ("GET", "/api/items/{item_id}", f"/api/items/{item}", {}),
+        ("POST", "/api/items/{item_id}/resume", f"/api/items/{item}/resume", {}),
+        *[("GET", "/api/files/{key}", f"/api/files/{key}", {}) for key in keys],
+    ]
+
+
+def test_a_second_owner_gets_404_everywhere(api: Api, client: TestClient, corpus: Path) -> None:
+    wav = (corpus / "audio" / "jfk.wav").read_bytes()
+    photo = (corpus / "media" / "exif-samples__Canon_40D.jpg").read_bytes()
+    record = client.post("/api/records?title=mine", content=wav, headers=api.alice).json()
+    album = client.post("/api/albums", json={"name": "Mine"}, headers=api.alice).json()
+    item = client.post(f"/api/albums/{album['id']}/items", content=photo, headers=api.alice)
+    item_view = item.json()
+    with api.runtime.engine.connect() as conn:
+        row = record_by_id(conn, record["id"])
+        assert row is not None
+        audio_file = file_by_id(conn, row["original_file_id"])
+        assert audio_file is not None
+    keys = [str(audio_file["key"]), item_view["roles"]["original"]["key"]]
+    theirs = requests_for(record["id"], album["id"], item_view["id"], keys, photo)
+    nothing = requests_for(999_999, 999_999, 999_999, ["uploads/media/nothing"], photo)
+    objects_before = sorted(p for p in api.runtime.store.root.rglob("*") if p.is_file())
+
+    # Every route with a path parameter is in the list.
+    templates = {
+        (method.upper(), path)
+        for path, operations in api.app.openapi()["paths"].items()
+        if "{" in path
+        for method in operations
+    }
+    assert {(m, t) for m, t, _, _ in theirs} == templates
+
+    for (method, _t, url, kwargs), (_m, _t2, missing_url, _k) in zip(theirs, nothing, strict=False):
+        if method == "GET" and not url.endswith(("/text", "/events")):
+            assert client.get(url, headers=api.alice).status_code == 200, url
+        response = client.request(method, url, headers=api.bob, **kwargs)
+        assert response.status_code == 404, (method, url, response.text)
+        missing = client.request(method, missing_url, headers=api.bob, **kwargs)
+        assert missing.status_code == 404, (method, missing_url, missing.text)
+        assert response.json()["error"]["code"] == missing.json()["error"]["code"] == "not_found"
+
+    # Bob's lists are empty; Alice's things are unchanged; nothing was stored for Bob.
+    assert client.get("/api/records", headers=api.bob).json() == {"items": [], "next_cursor": None}
+    assert client.get("/api/albums", headers=api.bob).json() == []
+    assert client.get(f"/api/records/{record['id']}", headers=api.alice).json() == record
+    assert client.get(f"/api/items/{item_view['id']}", headers=api.alice).json() == item_view
+    assert sorted(p for p in api.runtime.store.root.rglob("*") if p.is_file()) == objects_before
+    # Album names are per owner: Bob may use Alice's.
+    assert client.post("/api/albums", json={"name": "Mine"}, headers=api.bob).status_code == 201
