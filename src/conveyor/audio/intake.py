@@ -14,6 +14,7 @@ from conveyor.errors import RejectedInput, UnsupportedMedia
 from conveyor.objects import LocalStore, put_file_row
 from conveyor.objects.sniff import sniff
 from conveyor.pipeline import queries as pipeline_queries
+from conveyor.pipeline.lifecycle import entry_values
 
 __all__ = ["accept_audio"]
 
@@ -54,10 +55,8 @@ def accept_audio(
         raise RejectedInput("no_owner", "every record needs an owner")
     key = LocalStore.new_key("uploads/audio")
     if isinstance(source, Path):
-        stored = store.put_file(key, source)
         original_name = original_name or source.name
-    else:
-        stored = store.put_stream(key, source, max_bytes=max_bytes)
+    stored = store.put(key, source, max_bytes=max_bytes)
     try:
         if stored.size == 0:
             raise RejectedInput("empty_file", "the upload is empty (0 bytes)")
@@ -85,10 +84,7 @@ def accept_audio(
                 original_file_id=file_id,
                 raw_pcm=raw_pcm,
                 language=language,
-                stage="uploaded",
-                state_entered_at=now,
-                attempts=0,
-                updated_at=now,
+                **entry_values("uploaded", now),
             )
             pipeline_queries.insert_event(
                 conn,

@@ -32,6 +32,7 @@ from conveyor.media.video import probe_video
 from conveyor.objects import LocalStore, put_file_row
 from conveyor.objects.sniff import sniff
 from conveyor.pipeline import queries as pipeline_queries
+from conveyor.pipeline.lifecycle import entry_values
 
 __all__ = ["Probed", "accept_media", "probe_upload"]
 
@@ -152,10 +153,8 @@ def accept_media(
             raise NotFound(f"album {album_id} does not exist")
     key = LocalStore.new_key("uploads/media")
     if isinstance(source, Path):
-        stored = store.put_file(key, source)
         original_name = original_name or source.name
-    else:
-        stored = store.put_stream(key, source, max_bytes=max_bytes)
+    stored = store.put(key, source, max_bytes=max_bytes)
     try:
         probed = probe_upload(store.path(key), max_pixels=max_pixels)
         now = clock.now()
@@ -182,10 +181,7 @@ def accept_media(
                 width=probed.width,
                 height=probed.height,
                 duration=probed.duration,
-                stage="uploaded",
-                state_entered_at=now,
-                attempts=0,
-                updated_at=now,
+                **entry_values("uploaded", now),
             )
             queries.put_object(conn, item_id, "original", file_id)
             pipeline_queries.insert_event(

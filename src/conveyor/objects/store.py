@@ -111,6 +111,14 @@ class LocalStore:
             os.fsync(out.fileno())
         return StoredObject(key=key, size=size, sha256=digest.hexdigest())
 
+    def put(
+        self, key: str, source: Path | BinaryIO | Iterable[bytes], *, max_bytes: int | None = None
+    ) -> StoredObject:
+        """Store an upload given as a file path, a binary stream or byte chunks (see above)."""
+        if isinstance(source, Path):
+            return self.put_file(key, source)
+        return self.put_stream(key, source, max_bytes=max_bytes)
+
     def put_file(self, key: str, src: Path) -> StoredObject:
         """Copy the file ``src`` into the store under ``key`` (``src`` is left untouched)."""
         with src.open("rb") as handle:

@@ -22,7 +22,7 @@ from conveyor.pipeline.claims import Claim
 from conveyor.pipeline.outcomes import Advance, Fail, Halt, Outcome, Postpone, Writes
 from conveyor.pipeline.stages import Domain
 
-__all__ = ["Applied", "apply_outcome", "resume", "retry_pause"]
+__all__ = ["Applied", "apply_outcome", "entry_values", "resume", "retry_pause"]
 
 log = logging.getLogger("conveyor.pipeline")
 
@@ -37,6 +37,11 @@ class Applied:
     halt_reason: str | None = None
     retry_in: float | None = None
     """Seconds until the record is claimable again (postpone, retryable failure)."""
+
+
+def entry_values(stage: str, now: float) -> dict[str, Any]:
+    """Queue columns of a record that intake creates at ``stage`` (unclaimed, not halted)."""
+    return {"stage": stage, "state_entered_at": now, "attempts": 0, "updated_at": now}
 
 
 def retry_pause(attempts: int, base: float, cap: float) -> float:
