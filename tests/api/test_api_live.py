@@ -23,7 +23,7 @@ from fastapi import FastAPI
 from sqlalchemy import select
 
 from conftest import MakeApi
-from conveyor.db.tables import album_events
+from conveyor.db.tables import album_events, files
 from conveyor.media.queries import insert_album_event
 
 Live = Callable[[FastAPI], LiveServer]
@@ -280,3 +280,25 @@ def test_a_subscriber_that_never_reads_stalls_nobody(
             assert client.get("/healthz").status_code == 200
         finally:
             slow.close()
+
+
+def test_oversized_uploads_over_the_wire_are_413_and_leave_nothing(
+    make_api: MakeApi, live: Live
+) -> None:
+    api = make_api(api={"max_upload_bytes": 1024 * 1024})
+
+    def chunked() -> Iterator[bytes]:
+        for _ in range(40):
+            yield b"RIFF" + b"\0" * (512 * 1024 - 4)
+
+    with live(api.app) as server, server.client(api.alice) as client:
+        declared = client.post("/api/records", content=b"\0" * (8 * 1024 * 1024))
+        streamed = client.post("/api/records", content=chunked())
+        for response in (declared, streamed):
+            assert response.status_code == 413
+            assert response.json()["error"]["code"] == "too_large"
+        assert client.get("/healthz").status_code == 200
+        assert client.get("/api/records").json()["items"] == []
+    with api.runtime.engine.connect() as conn:
+        assert conn.execute(select(files.c.id)).first() is None
+    assert [p for p in api.runtime.store.root.rglob("*") if p.is_file()] == []
