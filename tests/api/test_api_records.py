@@ -61,6 +61,7 @@ def test_upload_raw_body_answers_201_with_the_card(
         "events": f"/api/records/{card['id']}/events",
         "original": f"/api/records/{card['id']}/original",
     }
+    assert response.headers["location"] == card["links"]["self"]
     assert client.get(card["links"]["self"], headers=api.alice).json() == card
     original = client.get(card["links"]["original"], headers=api.alice)
     assert original.status_code == 200

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import Annotated, Any
 
 import anyio.to_thread
-from fastapi import APIRouter, Header, Path, Query, Request
+from fastapi import APIRouter, Header, Path, Query, Request, Response
 from fastapi.responses import StreamingResponse
 from sqlalchemy import Connection
 
@@ -99,10 +99,13 @@ def _item_of(state: ApiState, item_id: int, owner: str) -> dict[str, Any]:
         409: {"model": ErrorBody, "description": "You have an album of that name."},
     },
 )
-def create_album(state: State, owner: Owner, body: AlbumCreate) -> dict[str, Any]:
+def create_album(
+    response: Response, state: State, owner: Owner, body: AlbumCreate
+) -> dict[str, Any]:
     """A new empty album; 409 when you already have one of that name."""
     runtime = state.runtime
     album_id = views.create_album(runtime.engine, runtime.clock, owner=owner.name, name=body.name)
+    response.headers["Location"] = f"/api/albums/{album_id}"
     return _album_of(state, album_id, owner.name)
 
 
@@ -155,6 +158,7 @@ def get_album(state: State, owner: Owner, album_id: AlbumId) -> dict[str, Any]:
 )
 async def upload_item(
     request: Request,
+    response: Response,
     state: State,
     owner: Owner,
     album_id: AlbumId,
@@ -190,6 +194,7 @@ async def upload_item(
     await anyio.to_thread.run_sync(check_album)
     item_id = await receive_upload(request, accept, max_bytes=max_bytes)
     await anyio.to_thread.run_sync(runtime.notifier.publish)
+    response.headers["Location"] = f"/api/items/{item_id}"
     return await anyio.to_thread.run_sync(_item_of, state, item_id, owner.name)
 
 

@@ -133,6 +133,7 @@ def _field(upload: Upload, name: str, given: str | None, limit: int) -> str | No
 )
 async def upload_record(
     request: Request,
+    response: Response,
     state: State,
     owner: Owner,
     title: Annotated[str | None, Query(max_length=300)] = None,
@@ -175,7 +176,9 @@ async def upload_record(
     record_id = await receive_upload(request, accept, max_bytes=max_bytes)
     await anyio.to_thread.run_sync(runtime.notifier.publish)
     row = await anyio.to_thread.run_sync(_own_record, state, record_id, owner.name)
-    return card_of(row)
+    card = card_of(row)
+    response.headers["Location"] = card["links"]["self"]
+    return card
 
 
 @router.get("", response_model=RecordPage, summary="List your records", responses=_ERRORS)
