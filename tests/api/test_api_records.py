@@ -332,3 +332,53 @@ def test_health_metrics_and_openapi_are_open(client: TestClient) -> None:
     schema = client.get("/openapi.json").json()
     assert schema["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
     assert_error(client.get("/nowhere"), 404, "not_found")
+
+
+def test_values_the_database_cannot_store_are_422_not_500(
+    api: Api, client: TestClient, corpus: Path
+) -> None:
+    wav = (corpus / "audio" / "jfk.wav").read_bytes()
+    card = upload(client, api, corpus / "audio" / "jfk.wav")
+    nul = "a\x00b"
+    assert_error(
+        client.post("/api/records", params={"title": nul}, content=wav, headers=api.alice), 422
+    )
+    assert_error(
+        client.post(
+            "/api/records", data={"title": nul}, files={"file": ("a.wav", wav)}, headers=api.alice
+        ),
+        422,
+    )
+    assert_error(client.patch(card["links"]["self"], json={"brief": nul}, headers=api.alice), 422)
+    assert_error(client.post("/api/albums", json={"name": nul}, headers=api.alice), 422)
+    assert_error(client.get("/api/files/a%00b", headers=api.alice), 404)
+    long_name = client.post(
+        "/api/records", files={"file": ("C:\\x\\" + "n" * 400 + "\x01.wav", wav)}, headers=api.alice
+    )
+    assert long_name.status_code == 201, long_name.text
+    assert long_name.json()["original_name"] == "n" * 255
+
+
+def test_a_multipart_body_padded_past_the_limit_is_413(
+    api: Api, client: TestClient, corpus: Path
+) -> None:
+    wav = (corpus / "audio" / "jfk.wav").read_bytes()[:100_000]
+    limit = api.runtime.settings.api.max_upload_bytes
+
+    def body() -> Any:
+        yield b'--b\r\nContent-Disposition: form-data; name="file"; filename="a.wav"\r\n\r\n'
+        yield wav
+        yield b"\r\n"
+        for n in range(limit // 60_000 + 10):
+            yield f'--b\r\nContent-Disposition: form-data; name="pad{n}"\r\n\r\n'.encode()
+            yield b"x" * 60_000 + b"\r\n"
+        yield b"--b--\r\n"
+
+    response = client.post(
+        "/api/records",
+        content=body(),
+        headers={**api.alice, "Content-Type": "multipart/form-data; boundary=b"},
+    )
+    assert_error(response, 413, "too_large")
+    assert counts(api.runtime.engine) == (0, 0, 0)
+    assert stored_objects(api) == []

@@ -31,6 +31,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import DataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from conveyor.errors import Conflict, NotFound, RejectedInput, UnsupportedMedia
@@ -146,6 +147,13 @@ async def _on_http(_request: Request, exc: Exception) -> JSONResponse:
     )
 
 
+async def _on_data_error(request: Request, exc: Exception) -> JSONResponse:
+    # A value the database refuses (NUL in text, a number out of range) that validation let
+    # through: the request's fault, not ours, but logged so the validation can be tightened.
+    log.warning("%s %s: the database refused a value: %s", request.method, request.url.path, exc)
+    return error_response(422, "invalid_request", "a value in the request cannot be stored")
+
+
 async def _on_unexpected(request: Request, exc: Exception) -> JSONResponse:
     log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
     return error_response(500, "internal", "the server failed; the operator's log has details")
@@ -159,4 +167,5 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RejectedInput, _on_rejected)
     app.add_exception_handler(RequestValidationError, _on_validation)
     app.add_exception_handler(StarletteHTTPException, _on_http)
+    app.add_exception_handler(DataError, _on_data_error)
     app.add_exception_handler(Exception, _on_unexpected)

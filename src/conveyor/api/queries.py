@@ -27,6 +27,8 @@ def owned_file(conn: Connection, key: str, owner: str) -> RowMapping | None:
         media_items.c.id == media_objects.c.item_id,
         media_items.c.owner == owner,
     )
+    if "\x00" in key:  # no key holds one, and PostgreSQL refuses it in a text comparison
+        return None
     query = select(files).where(files.c.key == key, or_(of_record, of_item))
     return conn.execute(query).mappings().first()
 

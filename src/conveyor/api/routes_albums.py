@@ -11,10 +11,10 @@ from fastapi.responses import StreamingResponse
 from sqlalchemy import Connection
 
 from conveyor.api.auth import Owner
-from conveyor.api.schemas import Album, AlbumCreate, AlbumDetail, ErrorBody, Item
+from conveyor.api.schemas import PLAIN_TEXT, Album, AlbumCreate, AlbumDetail, ErrorBody, Item
 from conveyor.api.sse import album_stream
 from conveyor.api.state import ApiState, State
-from conveyor.api.uploads import Upload, receive_upload
+from conveyor.api.uploads import Upload, clean_filename, receive_upload
 from conveyor.errors import NotFound
 from conveyor.media import albums as views
 from conveyor.media import queries
@@ -163,7 +163,8 @@ async def upload_item(
     owner: Owner,
     album_id: AlbumId,
     name: Annotated[
-        str | None, Query(max_length=300, description="The file's name (raw bodies).")
+        str | None,
+        Query(max_length=300, pattern=PLAIN_TEXT, description="The file's name (raw bodies)."),
     ] = None,
 ) -> dict[str, Any]:
     """Accept a photo or video into the album: 201 with the item (only `original` so far).
@@ -181,7 +182,7 @@ async def upload_item(
             chunks,
             album_id=album_id,
             owner=owner.name,
-            original_name=name or upload.filename,
+            original_name=clean_filename(name) if name else upload.filename,
             max_pixels=runtime.settings.media.max_pixels,
             max_bytes=max_bytes,
         )

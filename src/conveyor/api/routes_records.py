@@ -16,6 +16,7 @@ from conveyor.api.auth import Owner
 from conveyor.api.errors import ApiError
 from conveyor.api.objects import object_response
 from conveyor.api.schemas import (
+    PLAIN_TEXT,
     AudioStage,
     ErrorBody,
     RecordCard,
@@ -26,7 +27,7 @@ from conveyor.api.schemas import (
 )
 from conveyor.api.state import ApiState, State
 from conveyor.api.text_formats import srt, vtt
-from conveyor.api.uploads import Upload, receive_upload
+from conveyor.api.uploads import Upload, clean_filename, receive_upload
 from conveyor.audio import queries
 from conveyor.audio.cards import iso, record_card, transcript_of
 from conveyor.audio.intake import accept_audio
@@ -56,7 +57,7 @@ UPLOAD_BODY: dict[str, Any] = {
                 "type": "object",
                 "required": ["file"],
                 "properties": {
-                    "title": {"type": "string", "maxLength": 300},
+                    "title": {"type": "string", "maxLength": 300, "pattern": PLAIN_TEXT},
                     "language": {"type": "string", "pattern": "^[a-z]{2,3}$"},
                     "file": {"type": "string", "format": "binary"},
                 },
@@ -114,6 +115,8 @@ def _field(upload: Upload, name: str, given: str | None, limit: int) -> str | No
     value = given if given is not None else upload.fields.get(name)
     if value is not None and len(value) > limit:
         raise RejectedInput("invalid_request", f"{name} is longer than {limit} characters")
+    if value is not None and "\x00" in value:
+        raise RejectedInput("invalid_request", f"{name} contains a NUL character")
     return value
 
 
@@ -136,12 +139,13 @@ async def upload_record(
     response: Response,
     state: State,
     owner: Owner,
-    title: Annotated[str | None, Query(max_length=300)] = None,
+    title: Annotated[str | None, Query(max_length=300, pattern=PLAIN_TEXT)] = None,
     language: Annotated[
         str | None, Query(pattern="^[a-z]{2,3}$", description="ISO 639-1 code; default: detect.")
     ] = None,
     name: Annotated[
-        str | None, Query(max_length=300, description="The file's name (raw bodies).")
+        str | None,
+        Query(max_length=300, pattern=PLAIN_TEXT, description="The file's name (raw bodies)."),
     ] = None,
     raw_pcm: Annotated[
         bool, Query(description="The body is headerless 16 kHz mono s16le PCM.")
@@ -165,7 +169,7 @@ async def upload_record(
             runtime.clock,
             chunks,
             owner=owner.name,
-            original_name=name or upload.filename,
+            original_name=clean_filename(name) if name else upload.filename,
             title=_field(upload, "title", title, 300),
             language=lang,
             raw_pcm=raw_pcm,

@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "PLAIN_TEXT",
     "Album",
     "AlbumCreate",
     "AlbumDetail",
@@ -35,6 +36,9 @@ __all__ = [
     "TextJson",
     "TextSegment",
 ]
+
+# Text the databases can store: no NUL (PostgreSQL refuses it in text columns).
+PLAIN_TEXT = r"^[^\x00]*$"
 
 AudioStage = Literal["uploaded", "normalized", "submitted", "transcribed", "done"]
 MediaStage = Literal["uploaded", "transcoding", "done"]
@@ -119,8 +123,8 @@ class RecordPatch(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    title: str | None = Field(default=None, max_length=300)
-    brief: str | None = Field(default=None, max_length=20_000)
+    title: str | None = Field(default=None, max_length=300, pattern=PLAIN_TEXT)
+    brief: str | None = Field(default=None, max_length=20_000, pattern=PLAIN_TEXT)
 
 
 class TextSegment(BaseModel):
@@ -176,7 +180,7 @@ class AlbumCreate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(min_length=1, max_length=200, pattern=r"\S")
+    name: str = Field(min_length=1, max_length=200, pattern=r"^[^\x00]*[^\x00\s][^\x00]*$")
 
 
 class RoleObject(BaseModel):

@@ -34,7 +34,7 @@ from starlette.requests import ClientDisconnect, Request
 from conveyor.api.errors import ApiError
 from conveyor.errors import RejectedInput
 
-__all__ = ["BodyChunks", "Upload", "check_length", "receive_upload"]
+__all__ = ["BodyChunks", "Upload", "check_length", "clean_filename", "receive_upload"]
 
 T = TypeVar("T")
 
@@ -45,6 +45,7 @@ UPLOAD_THREADS = anyio.CapacityLimiter(32)
 _MULTIPART_OVERHEAD = 256 * 1024
 _MAX_FIELD_BYTES = 16 * 1024
 _MAX_FIELDS = 16
+_MAX_FILENAME = 255
 
 
 @dataclass
@@ -54,6 +55,14 @@ class Upload:
     filename: str | None = None
     content_type: str | None = None
     fields: dict[str, str] = field(default_factory=dict)
+
+
+def clean_filename(name: str) -> str | None:
+    """A client's file name as we keep it: the last path part, no control characters, at most
+    255 characters (None when nothing is left)."""
+    base = name.replace("\\", "/").rsplit("/", 1)[-1]
+    kept = "".join(c for c in base if c.isprintable())[:_MAX_FILENAME].strip()
+    return kept or None
 
 
 def check_length(request: Request, max_bytes: int) -> None:
@@ -89,8 +98,10 @@ class BodyChunks:
     read as fast as the intake writes it: back-pressure reaches the client through TCP.
     """
 
-    def __init__(self, request: Request) -> None:
+    def __init__(self, request: Request, limit: int) -> None:
         self._stream: AsyncIterator[bytes] = request.stream().__aiter__()
+        self._limit = limit
+        self._seen = 0
 
     async def _next(self) -> bytes | None:
         try:
@@ -103,6 +114,12 @@ class BodyChunks:
             chunk = anyio.from_thread.run(self._next)
             if chunk is None:
                 return
+            self._seen += len(chunk)
+            # The intake bounds the file; this bounds what surrounds it (multipart parts).
+            if self._seen > self._limit:
+                raise RejectedInput(
+                    "too_large", f"the request body is larger than {self._limit} bytes"
+                )
             if chunk:
                 yield chunk
 
@@ -164,7 +181,7 @@ class _MultipartFile:
             self._part = "file"
             filename = options.get(b"filename")
             if filename:
-                self.upload.filename = filename.decode("utf-8", "replace").rsplit("/", 1)[-1]
+                self.upload.filename = clean_filename(filename.decode("utf-8", "replace"))
             self.upload.content_type = self._headers.get("content-type")
         elif not self._file_seen:
             if len(self.upload.fields) >= _MAX_FIELDS:
@@ -278,7 +295,7 @@ async def receive_upload(
         ApiError: 400 for a malformed multipart body or a client that went away mid-upload.
     """
     check_length(request, max_bytes)
-    body = BodyChunks(request)
+    body = BodyChunks(request, max_bytes + _MULTIPART_OVERHEAD)
     try:
         return await anyio.to_thread.run_sync(
             _receive, request, body, accept, limiter=UPLOAD_THREADS
