@@ -8,9 +8,9 @@ from sqlalchemy import Engine
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from jobs_domain import create_tables  # noqa: E402
+from jobs_domain import create_tables
 
-from conveyor.config import PipelineSettings  # noqa: E402
+from conveyor.config import PipelineSettings
 
 
 @pytest.fixture

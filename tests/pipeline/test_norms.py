@@ -25,9 +25,9 @@ from conveyor.pipeline import (
     Stage,
     StepContext,
     WorkerPool,
+    queries,
     resume,
 )
-from conveyor.pipeline import queries
 from conveyor.pipeline.outcomes import Outcome
 from conveyor.testing import FakeClock
 
@@ -43,9 +43,10 @@ def events_of(db: Engine, record_id: int) -> list[dict[str, Any]]:
 
 
 def lost_count(stage: str) -> float:
-    return REGISTRY.get_sample_value(
-        "conveyor_claims_lost_total", {"domain": "jobs", "stage": stage}
-    ) or 0.0
+    return (
+        REGISTRY.get_sample_value("conveyor_claims_lost_total", {"domain": "jobs", "stage": stage})
+        or 0.0
+    )
 
 
 def test_p1_claim_is_one_update_returning_id_and_token(
@@ -115,7 +116,11 @@ def test_p3_three_concurrent_claims_one_winner(
         results: list[Any] = []
         lock = threading.Lock()
 
-        def claimer() -> None:
+        def claimer(
+            barrier: threading.Barrier = barrier,
+            lock: threading.Lock = lock,
+            results: list[Any] = results,
+        ) -> None:
             executor = Executor(db, clock, settings)
             barrier.wait()
             got = executor.claim(domain, "default")
@@ -416,10 +421,13 @@ def test_d13_metrics_are_labelled_by_stage_and_outcome_not_worker(
     add_jobs(db, 2, clock.now())
 
     def sample(stage: str) -> float:
-        return REGISTRY.get_sample_value(
-            "conveyor_step_outcomes_total",
-            {"domain": "jobs", "stage": stage, "outcome": "advanced"},
-        ) or 0.0
+        return (
+            REGISTRY.get_sample_value(
+                "conveyor_step_outcomes_total",
+                {"domain": "jobs", "stage": stage, "outcome": "advanced"},
+            )
+            or 0.0
+        )
 
     before = sample("new")
     executor = Executor(db, clock, settings)

@@ -23,6 +23,9 @@ class ConveyorServer(uvicorn.Server):
         """Start uvicorn's graceful stop and end every event stream."""
         self.close_streams()
         super().handle_exit(sig, frame)
+        # A stop asked for by a signal and carried out in full is a clean exit (status 0);
+        # uvicorn would otherwise re-raise the signal after shutting down.
+        self._captured_signals.clear()
 
     def close_streams(self) -> None:
         """End the app's event streams (they finish within a tick)."""
