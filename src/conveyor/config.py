@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -40,21 +40,27 @@ __all__ = [
 ]
 
 
-class DatabaseSettings(BaseModel):
+class _Section(BaseModel):
+    """A ``[section]`` of the settings; an unknown key in it is an error, not ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class DatabaseSettings(_Section):
     """``[database]``: where records live."""
 
     url: str = "sqlite:///conveyor-data/conveyor.db"
     """SQLAlchemy URL. ``sqlite:///path`` (embedded default) or ``postgresql://user@host/db``."""
 
 
-class StorageSettings(BaseModel):
+class StorageSettings(_Section):
     """``[storage]``: where objects (uploads, variants, raw responses) live."""
 
     root: Path = Path("conveyor-data")
     """Local folder for objects; created on first use."""
 
 
-class PipelineSettings(BaseModel):
+class PipelineSettings(_Section):
     """``[pipeline]``: the engine's knobs (NORMS D3, D8)."""
 
     workers: int = Field(default=2, ge=0)
@@ -76,7 +82,7 @@ class PipelineSettings(BaseModel):
     """Seconds a stopping pool waits for running steps before releasing their claims."""
 
 
-class TranscriptionSettings(BaseModel):
+class TranscriptionSettings(_Section):
     """``[transcription]``: the speech recognition provider."""
 
     provider: Literal["local"] = "local"
@@ -103,7 +109,7 @@ class TranscriptionSettings(BaseModel):
     """Recognizer processes the local provider runs at once; further operations queue."""
 
 
-class MediaSettings(BaseModel):
+class MediaSettings(_Section):
     """``[media]``: photo and video variants (NORMS M1-M8)."""
 
     short_workers: int = Field(default=2, ge=0)
@@ -132,7 +138,7 @@ class MediaSettings(BaseModel):
     """AAC bitrate of ``playback`` in bits per second."""
 
 
-class ApiSettings(BaseModel):
+class ApiSettings(_Section):
     """``[api]``: the HTTP service."""
 
     host: str = "127.0.0.1"

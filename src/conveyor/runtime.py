@@ -87,6 +87,13 @@ class Runtime:
         )
 
     @cached_property
+    def languages(self) -> frozenset[str]:
+        """Language codes the configured recognizer accepts (without loading the model)."""
+        from conveyor.providers.local import whisper_languages
+
+        return whisper_languages()
+
+    @cached_property
     def audio(self) -> Domain:
         """The audio domain, its steps bound to this runtime's services."""
         # The provider is built on first use, so processes without audio work never load it.

@@ -253,3 +253,47 @@ def test_p7_owner_title_edit_during_the_pipeline_survives(
         row = queries.record_by_id(conn, rid)
     assert row is not None and row["stage"] == "done"
     assert (row["title"], row["brief"], row["owner"]) == ("mine", "b", "ann")
+
+
+def test_p9_resume_at_submitted_gives_recognition_a_fresh_set_of_tries(
+    engine: Engine, tmp_path: Path, corpus: Path
+) -> None:
+    runtime = make_runtime(engine, tmp_path, max_attempts=2, retry_base=0.05, retry_max=0.1)
+    rid = accept_audio(
+        runtime.engine,
+        runtime.store,
+        runtime.clock,
+        corpus / "audio" / "sense_and_sensibility_0880.wav",
+        owner="ann",
+    )
+    # A language the recognizer refuses makes every recognition attempt fail.
+    with runtime.engine.begin() as conn:
+        conn.execute(update(audio_records).values(language="xx"))
+    executor = runtime.pool({}).executor
+
+    def run_until_settled() -> Any:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            executor.run_once(runtime.audio, "audio")
+            with runtime.engine.connect() as conn:
+                row = queries.record_by_id(conn, rid)
+            assert row is not None
+            if row["stage"] == "done" or row["halted_at"] is not None:
+                return row
+            time.sleep(0.1)
+        raise AssertionError("record did not settle")
+
+    row = run_until_settled()
+    assert (row["stage"], row["halt_reason"]) == ("submitted", "attempts_exhausted")
+    with runtime.engine.connect() as conn:
+        assert len(queries.attempts_of(conn, rid)) == 2
+    from conveyor.pipeline import resume
+
+    with runtime.engine.begin() as conn:
+        conn.execute(update(audio_records).values(language="en"))
+    assert resume(runtime.engine, runtime.audio, rid, clock=runtime.clock) == "submitted"
+    row = run_until_settled()
+    assert row["stage"] == "done", dict(row)
+    with runtime.engine.connect() as conn:
+        attempts = queries.attempts_of(conn, rid)
+    assert [a["state"] for a in attempts] == ["failed", "failed", "done"]

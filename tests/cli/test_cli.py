@@ -53,3 +53,34 @@ def test_unknown_record_and_bad_config_are_clear_errors(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "invalid configuration" in bad.stderr
     upgraded = run(["db", "upgrade"], tmp_path)
     assert upgraded.returncode == 0 and "revision 0001" in upgraded.stdout
+
+
+def test_bad_input_is_refused_up_front_with_clear_errors(tmp_path: Path, corpus: Path) -> None:
+    language = run(["ingest", "--language", "xx", str(corpus / "audio" / "jfk.wav")], tmp_path)
+    assert language.returncode == 2 and "'xx' is not a language code" in language.stderr
+    folder = run(["ingest", str(corpus / "audio")], tmp_path)
+    assert folder.returncode == 1 and "is a directory" in folder.stderr
+    stage = run(["records", "list", "--stage", "bogus"], tmp_path)
+    assert stage.returncode == 2 and "uploaded, normalized" in stage.stderr
+    (tmp_path / "conveyor.toml").write_text("[pipeline]\nworkerz = 3\n")
+    typo = run(["records", "list"], tmp_path)
+    assert typo.returncode == 2 and "pipeline.workerz" in typo.stderr
+    (tmp_path / "conveyor.toml").write_text("[pipeline\n")
+    broken = run(["records", "list"], tmp_path)
+    assert broken.returncode == 2 and "invalid configuration" in broken.stderr
+    assert "Traceback" not in broken.stderr
+
+
+def test_a_few_bytes_read_as_raw_pcm_halt_as_empty_audio(tmp_path: Path, corpus: Path) -> None:
+    result = run(["ingest", "--raw-pcm", str(corpus / "audio" / "not_audio_text.wav")], tmp_path)
+    assert result.returncode == 1
+    assert "empty_audio" in result.stdout
+
+
+def test_transcript_printed_to_a_pipe_is_not_wrapped(tmp_path: Path, corpus: Path) -> None:
+    result = run(["ingest", str(corpus / "audio" / "jfk.wav")], tmp_path, COLUMNS="")
+    assert result.returncode == 0
+    assert (
+        "ask not what your country can do for you, ask what you can do for your country."
+        in result.stdout
+    )

@@ -196,7 +196,16 @@ def test_parse_drops_segments_every_fallback_temperature_failed(tmp_path: Path) 
     provider = make_provider(tmp_path)
     noise = (" A-a-a-a-a-a-a-a-a-a-a-a-a beta scuba.", 0.56, -1.096)
     assert provider.parse(raw(noise, ratio=2.23)).no_speech
-    assert provider.parse(raw((" the the the the the the", 0.1, -0.2), ratio=2.5)).no_speech
+    assert provider.parse(raw((" the the the the the the", 0.7, -0.2), ratio=2.5)).no_speech
+
+
+def test_parse_keeps_confident_repetitive_speech(tmp_path: Path) -> None:
+    """A long recording that repeats itself (a refrain, counting) is speech, not a loop."""
+    provider = make_provider(tmp_path)
+    refrain = (" Ask not what your country can do for you. Ask not what your country", 0.01, -0.2)
+    transcript = provider.parse(raw(refrain, refrain, ratio=2.6))
+    assert not transcript.no_speech
+    assert transcript.text.count("Ask not") == 4
 
 
 @pytest.mark.parametrize(

@@ -175,6 +175,7 @@ async def upload_record(
             raw_pcm=raw_pcm,
             strict=True,
             max_bytes=max_bytes,
+            languages=runtime.languages,
         )
 
     record_id = await receive_upload(request, accept, max_bytes=max_bytes)

@@ -45,6 +45,8 @@ from conveyor.providers.base import RecognitionProvider
 __all__ = ["AUDIO_LANE", "OWNED_FIELDS", "AudioSteps", "build_audio_domain"]
 
 AUDIO_LANE = "audio"
+# Seconds of audio below which a recording is treated as empty (10 ms: a single Whisper frame).
+MIN_DURATION = 0.01
 OWNED_FIELDS = frozenset({"normalized_file_id", "duration", "no_speech", "detected_language"})
 
 
@@ -91,6 +93,13 @@ class AudioSteps:
         key = f"audio/{record['id']}/normalized.wav"
         with self.store.writer(key) as temp:
             result = normalize_audio(source, temp, raw_pcm=bool(record["raw_pcm"]))
+        if result.duration < MIN_DURATION:
+            # A few stray samples (e.g. a tiny file read as raw PCM) are not a recording.
+            return Halt(
+                "empty_audio",
+                f"The file holds only {result.duration * 1000:.1f} ms of audio; nothing to "
+                "transcribe.",
+            )
         stored = self.store.describe(key)
         now = ctx.clock.now()
 
@@ -165,7 +174,10 @@ class AudioSteps:
         record_id = int(record["id"])
         with ctx.engine.connect() as conn:
             attempt = queries.latest_attempt(conn, record_id)
-            failed = queries.count_failed_attempts(conn, record_id)
+            # Failures since the record entered this stage (or was resumed, P9) count.
+            failed = queries.count_failed_attempts(
+                conn, record_id, float(record["state_entered_at"])
+            )
         if attempt is None or attempt["state"] == "failed":
             if failed >= self.pipeline.max_attempts:
                 last = attempt["error"] if attempt is not None else "no attempt"

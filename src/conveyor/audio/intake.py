@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -32,6 +32,7 @@ def accept_audio(
     raw_pcm: bool = False,
     strict: bool = False,
     max_bytes: int | None = None,
+    languages: Collection[str] | None = None,
 ) -> int:
     """Accept one recording; the original is stored unchanged and the record starts ``uploaded``.
 
@@ -43,16 +44,24 @@ def accept_audio(
         strict: refuse content that sniffs as neither audio nor video (HTTP intake) instead of
             letting ``normalize`` halt it with a readable reason (CLI).
         max_bytes: size limit in bytes.
+        languages: the language codes the recognizer accepts; ``language`` must be one.
 
     Returns:
         The new record's id.
 
     Raises:
-        RejectedInput: ``empty_file`` (zero bytes), ``too_large``, ``no_owner``.
+        RejectedInput: ``empty_file`` (zero bytes), ``too_large``, ``no_owner``,
+            ``unknown_language`` (checked before anything is stored).
         UnsupportedMedia: with ``strict``, content that is not audio or video.
     """
     if not owner or not owner.strip():
         raise RejectedInput("no_owner", "every record needs an owner")
+    if language is not None and languages is not None and language not in languages:
+        raise RejectedInput(
+            "unknown_language",
+            f"{language!r} is not a language code the recognizer knows; use an ISO 639-1 code "
+            "such as en, de or ru, or leave it out to detect the language",
+        )
     key = LocalStore.new_key("uploads/audio")
     if isinstance(source, Path):
         original_name = original_name or source.name

@@ -145,8 +145,8 @@ def attempts_of(conn: Connection, record_id: int) -> Sequence[RowMapping]:
     )
 
 
-def count_failed_attempts(conn: Connection, record_id: int) -> int:
-    """How many recognition attempts of a record failed."""
+def count_failed_attempts(conn: Connection, record_id: int, since: float) -> int:
+    """How many recognition attempts of a record failed at or after ``since`` (epoch s)."""
     return int(
         conn.execute(
             select(func.count())
@@ -154,6 +154,7 @@ def count_failed_attempts(conn: Connection, record_id: int) -> int:
             .where(
                 recognition_attempts.c.record_id == record_id,
                 recognition_attempts.c.state == "failed",
+                recognition_attempts.c.finished_at >= since,
             )
         ).scalar_one()
     )

@@ -39,7 +39,7 @@ def version() -> None:
 @app.command()
 def worker(
     workers: Annotated[
-        int | None, typer.Option(help="Audio workers; default [pipeline] workers.", min=0)
+        int | None, typer.Option(help="Audio workers; default \\[pipeline] workers.", min=0)
     ] = None,
 ) -> None:
     """Run the worker pool until SIGINT/SIGTERM (then finish or release running steps)."""

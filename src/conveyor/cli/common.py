@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import logging
 import signal
+import sys
 import threading
+import tomllib
 from typing import Any
 
 import typer
@@ -15,9 +17,18 @@ from rich.logging import RichHandler
 from conveyor.config import load_settings
 from conveyor.runtime import Runtime
 
-__all__ = ["console", "err_console", "fail", "make_runtime", "setup_logging", "stop_on_signals"]
+__all__ = [
+    "console",
+    "describe_validation",
+    "err_console",
+    "fail",
+    "make_runtime",
+    "setup_logging",
+    "stop_on_signals",
+]
 
-console = Console()
+# Output that goes to a file or a pipe is not wrapped at 80 columns: a transcript stays one line.
+console = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 10_000)
 err_console = Console(stderr=True)
 
 
@@ -48,15 +59,32 @@ def make_runtime(migrate: bool = True) -> Runtime:
     """
     try:
         settings = load_settings()
-    except (ValidationError, FileNotFoundError) as exc:
+    except ValidationError as exc:
+        raise fail(f"invalid configuration: {describe_validation(exc)}", 2) from None
+    except (FileNotFoundError, tomllib.TOMLDecodeError) as exc:
         raise fail(f"invalid configuration: {exc}", 2) from None
     runtime = Runtime(settings)
+    try:
+        runtime.store  # noqa: B018 - creates the storage folder, so a bad root fails here
+    except OSError as exc:
+        root = settings.storage.root
+        raise fail(f"cannot use [storage] root {root} as the storage folder: {exc}", 2) from None
     if migrate:
         try:
             runtime.migrate()
         except Exception as exc:
             raise fail(f"cannot prepare the database {settings.database.url}: {exc}") from None
     return runtime
+
+
+def describe_validation(exc: ValidationError) -> str:
+    """One line per invalid setting: ``pipeline.workers: Input should be … (got 'abc')``."""
+    lines = []
+    for error in exc.errors():
+        where = ".".join(str(part) for part in error["loc"])
+        got = f" (got {error['input']!r})" if error["type"] != "missing" else ""
+        lines.append(f"{where}: {error['msg']}{got}")
+    return "\n  " + "\n  ".join(lines)
 
 
 def stop_on_signals() -> threading.Event:

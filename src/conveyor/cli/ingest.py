@@ -13,11 +13,29 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 from conveyor.audio import queries
 from conveyor.audio.cards import record_card, transcript_of
 from conveyor.audio.intake import accept_audio
-from conveyor.cli.common import console, err_console, make_runtime, setup_logging, stop_on_signals
+from conveyor.cli.common import (
+    console,
+    err_console,
+    fail,
+    make_runtime,
+    setup_logging,
+    stop_on_signals,
+)
 from conveyor.cli.records import print_card
-from conveyor.errors import RejectedInput
+from conveyor.errors import ConfigError, RejectedInput
 
 _STAGES = ["uploaded", "normalized", "submitted", "transcribed", "done"]
+
+
+def _unreadable(path: Path) -> str | None:
+    """Why ``path`` cannot be ingested, or None when it is a regular file."""
+    if not path.exists():
+        return "no such file"
+    if path.is_dir():
+        return "is a directory, not a recording"
+    if not path.is_file():
+        return "is not a regular file"
+    return None
 
 
 def ingest(
@@ -35,11 +53,23 @@ def ingest(
     """Transcribe recordings: accept, run the pipeline until each is done or halted, print."""
     setup_logging(logging.WARNING)
     runtime = make_runtime()
+    if language is not None and language not in runtime.languages:
+        raise fail(
+            f"--language {language!r} is not a language code the recognizer knows; use an "
+            "ISO 639-1 code such as en, de or ru, or leave it out to detect the language",
+            2,
+        )
+    if runtime.settings.pipeline.workers > 0:
+        try:
+            runtime.provider  # noqa: B018 - a bad model or language fails before any record
+        except ConfigError as exc:
+            raise fail(f"invalid configuration: {exc}", 2) from None
     ids: list[int] = []
     refused = 0
     for path in files:
-        if not path.is_file():
-            err_console.print(f"[red]{path}: no such file[/red]")
+        problem = _unreadable(path)
+        if problem is not None:
+            err_console.print(f"[red]{path}: {problem}[/red]")
             refused += 1
             continue
         try:
@@ -53,10 +83,14 @@ def ingest(
                     title=title,
                     language=language,
                     raw_pcm=raw_pcm,
+                    languages=runtime.languages,
                 )
             )
         except RejectedInput as exc:
             err_console.print(f"[red]{path}: refused: {exc}[/red]")
+            refused += 1
+        except OSError as exc:
+            err_console.print(f"[red]{path}: cannot be read: {exc.strerror or exc}[/red]")
             refused += 1
     if not ids:
         raise typer.Exit(1)

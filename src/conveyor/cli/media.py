@@ -204,6 +204,7 @@ def media_add(
             failed = failed or view["halted"]
     if stop.is_set():
         err_console.print("stopped before every item finished; `conveyor worker` continues them")
+        failed = True
     raise typer.Exit(1 if failed else 0)
 
 

@@ -51,6 +51,9 @@ def list_(
 ) -> None:
     """List records, newest first."""
     runtime = make_runtime()
+    stages = [s.name for s in runtime.audio.stages]
+    if stage is not None and stage not in stages:
+        raise fail(f"unknown stage {stage!r}; the stages are {', '.join(stages)}", 2)
     with runtime.engine.connect() as conn:
         rows = queries.list_records(
             conn, owner=owner, stage=stage, halted=True if halted else None, limit=limit

@@ -15,9 +15,9 @@ __all__ = ["serve"]
 
 
 def serve(
-    host: Annotated[str | None, typer.Option(help="Address to bind; default [api] host.")] = None,
+    host: Annotated[str | None, typer.Option(help="Address to bind; default \\[api] host.")] = None,
     port: Annotated[
-        int | None, typer.Option(help="Port; default [api] port.", min=0, max=65535)
+        int | None, typer.Option(help="Port; default \\[api] port.", min=0, max=65535)
     ] = None,
     workers: Annotated[
         bool,

@@ -69,6 +69,8 @@ class RecognitionProvider(Protocol):
     """Provider name, e.g. ``"local"``."""
     model: str
     """Model name recorded on the attempt row."""
+    languages: frozenset[str]
+    """Language codes the provider accepts for ``submit``."""
 
     def submit(self, audio: Path, *, operation_id: str, language: str | None) -> str:
         """Start recognising ``audio`` (16 kHz mono WAV) under the caller's ``operation_id``.

@@ -37,10 +37,17 @@ from typing import Any
 
 import conveyor
 from conveyor.config import TranscriptionSettings
+from conveyor.errors import ConfigError
 from conveyor.providers.base import PollResult, Segment, Transcript
 from conveyor.providers.whisper_model import resolve_model
 
-__all__ = ["ERROR_FILE", "JOB_FILE", "RESULT_FILE", "LocalWhisperProvider"]
+__all__ = [
+    "ERROR_FILE",
+    "JOB_FILE",
+    "RESULT_FILE",
+    "LocalWhisperProvider",
+    "whisper_languages",
+]
 
 # The job folder layout, shared with conveyor.providers.whisper_job.
 JOB_FILE = "job.json"
@@ -56,10 +63,13 @@ _OPERATION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 
 # Whisper's own quality gates (openai/whisper transcribe.py, faster-whisper's defaults). Its
 # non-speech rule is no_speech_prob > 0.6 with avg_logprob < -1.0; a segment still below the
-# log-prob floor or above the compression ceiling is one where every fallback temperature failed:
-# on pure noise that is random sampled text ("A-a-a-a ... beta scuba"), so it is dropped as well.
+# log-prob floor is one where every fallback temperature failed: on pure noise that is random
+# sampled text ("A-a-a-a ... beta scuba"), so it is dropped as well. A high compression ratio
+# alone is not enough: real speech repeats itself (counting, chants, a refrain) and is decoded
+# confidently, so a repetitive segment is dropped only when Whisper also doubts it is speech.
 _LOGPROB_FLOOR = -1.0
 _COMPRESSION_CEILING = 2.4
+_DOUBTFUL_SPEECH = 0.5
 # Markup Whisper emits for non-speech ("[Music]", "(coughs)", "*sigh*", "♪").
 _MARKUP = re.compile(r"\[[^\]]*\]|\([^)]*\)|\*[^*]*\*|[♪♫♩♬]")
 # Hesitation sounds; a transcript made only of these (Whisper gave "uh"/"Oh" on pure noise) is no
@@ -103,6 +113,12 @@ class LocalWhisperProvider:
             settings.model,
             model_cache_dir if model_cache_dir is not None else work_dir / _MODELS_DIR,
         )
+        self.languages = whisper_languages()
+        if settings.language is not None and settings.language not in self.languages:
+            raise ConfigError(
+                f"[transcription] language = {settings.language!r} is not a language code "
+                "Whisper knows; use an ISO 639-1 code such as en, de, ru, or leave it unset"
+            )
         self._children: dict[str, subprocess.Popen[bytes]] = {}
         self._mutex = threading.Lock()
 
@@ -148,10 +164,12 @@ class LocalWhisperProvider:
         """Turn a ``result.json`` into a :class:`Transcript`, never inventing speech.
 
         Segments Whisper's own gates reject are dropped: its no-speech rule (no_speech_prob > 0.6
-        and avg_logprob < -1.0) and, more broadly, any segment left with avg_logprob < -1.0 or
-        compression_ratio > 2.4, i.e. where every fallback temperature failed (random text on
-        noise). When nothing but filler ("uh", "um", "hmm", "oh", markup like "[Music]",
-        punctuation) remains, the transcript is ``no_speech`` with empty text and no language.
+        and avg_logprob < -1.0) and, more broadly, any segment left with avg_logprob < -1.0,
+        i.e. where every fallback temperature failed (random text on noise), or with
+        compression_ratio > 2.4 while no_speech_prob > 0.5 (a loop over what is likely not
+        speech). Confident repetitive speech is kept. When nothing but filler ("uh", "um",
+        "hmm", "oh", markup like "[Music]", punctuation) remains, the transcript is
+        ``no_speech`` with empty text and no language.
 
         Raises:
             ValueError: ``raw`` is not a result of this provider.
@@ -339,10 +357,10 @@ class LocalWhisperProvider:
 def _decoded_speech(segment: dict[str, Any]) -> bool:
     """False for a segment Whisper's gates reject; this covers its no-speech rule, which only
     fires when avg_logprob < -1.0 too."""
-    return bool(
-        segment["avg_logprob"] >= _LOGPROB_FLOOR
-        and segment["compression_ratio"] <= _COMPRESSION_CEILING
-    )
+    if segment["avg_logprob"] < _LOGPROB_FLOOR:
+        return False
+    looping = segment["compression_ratio"] > _COMPRESSION_CEILING
+    return not (looping and segment["no_speech_prob"] > _DOUBTFUL_SPEECH)
 
 
 def _only_filler(text: str) -> bool:
@@ -442,3 +460,10 @@ def _write_json(path: Path, document: dict[str, Any]) -> None:
         os.replace(tmp_name, path)
     finally:
         Path(tmp_name).unlink(missing_ok=True)
+
+
+def whisper_languages() -> frozenset[str]:
+    """The language codes Whisper recognises (ISO 639-1 plus a few: ``haw``, ``yue``)."""
+    from faster_whisper.tokenizer import _LANGUAGE_CODES
+
+    return frozenset(_LANGUAGE_CODES)
