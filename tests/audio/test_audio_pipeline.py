@@ -297,3 +297,46 @@ def test_p9_resume_at_submitted_gives_recognition_a_fresh_set_of_tries(
     with runtime.engine.connect() as conn:
         attempts = queries.attempts_of(conn, rid)
     assert [a["state"] for a in attempts] == ["failed", "failed", "done"]
+
+
+def test_d2_raw_response_is_a_stored_object_and_never_re_requested(
+    engine: Engine, tmp_path: Path, corpus: Path
+) -> None:
+    runtime = make_runtime(engine, tmp_path)
+    rid = accept_audio(
+        runtime.engine,
+        runtime.store,
+        runtime.clock,
+        corpus / "audio" / "sense_and_sensibility_0880.wav",
+        owner="ann",
+    )
+    executor = runtime.pool({}).executor
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        executor.run_once(runtime.audio, "audio")
+        with runtime.engine.connect() as conn:
+            row = queries.record_by_id(conn, rid)
+        assert row is not None
+        if row["stage"] == "done" or row["halted_at"] is not None:
+            break
+        time.sleep(0.2)
+    assert row["stage"] == "done"
+    with runtime.engine.connect() as conn:
+        (attempt,) = queries.attempts_of(conn, rid)
+        raw_row = (
+            conn.execute(select(files).where(files.c.id == attempt["raw_response_file_id"]))
+            .mappings()
+            .one()
+        )
+    assert raw_row["mime_type"] == "application/json"
+    assert runtime.store.path(raw_row["key"]).read_bytes()
+    # The provider has forgotten the operation; finishing again reads only our stored object.
+    assert runtime.provider.poll(attempt["operation_id"]).state == "unknown"
+    with runtime.engine.begin() as conn:
+        conn.execute(update(audio_records).values(stage="transcribed"))
+    assert executor.run_once(runtime.audio, "audio")
+    with runtime.engine.connect() as conn:
+        row = queries.record_by_id(conn, rid)
+        text = transcript_of(conn, rid)
+    assert row is not None and row["stage"] == "done"
+    assert text is not None and "young man" in text["body"]

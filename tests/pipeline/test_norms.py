@@ -76,7 +76,7 @@ def test_p1_claim_is_one_update_returning_id_and_token(
     assert len(claim.token) == 32
 
 
-def test_p2_reissued_claim_has_new_token_and_fences_the_first(
+def test_p2_d4_reissued_claim_has_new_token_and_fences_the_first(
     db: Engine, clock: FakeClock, settings: PipelineSettings
 ) -> None:
     domain = make_domain(new_lease=10)
@@ -527,3 +527,29 @@ def test_pool_stop_releases_claims_of_long_steps_at_once(
     row = job(db, jid)
     assert row["claim_token"] is None and row["stage"] == "new"
     assert Executor(db, clock, settings).claim(domain, "default") is not None
+
+
+def test_d16_credentials_never_reach_outcome_texts_events_or_logs(
+    db: Engine, clock: FakeClock, settings: PipelineSettings, caplog: pytest.LogCaptureFixture
+) -> None:
+    leak = (
+        "POST https://alice:s3cr3t-pw@asr.example/v1 failed; Authorization: Bearer abcdef123456; "
+        "retry with api_key=KEY-987654 token: tok_55555"
+    )
+
+    def fails(ctx: StepContext) -> Outcome:
+        raise RuntimeError(leak)
+
+    domain = make_domain(new=fails, waiting=lambda ctx: Halt("provider", leak))
+    a, b = add_jobs(db, 2, clock.now())
+    with db.begin() as conn:
+        conn.execute(update(jobs).where(jobs.c.id == b).values(stage="waiting"))
+    executor = Executor(db, clock, settings)
+    with caplog.at_level(logging.DEBUG):
+        executor.run_once(domain, "default")
+        executor.run_once(domain, "default")
+    texts = [e["outcome_text"] for e in events_of(db, a) + events_of(db, b)]
+    texts += [job(db, b)["halt_error"], caplog.text]
+    for secret in ("s3cr3t-pw", "abcdef123456", "KEY-987654", "tok_55555"):
+        assert all(secret not in (t or "") for t in texts), secret
+    assert "asr.example" in texts[0]  # the readable part stays

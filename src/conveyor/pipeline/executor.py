@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -24,6 +25,7 @@ from conveyor.pipeline.claims import Claim, mint_token
 from conveyor.pipeline.lifecycle import Applied, apply_outcome
 from conveyor.pipeline.metrics import CLAIMS_LOST, STEP_OUTCOMES, STEP_SECONDS
 from conveyor.pipeline.outcomes import Fail, Halt, Outcome
+from conveyor.pipeline.redact import redact
 from conveyor.pipeline.stages import Domain, Stage
 
 __all__ = ["Executor", "StepContext", "StopRequested"]
@@ -206,9 +208,16 @@ class Executor:
         except MediaError as exc:
             outcome = Halt(exc.reason, exc.message)
         except Exception as exc:
-            log.exception(
-                "%s step %s failed on record %s", domain.name, stage.name, claim.record_id
+            # D16: the message may quote credentials, so it is logged only redacted.
+            log.error(
+                "%s step %s failed on record %s: %s",
+                domain.name,
+                stage.name,
+                claim.record_id,
+                redact(f"{type(exc).__name__}: {exc}"),
             )
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("%s", redact("".join(traceback.format_exception(exc))))
             outcome = Fail(f"{type(exc).__name__}: {exc}")
         finally:
             if beat:

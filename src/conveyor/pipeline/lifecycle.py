@@ -20,6 +20,7 @@ from conveyor.errors import Conflict, DeclarationError, NotFound
 from conveyor.pipeline import queries
 from conveyor.pipeline.claims import Claim
 from conveyor.pipeline.outcomes import Advance, Fail, Halt, Outcome, Postpone, Writes
+from conveyor.pipeline.redact import redact
 from conveyor.pipeline.stages import Domain
 
 __all__ = ["Applied", "apply_outcome", "entry_values", "resume", "retry_pause"]
@@ -90,6 +91,10 @@ def apply_outcome(
             stage that is not later than the current one.
     """
     now = clock.now()
+    if isinstance(outcome, Fail):
+        outcome = Fail(redact(outcome.error) or "")
+    elif isinstance(outcome, Halt):
+        outcome = Halt(outcome.reason, redact(outcome.error) or "", writes=outcome.writes)
     writes: Writes | None = None
     values: dict[str, Any]
     event_text: str | None
