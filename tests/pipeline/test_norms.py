@@ -79,6 +79,7 @@ def test_p1_claim_is_one_update_returning_id_and_token(
 def test_p2_d4_reissued_claim_has_new_token_and_fences_the_first(
     db: Engine, clock: FakeClock, settings: PipelineSettings
 ) -> None:
+    """P2 (restated as D4): a token unique per claim; a re-issued claim refuses the first."""
     domain = make_domain(new_lease=10)
     (jid,) = add_jobs(db, 1, clock.now())
     executor = Executor(db, clock, settings)
