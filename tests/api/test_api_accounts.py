@@ -52,6 +52,23 @@ def test_tokens_are_stored_hashed_and_used_once_a_minute(engine: Engine, clock: 
         revoke_token(engine, issued.id)
 
 
+def test_a_revoked_token_id_is_never_given_to_a_later_token(
+    engine: Engine, clock: FakeClock
+) -> None:
+    # SQLite reused the highest id once its row was deleted: `tokens revoke 2` twice would
+    # have revoked two different tokens.
+    add_user(engine, clock, "alice")
+    first = create_token(engine, clock, "alice", label="one")
+    second = create_token(engine, clock, "alice", label="two")
+    revoke_token(engine, second.id)
+    third = create_token(engine, clock, "alice", label="three")
+    assert third.id > second.id
+    with pytest.raises(NotFound):
+        revoke_token(engine, second.id)
+    assert [t["id"] for t in list_tokens(engine, "alice")] == [first.id, third.id]
+    assert authenticate(engine, clock, third.token) is not None
+
+
 def test_user_names_are_unique_and_plain(engine: Engine, clock: FakeClock) -> None:
     add_user(engine, clock, "alice")
     with pytest.raises(Conflict):

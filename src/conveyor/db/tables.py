@@ -93,6 +93,8 @@ api_tokens = Table(
     Column("label", String(100), nullable=True),
     Column("created_at", Double, nullable=False),
     Column("last_used_at", Double, nullable=True),
+    # A revoked token's row is deleted; its id must never name a later token (`tokens revoke`).
+    sqlite_autoincrement=True,
 )
 
 # The object journal: one row per physical object (an upload, a variant, a raw response), M1.

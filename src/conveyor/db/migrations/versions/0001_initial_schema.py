@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises:
-Create Date: 2026-11-29 19:37:00.824528
+Create Date: 2026-11-29 20:46:03.323949
 """
 
 from collections.abc import Sequence
@@ -109,6 +109,7 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_api_tokens")),
         sa.UniqueConstraint("token_hash", name=op.f("uq_api_tokens_token_hash")),
+        sqlite_autoincrement=True,
     )
     op.create_table(
         "audio_records",
