@@ -9,8 +9,11 @@ network chunk (≈64 KiB) is buffered at a time, whatever the upload's size.
 Two body shapes:
 
 * ``multipart/form-data`` with one part named ``file`` (a browser form, ``curl -F file=@x``).
-  Text parts (``title``, ``language``) are honoured when they come *before* the file part
-  (``curl -F`` keeps the order given);
+  Text parts (``title``, ``language``) must come *before* the file part (``curl -F`` keeps the
+  order given). Anything else is refused with 400 and nothing is kept, never silently dropped:
+  a file part under another name (``no_file`` when it comes first), a second file part, a text
+  part after the file (by then the file is streaming to storage; applying later fields would
+  mean holding the whole file back);
 * anything else: the body is the file itself (``curl --data-binary @x``); the content type is
   never trusted, the content is sniffed by the intake.
 
@@ -174,6 +177,8 @@ class _MultipartFile:
         if disposition != b"form-data" or b"name" not in options:
             raise ApiError(400, "bad_multipart", "a multipart part has no form-data name")
         name = options[b"name"].decode("utf-8", "replace")
+        # A part with a filename is a file (`curl -F name=@path`, a browser's file input).
+        is_file = b"filename" in options
         if name == "file":
             if self._file_seen:
                 raise ApiError(400, "bad_multipart", "send one part named `file` per upload")
@@ -183,11 +188,30 @@ class _MultipartFile:
             if filename:
                 self.upload.filename = clean_filename(filename.decode("utf-8", "replace"))
             self.upload.content_type = self._headers.get("content-type")
-        elif not self._file_seen:
+        elif self._file_seen:
+            # Refused rather than dropped: the intake is still streaming the file, so the
+            # refusal leaves nothing behind.
+            if is_file:
+                raise ApiError(
+                    400,
+                    "bad_multipart",
+                    f"send one file per upload: a second file part {name!r} follows `file`",
+                )
+            raise ApiError(
+                400,
+                "bad_multipart",
+                f"text fields must come before the file part; {name!r} came after it",
+            )
+        elif is_file:
+            raise ApiError(
+                400,
+                "no_file",
+                f"send the file as a part named `file` (this file part is named {name!r})",
+            )
+        else:
             if len(self.upload.fields) >= _MAX_FIELDS:
                 raise ApiError(400, "bad_multipart", f"more than {_MAX_FIELDS} form fields")
             self._part = name
-        # Text parts after the file are read and ignored (the record exists by then).
 
     def _on_part_data(self, data: bytes, start: int, end: int) -> None:
         if self._part == "file":

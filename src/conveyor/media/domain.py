@@ -47,6 +47,7 @@ from conveyor.db.tables import media_items
 from conveyor.errors import MediaError
 from conveyor.media import queries
 from conveyor.media.images import make_image_variants, probe_image
+from conveyor.media.intake import owner_message
 from conveyor.media.video import extract_poster, make_playback, probe_video
 from conveyor.objects import LocalStore, file_by_id, put_file_row
 from conveyor.pipeline import Advance, Domain, Halt, Stage, StepContext
@@ -292,8 +293,7 @@ class MediaSteps:
         now = ctx.clock.now()
         message = exc.message
         if original is not None:
-            # The owner knows the upload by its name, not by our storage key.
-            message = message.replace(original.name, item["original_name"] or "the upload")
+            message = owner_message(message, original, item["original_name"])
         payload = {
             "item_id": item_id,
             "kind": item["kind"],

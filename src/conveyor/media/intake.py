@@ -34,7 +34,7 @@ from conveyor.objects.sniff import sniff
 from conveyor.pipeline import queries as pipeline_queries
 from conveyor.pipeline.lifecycle import entry_values
 
-__all__ = ["Probed", "accept_media", "probe_upload"]
+__all__ = ["Probed", "accept_media", "owner_message", "probe_upload"]
 
 Kind = Literal["photo", "video"]
 
@@ -60,16 +60,28 @@ class Probed:
     captured_at: float | None
 
 
+def owner_message(message: str, path: Path, name: str | None) -> str:
+    """``message`` of a probe of the stored file ``path``, as its owner can read it.
+
+    The owner knows the upload by its name, not by our storage key: the file's path (a decoder
+    quoting its input) and its name (the key) become ``name``, or "the upload" without one.
+    """
+    shown = name or "the upload"
+    return message.replace(str(path), shown).replace(path.name, shown)
+
+
 def _epoch(when: datetime | None) -> float | None:
     return None if when is None else when.timestamp()
 
 
-def probe_upload(path: Path, *, max_pixels: int) -> Probed:
+def probe_upload(path: Path, *, max_pixels: int, name: str | None = None) -> Probed:
     """Decide photo or video from the content (sniff, then a header probe).
 
     Args:
         path: the stored upload.
         max_pixels: largest accepted ``width * height`` of an image.
+        name: the upload's name for people; refusal messages say it (or "the upload") where
+            the probe named the stored file, whose name is our storage key.
 
     Raises:
         RejectedInput: ``empty_file``, ``too_many_pixels``, ``undecodable``.
@@ -100,11 +112,12 @@ def probe_upload(path: Path, *, max_pixels: int) -> Probed:
                 _epoch(video.captured_at),
             )
     except MediaError as exc:
+        message = owner_message(exc.message, path, name)
         if exc.reason in ("unsupported_media", "not_video"):
             raise UnsupportedMedia(
-                "not_media", f"the upload is not a photo or video: {exc.message}"
+                "not_media", f"the upload is not a photo or video: {message}"
             ) from None
-        raise RejectedInput(exc.reason, exc.message) from None
+        raise RejectedInput(exc.reason, message) from None
     raise UnsupportedMedia(
         "not_media", f"the upload is not a photo or video (its content looks like {sniffed.mime})"
     )
@@ -156,7 +169,7 @@ def accept_media(
         original_name = original_name or source.name
     stored = store.put(key, source, max_bytes=max_bytes)
     try:
-        probed = probe_upload(store.path(key), max_pixels=max_pixels)
+        probed = probe_upload(store.path(key), max_pixels=max_pixels, name=original_name)
         now = clock.now()
         with engine.begin() as conn:
             file_id = put_file_row(

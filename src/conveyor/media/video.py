@@ -204,6 +204,8 @@ def _decode_packets(packets: Iterator[Any]) -> Iterator[Any]:
 
 
 def _first_frame(container: Any, video: Any) -> Any | None:
+    if video.codec_context is None:  # a stream whose codec this build cannot open
+        return None
     video.codec_context.thread_type = "AUTO"
     try:
         for frame in _decode_packets(container.demux(video)):

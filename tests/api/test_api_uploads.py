@@ -1,0 +1,137 @@
+"""Upload bodies the service refuses instead of half-reading: stray multipart parts, and
+refusal messages that name the upload as its owner knows it (never our storage key)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from api_helpers import Api
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine, func, select
+
+from conveyor.db.tables import audio_records, files, media_items, record_events
+
+
+def counts(engine: Engine) -> tuple[int, ...]:
+    with engine.connect() as conn:
+        return tuple(
+            conn.execute(select(func.count()).select_from(table)).scalar_one()
+            for table in (files, audio_records, record_events, media_items)
+        )
+
+
+def stored_objects(api: Api) -> list[Path]:
+    return [p for p in api.runtime.store.root.rglob("*") if p.is_file()]
+
+
+def error_of(response: Any, status: int, code: str) -> str:
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert error["status"] == status and error["code"] == code, error
+    return str(error["message"])
+
+
+def multipart(*parts: tuple[str, str | None, bytes]) -> tuple[bytes, str]:
+    """A multipart body of (name, filename, content) parts in this order, and its type."""
+    body = b""
+    for name, filename, content in parts:
+        disposition = f'form-data; name="{name}"'
+        if filename is not None:
+            disposition += f'; filename="{filename}"'
+        body += f"--xyz\r\nContent-Disposition: {disposition}\r\n\r\n".encode() + content + b"\r\n"
+    return body + b"--xyz--\r\n", "multipart/form-data; boundary=xyz"
+
+
+@pytest.fixture
+def wav(corpus: Path) -> bytes:
+    return (corpus / "audio" / "jfk.wav").read_bytes()
+
+
+@pytest.fixture
+def mp3(corpus: Path) -> bytes:
+    return (corpus / "audio" / "jfk.mp3").read_bytes()
+
+
+def test_a_second_file_part_is_400_and_nothing_is_kept(
+    api: Api, client: TestClient, wav: bytes, mp3: bytes
+) -> None:
+    # `curl -F file=@a.wav -F file2=@b.mp3`, or a part `other` with a filename: not dropped.
+    before = counts(api.runtime.engine)
+    for second in ("file2", "other"):
+        body, kind = multipart(("file", "a.wav", wav), (second, "b.mp3", mp3))
+        response = client.post(
+            "/api/records", content=body, headers={**api.alice, "Content-Type": kind}
+        )
+        message = error_of(response, 400, "bad_multipart")
+        assert "one file per upload" in message and second in message
+    assert counts(api.runtime.engine) == before
+    assert stored_objects(api) == []
+
+
+def test_a_file_part_under_another_name_is_400_no_file(
+    api: Api, client: TestClient, wav: bytes
+) -> None:
+    # `curl -F upload=@jfk.wav`: not "form field 'upload' is too long" or "not UTF-8".
+    for content in (wav, b"\xff\xfe short and not UTF-8"):
+        body, kind = multipart(("title", None, b"x"), ("upload", "jfk.wav", content))
+        response = client.post(
+            "/api/records", content=body, headers={**api.alice, "Content-Type": kind}
+        )
+        message = error_of(response, 400, "no_file")
+        assert "`file`" in message and "'upload'" in message
+    album = client.post("/api/albums", json={"name": "Trip"}, headers=api.alice).json()
+    body, kind = multipart(("photo", "a.jpg", b"\xff\xd8\xff" + b"\0" * 20_000))
+    response = client.post(
+        f"/api/albums/{album['id']}/items",
+        content=body,
+        headers={**api.alice, "Content-Type": kind},
+    )
+    error_of(response, 400, "no_file")
+    assert stored_objects(api) == []
+
+
+def test_text_fields_after_the_file_part_are_400_not_ignored(
+    api: Api, client: TestClient, wav: bytes
+) -> None:
+    before = counts(api.runtime.engine)
+    body, kind = multipart(("file", "jfk.wav", wav), ("title", None, b"Late title"))
+    response = client.post(
+        "/api/records", content=body, headers={**api.alice, "Content-Type": kind}
+    )
+    message = error_of(response, 400, "bad_multipart")
+    assert "before the file part" in message and "'title'" in message
+    assert counts(api.runtime.engine) == before
+    assert stored_objects(api) == []
+    # The same fields before the file are applied.
+    body, kind = multipart(("title", None, b"Early title"), ("file", "jfk.wav", wav))
+    response = client.post(
+        "/api/records", content=body, headers={**api.alice, "Content-Type": kind}
+    )
+    assert response.status_code == 201, response.text
+    assert response.json()["title"] == "Early title"
+
+
+@pytest.mark.parametrize(
+    "source, size",
+    [("moviepy__fire2.mp4", 2000), ("file-type__fixture.mov", 2000)],
+    ids=["no-frame-decodes", "codec-cannot-open"],
+)
+def test_an_undecodable_video_is_named_as_uploaded_never_by_its_key(
+    api: Api, client: TestClient, corpus: Path, source: str, size: int
+) -> None:
+    head = (corpus / "media" / source).read_bytes()[:size]
+    album = client.post("/api/albums", json={"name": "Clips"}, headers=api.alice).json()
+    items = f"/api/albums/{album['id']}/items"
+    before = counts(api.runtime.engine)
+    named = client.post(items, files={"file": ("clip.mp4", head)}, headers=api.alice)
+    raw = client.post(items, content=head, headers=api.alice)
+    for response, shown in ((named, "clip.mp4"), (raw, "the upload")):
+        message = error_of(response, 422, "undecodable")
+        assert shown in message
+        assert not re.search(r"[0-9a-f]{32}", message), message
+        assert "uploads/" not in message and str(api.runtime.store.root) not in message
+    assert counts(api.runtime.engine) == before
+    assert stored_objects(api) == []
