@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 from typing import Any
 
@@ -209,9 +210,30 @@ def test_list_pages_with_a_cursor_and_filters(api: Api, client: TestClient, corp
     running = client.get("/api/records?halted=false&stage=uploaded", headers=api.alice).json()
     assert len(running["items"]) == 4
     assert client.get("/api/records?stage=done", headers=api.alice).json()["items"] == []
-    assert_error(client.get("/api/records?cursor=nonsense", headers=api.alice), 400, "bad_cursor")
+    for malformed in ("nonsense", "cg", "cng", "cjA"):  # not "r<id>": junk, "r", "rx", "r0"
+        error = assert_error(
+            client.get(f"/api/records?cursor={malformed}", headers=api.alice), 400, "bad_cursor"
+        )
+        assert "malformed" in error["message"]
     assert_error(client.get("/api/records?stage=lost", headers=api.alice), 422)
     assert_error(client.get("/api/records?limit=0", headers=api.alice), 422)
+
+
+def test_any_well_formed_cursor_is_accepted_as_documented(
+    api: Api, client: TestClient, corpus: Path
+) -> None:
+    # Cursors are not signed: a hand-made `r<id>` lists from there, and the README and the
+    # error say "malformed", not "a cursor this server did not give out".
+    wav = corpus / "audio" / "sense_and_sensibility_0880.wav"
+    ids = [upload(client, api, wav)["id"] for _ in range(3)]
+    forged = base64.urlsafe_b64encode(f"r{ids[2]}".encode()).decode().rstrip("=")
+    page = client.get(f"/api/records?cursor={forged}", headers=api.alice).json()
+    assert [c["id"] for c in page["items"]] == ids[1::-1]
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert "did not give out" not in readme
+    assert "| 400 | malformed JSON or multipart, a malformed `cursor` |" in readme
+    error = assert_error(client.get("/api/records?cursor=!!", headers=api.alice), 400)
+    assert "gave out" not in error["message"]
 
 
 def test_patch_writes_only_the_owner_fields(api: Api, client: TestClient, corpus: Path) -> None:

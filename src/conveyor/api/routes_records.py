@@ -94,6 +94,9 @@ def _own_record(state: ApiState, record_id: int, owner: str) -> RowMapping:
     return row
 
 
+# A cursor is the last id of the page, base64-wrapped; it is not signed. Any well-formed cursor
+# is accepted (one naming another owner's id only sets where the owner's own list resumes);
+# a malformed one is 400 `bad_cursor`.
 def _encode_cursor(record_id: int) -> str:
     return base64.urlsafe_b64encode(f"r{record_id}".encode()).decode().rstrip("=")
 
@@ -108,7 +111,9 @@ def _decode_cursor(cursor: str) -> int:
             raise ValueError(cursor)
         return value
     except (ValueError, binascii.Error, UnicodeDecodeError):
-        raise ApiError(400, "bad_cursor", "the cursor is not one this server gave out") from None
+        raise ApiError(
+            400, "bad_cursor", "the cursor is malformed; pass the `next_cursor` of a page"
+        ) from None
 
 
 def _field(upload: Upload, name: str, given: str | None, limit: int) -> str | None:
@@ -194,7 +199,11 @@ def list_records(
     halted: Annotated[bool | None, Query(description="Only halted (true) or not (false).")] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     cursor: Annotated[
-        str | None, Query(max_length=64, description="`next_cursor` of the previous page.")
+        str | None,
+        Query(
+            max_length=64,
+            description="`next_cursor` of the previous page (a malformed one is 400).",
+        ),
     ] = None,
 ) -> dict[str, Any]:
     """Your records, newest first, a page at a time."""
