@@ -231,7 +231,7 @@ def test_any_well_formed_cursor_is_accepted_as_documented(
     assert [c["id"] for c in page["items"]] == ids[1::-1]
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     assert "did not give out" not in readme
-    assert "| 400 | malformed JSON or multipart, a malformed `cursor` |" in readme
+    assert "| 400 | malformed JSON or multipart, a malformed `cursor`" in readme
     error = assert_error(client.get("/api/records?cursor=!!", headers=api.alice), 400)
     assert "gave out" not in error["message"]
 

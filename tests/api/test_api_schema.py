@@ -94,3 +94,27 @@ def test_openapi_documents_every_route_with_bearer_auth(client: TestClient) -> N
     assert {"stage", "halted", "halt_reason", "halted_at", "title", "brief", "links"} <= set(
         card["properties"]
     )
+
+
+def test_every_422_is_documented_as_the_one_error_shape(client: TestClient, api: Api) -> None:
+    # FastAPI's own HTTPValidationError was documented for GET /api/files/{key} and others,
+    # while every 422 is sent as {"error": {...}}.
+    spec = client.get("/openapi.json").json()
+    assert "HTTPValidationError" not in str(spec)
+    assert "ValidationError" not in spec["components"]["schemas"]
+    error_ref = {"$ref": "#/components/schemas/ErrorBody"}
+    for path, item in spec["paths"].items():
+        for method, op in item.items():
+            if "422" in op["responses"]:
+                content = op["responses"]["422"]["content"]
+                assert content == {"application/json": {"schema": error_ref}}, (method, path)
+    assert "422" in spec["paths"]["/api/files/{key}"]["get"]["responses"]
+    response = client.get("/api/files/" + "k" * 300, headers=api.alice)
+    assert response.status_code == 422
+    assert response.json()["error"]["code"] == "invalid_request"
+
+
+def test_the_readme_curl_section_shows_raw_pcm() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    curl = readme.split("## HTTP service", 1)[1].split("## Configuration", 1)[0]
+    assert "raw_pcm=true" in curl and "16 kHz mono" in curl

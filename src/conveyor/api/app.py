@@ -31,6 +31,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio.to_thread
 from fastapi import FastAPI
@@ -61,6 +62,38 @@ Every `/api` route needs `Authorization: Bearer <token>` (`conveyor tokens creat
 Another owner's record, album, item or file answers 404, as one that does not exist.
 Errors share one shape: `{"error": {"status", "code", "message"}}`.
 """
+
+
+_ERROR_REF = "#/components/schemas/ErrorBody"
+_FASTAPI_422 = ("HTTPValidationError", "ValidationError")
+
+
+def _document_one_error_shape(app: FastAPI) -> None:
+    """Make ``/openapi.json`` say what the handlers send: every 422 is an ``ErrorBody``.
+
+    FastAPI documents its own ``HTTPValidationError`` for every route with parameters, but
+    :func:`~conveyor.api.errors.install_error_handlers` answers validation errors in the one
+    error shape; the generated schema is corrected once, when first asked for.
+    """
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            spec = generate()
+            for item in spec.get("paths", {}).values():
+                for operation in item.values():
+                    for response in operation.get("responses", {}).values():
+                        for media in response.get("content", {}).values():
+                            ref = media.get("schema", {}).get("$ref", "")
+                            if ref.rsplit("/", 1)[-1] in _FASTAPI_422:
+                                media["schema"] = {"$ref": _ERROR_REF}
+            schemas = spec.get("components", {}).get("schemas", {})
+            for name in _FASTAPI_422:
+                schemas.pop(name, None)
+            app.openapi_schema = spec
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def create_app(runtime: Runtime, *, run_workers: bool = True) -> FastAPI:
@@ -97,6 +130,7 @@ def create_app(runtime: Runtime, *, run_workers: bool = True) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.conveyor = state
+    _document_one_error_shape(app)
     install_error_handlers(app)
     app.add_middleware(MetricsMiddleware)
     app.include_router(routes_records.router)
