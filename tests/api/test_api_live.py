@@ -302,3 +302,46 @@ def test_oversized_uploads_over_the_wire_are_413_and_leave_nothing(
     with api.runtime.engine.connect() as conn:
         assert conn.execute(select(files.c.id)).first() is None
     assert [p for p in api.runtime.store.root.rglob("*") if p.is_file()] == []
+
+
+def test_json_bodies_over_a_mebibyte_are_413_and_never_read_whole(
+    make_api: MakeApi, live: Live, corpus: Path
+) -> None:
+    # A 200 MB JSON body was read whole before validation. Now: 413 from Content-Length at
+    # once, and while reading a chunked body; the streaming uploads keep their own limit.
+    api = make_api(api={"max_upload_bytes": 8 * 1024 * 1024})
+    sent = 0
+
+    def huge() -> Iterator[bytes]:
+        nonlocal sent
+        yield b'{"title": "'
+        for _ in range(200):
+            sent += 1024 * 1024
+            yield b"x" * (1024 * 1024)
+        yield b'"}'
+
+    with live(api.app) as server, server.client(api.alice) as client:
+        wav = (corpus / "audio" / "jfk.wav").read_bytes()
+        record = client.post("/api/records?name=jfk.wav", content=wav).json()
+        url = f"/api/records/{record['id']}"
+        declared = client.patch(
+            url,
+            content=huge(),
+            headers={"Content-Type": "application/json", "Content-Length": str(200 * 1024**2 + 13)},
+        )
+        assert sent <= 32 * 1024 * 1024, sent  # refused from the header, not read
+        sent = 0
+        streamed = client.patch(url, content=huge(), headers={"Content-Type": "application/json"})
+        assert sent <= 32 * 1024 * 1024, sent
+        album = client.post("/api/albums", json={"name": "n" * 2 * 1024 * 1024})
+        for response in (declared, streamed, album):
+            assert response.status_code == 413, response.text
+            error = response.json()["error"]
+            assert (error["status"], error["code"]) == (413, "too_large")
+        assert client.get(url).json()["title"] is None
+        assert client.get("/api/albums").json() == []
+        # A small JSON body is fine; an upload over 1 MiB (under its own limit) is too.
+        assert client.patch(url, json={"title": "t" * 200}).status_code == 200
+        padded = wav + b"\0" * (2 * 1024 * 1024)
+        assert client.post("/api/records?name=long.wav", content=padded).status_code == 201
+        assert client.get("/healthz").status_code == 200

@@ -11,12 +11,12 @@ Routes (all ``/api`` routes need ``Authorization: Bearer <token>``)::
     POST  /api/records                   upload a recording          201 400 401 413 415 422
     GET   /api/records                   list, cursor, stage/halted  200 400 401 422
     GET   /api/records/{id}              the card                    200 401 404
-    PATCH /api/records/{id}              title, brief (P7)           200 400 401 404 422
+    PATCH /api/records/{id}              title, brief (P7)           200 400 401 404 413 422
     GET   /api/records/{id}/text         ?format=text|json|srt|vtt   200 401 404
     GET   /api/records/{id}/events       history (D14)               200 401 404
     GET   /api/records/{id}/original     the upload (Range)          200 206 304 401 404 416
     POST  /api/records/{id}/resume       resume a halted record      200 401 404 409
-    POST  /api/albums                    create                      201 400 401 409 422
+    POST  /api/albums                    create                      201 400 401 409 413 422
     GET   /api/albums                    list                        200 401
     GET   /api/albums/{id}               album + items + roles URLs  200 401 404
     POST  /api/albums/{id}/items         upload photo/video          201 400 401 404 413 415 422
@@ -42,6 +42,7 @@ from starlette.responses import Response
 from conveyor import __version__
 from conveyor.api import routes_albums, routes_files, routes_records
 from conveyor.api.errors import error_response, install_error_handlers
+from conveyor.api.limits import BodyLimitMiddleware
 from conveyor.api.metrics import MetricsMiddleware
 from conveyor.api.queries import ping
 from conveyor.api.schemas import ErrorBody, Health
@@ -132,6 +133,7 @@ def create_app(runtime: Runtime, *, run_workers: bool = True) -> FastAPI:
     app.state.conveyor = state
     _document_one_error_shape(app)
     install_error_handlers(app)
+    app.add_middleware(BodyLimitMiddleware)  # inside the metrics, so its 413s are counted
     app.add_middleware(MetricsMiddleware)
     app.include_router(routes_records.router)
     app.include_router(routes_albums.router)

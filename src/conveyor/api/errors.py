@@ -13,7 +13,8 @@ where there is one); ``message`` is a sentence for people; 422 validation errors
 401    no bearer token, or one we do not know (with ``WWW-Authenticate: Bearer``)
 404    no such record, item, album or file *for this owner* (never revealed)
 409    the action does not fit the state: resuming what is not halted, a name taken
-413    upload larger than ``[api] max_upload_bytes`` (from Content-Length or while streaming)
+413    upload larger than ``[api] max_upload_bytes``, any other body over 1 MiB (from
+       Content-Length or while streaming)
 415    content that is not media (sniffed, never from the name or Content-Type)
 416    a byte range outside the file
 422    well-formed but unacceptable: a field out of range, an empty upload, an image
