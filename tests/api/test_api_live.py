@@ -23,6 +23,7 @@ from fastapi import FastAPI
 from sqlalchemy import select
 
 from conftest import MakeApi
+from conveyor.accounts import authenticate, revoke_token
 from conveyor.db.tables import album_events, files
 from conveyor.media.queries import insert_album_event
 
@@ -345,3 +346,40 @@ def test_json_bodies_over_a_mebibyte_are_413_and_never_read_whole(
         padded = wav + b"\0" * (2 * 1024 * 1024)
         assert client.post("/api/records?name=long.wav", content=padded).status_code == 201
         assert client.get("/healthz").status_code == 200
+
+
+def test_a_revoked_token_ends_its_open_event_stream(make_api: MakeApi, live: Live) -> None:
+    api = make_api()  # heartbeat 0.5 s: the token is checked again every 0.5 s
+    runtime = api.runtime
+    token = api.alice["Authorization"].removeprefix("Bearer ")
+    account = authenticate(runtime.engine, runtime.clock, token)
+    assert account is not None
+
+    def album_event(album_id: int, n: int) -> None:
+        with runtime.engine.begin() as conn:
+            insert_album_event(
+                conn, album_id=album_id, item_id=0, kind="item.note", payload={"n": n}, created_at=0
+            )
+        runtime.notifier.publish()
+
+    with live(api.app) as server, server.client(api.alice) as client:
+        album_id = client.post("/api/albums", json={"name": "Shared"}).json()["id"]
+        with client.stream("GET", f"/api/albums/{album_id}/events") as response:
+            reader = SseReader(response)
+            album_event(album_id, 1)
+            assert reader.next_event(10)["payload"] == {"n": 1}
+            revoke_token(runtime.engine, account.token_id)
+            time.sleep(1.5)
+            album_event(album_id, 2)
+            rest: list[str] = []
+            deadline = time.monotonic() + 5
+            ended = False
+            for line in reader.lines:
+                rest.append(line)
+                if time.monotonic() > deadline:
+                    break
+            else:
+                ended = True
+            assert ended, "the stream of a revoked token went on"
+            assert not any(line.startswith("id:") for line in rest), rest
+        assert client.get(f"/api/albums/{album_id}/events").status_code == 401

@@ -11,6 +11,7 @@ Public surface::
     create_token, list_tokens,    conveyor tokens create / list / revoke
     revoke_token
     authenticate                  bearer token → Account (the HTTP API)
+    token_active                  not revoked yet (open event streams re-check)
     Account, IssuedToken
 """
 
@@ -24,6 +25,7 @@ from conveyor.accounts.tokens import (
     list_tokens,
     list_users,
     revoke_token,
+    token_active,
 )
 
 __all__ = [
@@ -36,4 +38,5 @@ __all__ = [
     "list_tokens",
     "list_users",
     "revoke_token",
+    "token_active",
 ]

@@ -13,6 +13,7 @@ __all__ = [
     "insert_token",
     "insert_user",
     "list_users",
+    "token_exists",
     "token_owner",
     "tokens_of",
     "touch_token",
@@ -64,6 +65,12 @@ def token_owner(conn: Connection, token_hash: str) -> RowMapping | None:
         .where(api_tokens.c.token_hash == token_hash)
     )
     return conn.execute(query).mappings().first()
+
+
+def token_exists(conn: Connection, token_id: int) -> bool:
+    """True while the token ``token_id`` is not revoked (one primary-key read)."""
+    query = select(api_tokens.c.id).where(api_tokens.c.id == token_id)
+    return conn.execute(query).first() is not None
 
 
 def touch_token(conn: Connection, token_id: int, now: float) -> None:

@@ -30,6 +30,7 @@ __all__ = [
     "list_tokens",
     "list_users",
     "revoke_token",
+    "token_active",
 ]
 
 # Seconds between writes of ``last_used_at``: a busy client must not turn every read into a
@@ -148,6 +149,12 @@ def revoke_token(engine: Engine, token_id: int) -> None:
     with engine.begin() as conn:
         if not queries.delete_token(conn, token_id):
             raise NotFound(f"token {token_id} does not exist")
+
+
+def token_active(engine: Engine, token_id: int) -> bool:
+    """True while the token ``token_id`` is not revoked: open event streams re-check it."""
+    with engine.connect() as conn:
+        return queries.token_exists(conn, token_id)
 
 
 def authenticate(engine: Engine, clock: Clock, token: str) -> Account | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 from typing import Annotated, Any
 
 import anyio.to_thread
@@ -10,6 +11,7 @@ from fastapi import APIRouter, Header, Path, Query, Request, Response
 from fastapi.responses import StreamingResponse
 from sqlalchemy import Connection
 
+from conveyor.accounts import token_active
 from conveyor.api.auth import Owner
 from conveyor.api.schemas import PLAIN_TEXT, Album, AlbumCreate, AlbumDetail, ErrorBody, Item
 from conveyor.api.sse import album_stream
@@ -254,6 +256,7 @@ async def album_events(
         heartbeat=runtime.settings.api.sse_heartbeat,
         poll_interval=broadcast.poll_interval,
         closing=state.closing,
+        still_allowed=partial(token_active, runtime.engine, owner.token_id),
     )
     return StreamingResponse(
         stream,

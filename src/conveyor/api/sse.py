@@ -16,6 +16,9 @@ A reconnecting client sends ``Last-Event-ID`` (browsers do this by themselves) o
 repeats. Without either, the stream starts at the newest event now (the album page's
 ``last_event_id`` closes the gap between reading the album and subscribing). An idle stream
 gets a ``: keep-alive`` comment every ``[api] sse_heartbeat`` seconds.
+
+The bearer token is checked again every heartbeat (at most every 5 s; one primary-key read):
+once it is revoked the stream ends, and the browser's reconnect gets 401.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import anyio
 import anyio.to_thread
@@ -43,6 +46,8 @@ _TICK = 0.1
 # Reconnect delay a browser should use (milliseconds).
 _RETRY_MS = 2000
 _BATCH = 100
+# Longest time between two checks that the stream's token is still valid (seconds).
+_AUTH_CHECK = 5.0
 
 
 def format_event(event: AlbumEvent) -> str:
@@ -67,6 +72,7 @@ async def album_stream(
     heartbeat: float,
     poll_interval: float,
     closing: threading.Event,
+    still_allowed: Callable[[], bool] | None = None,
 ) -> AsyncIterator[str]:
     """The SSE text of one subscriber, from just after ``last_id``, until ``closing`` is set.
 
@@ -79,10 +85,19 @@ async def album_stream(
         poll_interval: seconds between outbox reads without a wake-up (events written by
             other processes).
         closing: the server is stopping; end the stream so it can.
+        still_allowed: False once the subscriber's token is revoked (a blocking call, run in
+            a worker thread every heartbeat, at most every 5 s); the stream then ends.
     """
     yield f"retry: {_RETRY_MS}\n\n"
-    last_write = time.monotonic()
+    last_write = last_check = time.monotonic()
+    check_every = min(heartbeat, _AUTH_CHECK) if still_allowed is not None else float("inf")
     while not closing.is_set():
+        if still_allowed is not None and time.monotonic() - last_check >= check_every:
+            allowed = await anyio.to_thread.run_sync(still_allowed, limiter=SSE_READS)
+            if not allowed:
+                yield ": the token was revoked\n\n"
+                return
+            last_check = time.monotonic()
         generation = notifier.generation
         events = await anyio.to_thread.run_sync(
             broadcast.events_after, album_id, last_id, _BATCH, limiter=SSE_READS
@@ -98,6 +113,7 @@ async def album_stream(
             time.monotonic() < next_read
             and notifier.generation == generation
             and not closing.is_set()
+            and time.monotonic() - last_check < check_every
         ):
             if time.monotonic() - last_write >= heartbeat:
                 yield ": keep-alive\n\n"
