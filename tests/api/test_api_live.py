@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import socket
 import time
 from collections.abc import Callable, Iterator
@@ -24,7 +25,8 @@ from sqlalchemy import select
 
 from conftest import MakeApi
 from conveyor.accounts import authenticate, revoke_token
-from conveyor.db.tables import album_events, files
+from conveyor.api.server import make_server
+from conveyor.db.tables import album_events, audio_records, files
 from conveyor.media.queries import insert_album_event
 
 Live = Callable[[FastAPI], LiveServer]
@@ -383,3 +385,46 @@ def test_a_revoked_token_ends_its_open_event_stream(make_api: MakeApi, live: Liv
             assert ended, "the stream of a revoked token went on"
             assert not any(line.startswith("id:") for line in rest), rest
         assert client.get(f"/api/albums/{album_id}/events").status_code == 401
+
+
+def test_an_upload_cut_by_a_server_stop_is_a_json_503_and_leaves_nothing(
+    make_api: MakeApi, live: Live, corpus: Path
+) -> None:
+    # It was: uvicorn waited 30 s, cancelled the upload and answered a plain-text 500.
+    assert make_server(FastAPI(), "127.0.0.1", 0).config.timeout_graceful_shutdown == 10
+    api = make_api(api={"max_upload_bytes": 8 * 1024 * 1024})
+    state = api.app.state.conveyor
+    assert state.upload_stop_grace == 8.0
+    state.upload_stop_grace = 1.0
+    wav = (corpus / "audio" / "jfk.wav").read_bytes()
+    with live(api.app) as server:
+        host, port = server.url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=20) as conn:
+            conn.sendall(
+                f"POST /api/records?name=jfk.wav HTTP/1.1\r\nHost: {host}\r\n"
+                f"Authorization: {api.alice['Authorization']}\r\n"
+                f"Content-Length: {len(wav)}\r\n\r\n".encode()
+                + wav[: 64 * 1024]
+            )
+            time.sleep(0.5)  # the upload is streaming into storage; the rest never comes
+            started = time.monotonic()
+            server.server.handle_exit(signal.SIGTERM, None)
+            answer = b""
+            while b"\r\n\r\n" not in answer or not answer.rstrip().endswith(b"}"):
+                chunk = conn.recv(65536)
+                if not chunk:
+                    break
+                answer += chunk
+        took = time.monotonic() - started
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 503"), answer
+        assert b"content-type: application/json" in head.lower()
+        error = json.loads(body)["error"]
+        assert (error["status"], error["code"]) == (503, "shutting_down")
+        assert took < 5, took
+        server.thread.join(timeout=15)
+        assert not server.thread.is_alive()
+    with api.runtime.engine.connect() as conn_db:
+        assert conn_db.execute(select(files.c.id)).first() is None
+        assert conn_db.execute(select(audio_records.c.id)).first() is None
+    assert [p for p in api.runtime.store.root.rglob("*") if p.is_file()] == []

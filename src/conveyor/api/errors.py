@@ -20,7 +20,7 @@ where there is one); ``message`` is a sentence for people; 422 validation errors
 422    well-formed but unacceptable: a field out of range, an empty upload, an image
        too large in pixels, an upload whose header cannot be read
 500    a fault of ours; the message says nothing about it, the log says everything
-503    the database is unreachable (``/healthz``)
+503    the database is unreachable (``/healthz``); an upload cut off by a server stop
 =====  ==========================================================================
 """
 

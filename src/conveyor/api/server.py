@@ -9,7 +9,10 @@ from fastapi import FastAPI
 
 from conveyor.api.state import ApiState
 
-__all__ = ["ConveyorServer", "make_server"]
+__all__ = ["GRACEFUL_SHUTDOWN", "ConveyorServer", "make_server"]
+
+# Seconds uvicorn waits for open requests after SIGTERM before cancelling them.
+GRACEFUL_SHUTDOWN = 10
 
 
 class ConveyorServer(uvicorn.Server):
@@ -44,6 +47,8 @@ def make_server(app: FastAPI, host: str, port: int, *, log_level: str = "info") 
         log_level=log_level,
         lifespan="on",
         proxy_headers=False,
-        timeout_graceful_shutdown=30,
+        # Open requests get this long after SIGTERM; uploads still arriving are refused with
+        # 503 a little earlier (ApiState.upload_stop_grace), so none is cut off without a word.
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN,
     )
     return ConveyorServer(config)

@@ -23,12 +23,15 @@ class ApiState:
         run_workers: this process runs the worker pool too.
         broadcast: the album outbox reader (M5), on the runtime's notifier.
         closing: set when the server begins to stop, so event streams end and let it.
+        upload_stop_grace: seconds an upload still arriving may go on once ``closing`` is set,
+            before it is refused with 503 (less than the server's graceful-shutdown timeout).
     """
 
     runtime: Runtime
     run_workers: bool
     broadcast: AlbumBroadcast
     closing: threading.Event = field(default_factory=threading.Event)
+    upload_stop_grace: float = 8.0
 
 
 def state_of(request: Request) -> ApiState:

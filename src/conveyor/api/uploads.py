@@ -17,13 +17,18 @@ Two body shapes:
 * anything else: the body is the file itself (``curl --data-binary @x``); the content type is
   never trusted, the content is sniffed by the intake.
 
+Stopping: on SIGTERM an upload still arriving gets ``ApiState.upload_stop_grace`` seconds
+(8 s, inside uvicorn's 10 s graceful shutdown), then a JSON 503 ``shutting_down``; nothing kept.
+
 Size: ``[api] max_upload_bytes`` is checked from ``Content-Length`` before anything is read
 (413 at once) and again while streaming (413, the partial object removed).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -33,8 +38,10 @@ import anyio.to_thread
 from python_multipart.exceptions import MultipartParseError
 from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.requests import ClientDisconnect, Request
+from starlette.types import Message
 
 from conveyor.api.errors import ApiError
+from conveyor.api.state import state_of
 from conveyor.errors import RejectedInput
 
 __all__ = ["BodyChunks", "Upload", "check_length", "clean_filename", "receive_upload"]
@@ -49,6 +56,8 @@ _MULTIPART_OVERHEAD = 256 * 1024
 _MAX_FIELD_BYTES = 16 * 1024
 _MAX_FIELDS = 16
 _MAX_FILENAME = 255
+# How often a waiting upload looks at the server's stop flag (seconds).
+_TICK = 0.25
 
 
 @dataclass
@@ -99,18 +108,60 @@ class BodyChunks:
 
     Each step asks the event loop for the next chunk (``anyio.from_thread``), so the body is
     read as fast as the intake writes it: back-pressure reaches the client through TCP.
+
+    When the server begins to stop (``closing``), an upload still arriving gets ``stop_grace``
+    seconds more; then it is refused with 503 ``shutting_down`` (the intake removes what it
+    stored), before uvicorn's own graceful-shutdown timeout would cancel it without a word.
     """
 
-    def __init__(self, request: Request, limit: int) -> None:
-        self._stream: AsyncIterator[bytes] = request.stream().__aiter__()
+    def __init__(
+        self,
+        request: Request,
+        limit: int,
+        *,
+        closing: threading.Event | None = None,
+        stop_grace: float = 0.0,
+    ) -> None:
+        self._receive = request.receive
         self._limit = limit
         self._seen = 0
+        self._done = False
+        self._closing = closing
+        self._stop_grace = stop_grace
+        self._stop_at: float | None = None
+
+    async def _message(self) -> Message:
+        # Waits a tick at a time (uvicorn's receive is safe to cancel: a message is taken only
+        # once it is there), so a stop is noticed while the client is slow or silent.
+        while True:
+            wait = _TICK
+            if self._closing is not None and self._closing.is_set():
+                if self._stop_at is None:
+                    self._stop_at = time.monotonic() + self._stop_grace
+                left = self._stop_at - time.monotonic()
+                if left <= 0:
+                    raise ApiError(
+                        503,
+                        "shutting_down",
+                        "the server is stopping and the upload did not finish in time; "
+                        "nothing was kept, send it again",
+                    )
+                wait = min(wait, left)
+            with anyio.move_on_after(wait):
+                return await self._receive()
 
     async def _next(self) -> bytes | None:
-        try:
-            return await self._stream.__anext__()
-        except StopAsyncIteration:
-            return None
+        while not self._done:
+            message = await self._message()
+            if message["type"] == "http.disconnect":
+                raise ClientDisconnect()
+            if message["type"] == "http.request":
+                if not message.get("more_body", False):
+                    self._done = True
+                body: bytes = message.get("body", b"")
+                if body:
+                    return body
+        return None
 
     def __iter__(self) -> Iterator[bytes]:
         while True:
@@ -316,10 +367,17 @@ async def receive_upload(
 
     Raises:
         RejectedInput: ``too_large`` from Content-Length (and whatever ``accept`` raises).
-        ApiError: 400 for a malformed multipart body or a client that went away mid-upload.
+        ApiError: 400 for a malformed multipart body or a client that went away mid-upload;
+            503 when the server stops and the upload does not finish within its grace.
     """
     check_length(request, max_bytes)
-    body = BodyChunks(request, max_bytes + _MULTIPART_OVERHEAD)
+    state = state_of(request)
+    body = BodyChunks(
+        request,
+        max_bytes + _MULTIPART_OVERHEAD,
+        closing=state.closing,
+        stop_grace=state.upload_stop_grace,
+    )
     try:
         return await anyio.to_thread.run_sync(
             _receive, request, body, accept, limiter=UPLOAD_THREADS
