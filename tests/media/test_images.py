@@ -1,6 +1,6 @@
 """Photo probe and variants on the shared real-file corpus (NORMS M1, M2); no mocks.
 
-Expected values come from /work/shared/corpus/media/MANIFEST.md.
+Expected values come from the shared corpus MANIFEST (``../shared/corpus/media/MANIFEST.md``).
 """
 
 from __future__ import annotations

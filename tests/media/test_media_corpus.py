@@ -1,6 +1,6 @@
 """Every file of the shared media corpus through intake and the media pipeline (M1-M4).
 
-Expected values come from /work/shared/corpus/media/MANIFEST.md: upright dimensions and roles, or
+Expected values come from ../shared/corpus/media/MANIFEST.md: upright dimensions and roles, or
 the refusal at intake, or the halt with its readable reason (the original kept, the worker going
 on). The corpus is read in place, never copied into the repository.
 """
