@@ -22,7 +22,7 @@ import pytest
 from conveyor.errors import MediaError
 from conveyor.media.video import Playback, VideoInfo, extract_poster, make_playback, probe_video
 
-CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "media"
+CORPUS = (Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "media").resolve()
 FIRE2 = CORPUS / "moviepy__fire2.mp4"
 TRAIN = CORPUS / "lychee__train.mov"
 FIXTURE_MOV = CORPUS / "file-type__fixture.mov"

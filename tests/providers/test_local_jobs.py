@@ -23,7 +23,7 @@ from conveyor.providers import (
     Transcript,
 )
 
-AUDIO = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "audio"
+AUDIO = (Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "audio").resolve()
 MODEL_CACHE = Path(tempfile.gettempdir()) / "conveyor-test-models"  # shared with the other modules
 TIMEOUT = 120.0
 

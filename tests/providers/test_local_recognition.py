@@ -21,7 +21,7 @@ import pytest
 from conveyor.config import TranscriptionSettings
 from conveyor.providers import LocalWhisperProvider, PollResult, Transcript
 
-AUDIO = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "audio"
+AUDIO = (Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "audio").resolve()
 # Shared by the provider test modules and kept between runs: assembled once, then reused through
 # the verification marker.
 MODEL_CACHE = Path(tempfile.gettempdir()) / "conveyor-test-models"
