@@ -7,22 +7,29 @@ import signal
 import sys
 import threading
 import tomllib
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import typer
 from pydantic import ValidationError
 from rich.console import Console
 from rich.logging import RichHandler
+from rich.markup import escape
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from conveyor.config import load_settings
+from conveyor.errors import RejectedInput
 from conveyor.runtime import Runtime
 
 __all__ = [
+    "accept_files",
     "console",
     "describe_validation",
     "err_console",
     "fail",
     "make_runtime",
+    "progress_display",
     "setup_logging",
     "stop_on_signals",
 ]
@@ -100,3 +107,50 @@ def stop_on_signals() -> threading.Event:
     signal.signal(signal.SIGINT, handler)
     signal.signal(signal.SIGTERM, handler)
     return stop
+
+
+def _unreadable(path: Path) -> str | None:
+    """Why ``path`` cannot be accepted, or None when it is a regular file."""
+    if not path.exists():
+        return "no such file"
+    if path.is_dir():
+        return "is a directory, not a file to add"
+    if not path.is_file():
+        return "is not a regular file"
+    return None
+
+
+def accept_files(paths: Sequence[Path], accept: Callable[[Path], int]) -> tuple[list[int], int]:
+    """Run ``accept`` on each path; a refusal is printed and counted, never fatal.
+
+    Returns:
+        The accepted ids in order, and how many paths were refused.
+    """
+    ids: list[int] = []
+    refused = 0
+    for path in paths:
+        problem = _unreadable(path)
+        try:
+            if problem is None:
+                ids.append(accept(path))
+        except RejectedInput as exc:
+            problem = f"refused ({exc.reason}): {exc}"
+        except OSError as exc:
+            problem = f"cannot be read: {exc.strerror or exc}"
+        if problem is not None:
+            err_console.print(f"[red]{escape(f'{path}: {problem}')}[/red]", highlight=False)
+            refused += 1
+    return ids, refused
+
+
+def progress_display(state_field: str) -> Progress:
+    """The progress display of the commands that wait for work: on stderr, gone when done."""
+    return Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn(f"{{task.fields[{state_field}]}}"),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+    )

@@ -8,34 +8,24 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from conveyor.audio import queries
 from conveyor.audio.cards import record_card, transcript_of
 from conveyor.audio.intake import accept_audio
 from conveyor.cli.common import (
+    accept_files,
     console,
     err_console,
     fail,
     make_runtime,
+    progress_display,
     setup_logging,
     stop_on_signals,
 )
 from conveyor.cli.records import print_card
-from conveyor.errors import ConfigError, RejectedInput
+from conveyor.errors import ConfigError
 
 _STAGES = ["uploaded", "normalized", "submitted", "transcribed", "done"]
-
-
-def _unreadable(path: Path) -> str | None:
-    """Why ``path`` cannot be ingested, or None when it is a regular file."""
-    if not path.exists():
-        return "no such file"
-    if path.is_dir():
-        return "is a directory, not a recording"
-    if not path.is_file():
-        return "is not a regular file"
-    return None
 
 
 def ingest(
@@ -64,34 +54,20 @@ def ingest(
             runtime.provider  # noqa: B018 - a bad model or language fails before any record
         except ConfigError as exc:
             raise fail(f"invalid configuration: {exc}", 2) from None
-    ids: list[int] = []
-    refused = 0
-    for path in files:
-        problem = _unreadable(path)
-        if problem is not None:
-            err_console.print(f"[red]{path}: {problem}[/red]")
-            refused += 1
-            continue
-        try:
-            ids.append(
-                accept_audio(
-                    runtime.engine,
-                    runtime.store,
-                    runtime.clock,
-                    path,
-                    owner=owner,
-                    title=title,
-                    language=language,
-                    raw_pcm=raw_pcm,
-                    languages=runtime.languages,
-                )
-            )
-        except RejectedInput as exc:
-            err_console.print(f"[red]{path}: refused: {exc}[/red]")
-            refused += 1
-        except OSError as exc:
-            err_console.print(f"[red]{path}: cannot be read: {exc.strerror or exc}[/red]")
-            refused += 1
+    ids, refused = accept_files(
+        files,
+        lambda path: accept_audio(
+            runtime.engine,
+            runtime.store,
+            runtime.clock,
+            path,
+            owner=owner,
+            title=title,
+            language=language,
+            raw_pcm=raw_pcm,
+            languages=runtime.languages,
+        ),
+    )
     if not ids:
         raise typer.Exit(1)
     workers = runtime.settings.pipeline.workers
@@ -106,15 +82,7 @@ def ingest(
     pool.start()
     runtime.notifier.wake_local()
     try:
-        with Progress(
-            SpinnerColumn(),
-            TextColumn("{task.description}"),
-            BarColumn(),
-            TextColumn("{task.fields[stage]}"),
-            TimeElapsedColumn(),
-            console=err_console,
-            transient=True,
-        ) as progress:
+        with progress_display("stage") as progress:
             tasks = {
                 rid: progress.add_task(f"record {rid}", total=len(_STAGES) - 1, stage="uploaded")
                 for rid in ids

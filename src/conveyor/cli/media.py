@@ -9,14 +9,15 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from conveyor.cli.common import (
+    accept_files,
     console,
     err_console,
     fail,
     make_runtime,
+    progress_display,
     setup_logging,
     stop_on_signals,
 )
@@ -157,28 +158,18 @@ def media_add(
             album_id = int(album_views.find_album(conn, album, owner=owner)["id"])
         except NotFound as exc:
             raise fail(str(exc)) from None
-    ids: list[int] = []
-    refused = 0
-    for path in files:
-        if not path.is_file():
-            err_console.print(f"[red]{path}: no such file[/red]")
-            refused += 1
-            continue
-        try:
-            ids.append(
-                accept_media(
-                    runtime.engine,
-                    runtime.store,
-                    runtime.clock,
-                    path,
-                    album_id=album_id,
-                    owner=owner,
-                    max_pixels=runtime.settings.media.max_pixels,
-                )
-            )
-        except RejectedInput as exc:
-            err_console.print(f"[red]{path}: refused ({exc.reason}): {exc}[/red]")
-            refused += 1
+    ids, refused = accept_files(
+        files,
+        lambda path: accept_media(
+            runtime.engine,
+            runtime.store,
+            runtime.clock,
+            path,
+            album_id=album_id,
+            owner=owner,
+            max_pixels=runtime.settings.media.max_pixels,
+        ),
+    )
     if not ids:
         raise typer.Exit(1)
     media = runtime.settings.media
@@ -210,15 +201,7 @@ def media_add(
 
 def _follow(engine: Any, ids: list[int], stop: Any, *, waits_for_playback: bool) -> None:
     """Show each item's progress until it is done or halted (videos: playback too)."""
-    with Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.fields[state]}"),
-        TimeElapsedColumn(),
-        console=err_console,
-        transient=True,
-    ) as progress:
+    with progress_display("state") as progress:
         tasks: dict[int, Any] = {}
         pending = set(ids)
         while pending and not stop.is_set():
