@@ -143,14 +143,8 @@ def probe_video(src: Path) -> VideoInfo:
     """
     if not src.is_file() or src.stat().st_size == 0:
         raise MediaError("undecodable", f"{src.name} is empty or missing")
-    try:
-        container = av.open(str(src), metadata_errors="ignore")
-    except av.FFmpegError as exc:
-        raise MediaError("undecodable", f"{src.name} is not a readable media file: {exc}") from exc
+    container, video = _open_video(src)
     with container:
-        video = _video_stream(container)
-        if video is None:
-            raise MediaError("not_video", f"{src.name} has no video track")
         first = _first_frame(container, video)
         if first is None:
             raise MediaError("undecodable", f"no video frame of {src.name} decodes")
@@ -318,14 +312,8 @@ def extract_poster(src: Path, dst: Path, info: VideoInfo) -> tuple[int, int]:
 
 
 def _pick_poster_frame(src: Path, info: VideoInfo) -> Any:
-    try:
-        container = av.open(str(src), metadata_errors="ignore")
-    except av.FFmpegError as exc:
-        raise MediaError("undecodable", f"{src.name} is not a readable media file: {exc}") from exc
+    container, video = _open_video(src)
     with container:
-        video = _video_stream(container)
-        if video is None:
-            raise MediaError("not_video", f"{src.name} has no video track")
         video.codec_context.thread_type = "AUTO"
         best: Any | None = None
         best_std = -1.0
@@ -462,6 +450,20 @@ class _Progress:
 def _temp_path(dst: Path) -> Path:
     dst.parent.mkdir(parents=True, exist_ok=True)
     return dst.with_name(f".{dst.name}.{uuid.uuid4().hex}.tmp")
+
+
+def _open_video(src: Path) -> tuple[Any, Any]:
+    """Open ``src`` and find its video stream (the container is the caller's to close).
+
+    Raises:
+        MediaError: ``undecodable`` when it does not open, ``not_video`` with no video track.
+    """
+    container = _open_source(src)
+    video = _video_stream(container)
+    if video is None:
+        container.close()
+        raise MediaError("not_video", f"{src.name} has no video track")
+    return container, video
 
 
 def _open_source(src: Path) -> Any:

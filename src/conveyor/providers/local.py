@@ -47,6 +47,7 @@ __all__ = [
     "RESULT_FILE",
     "LocalWhisperProvider",
     "whisper_languages",
+    "write_job_file",
 ]
 
 # The job folder layout, shared with conveyor.providers.whisper_job.
@@ -252,7 +253,7 @@ class LocalWhisperProvider:
         # Built aside and renamed into place: a job folder always has its job.json.
         staging = Path(tempfile.mkdtemp(prefix=".new-", dir=self._work_dir))
         try:
-            _write_json(staging / JOB_FILE, job)
+            write_job_file(staging / JOB_FILE, job)
             staging.rename(job_dir)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
@@ -297,7 +298,7 @@ class LocalWhisperProvider:
                 close_fds=True,
             )
         self._children[job_dir.name] = child
-        _write_json(
+        write_job_file(
             job_dir / _PID_FILE,
             {"pid": child.pid, "start_ticks": _start_ticks(child.pid), "started_at": time.time()},
         )
@@ -311,7 +312,7 @@ class LocalWhisperProvider:
             del self._children[operation_id]
             job_dir = self._work_dir / operation_id
             if job_dir.is_dir():
-                _write_json(job_dir / _EXIT_FILE, {"returncode": returncode})
+                write_job_file(job_dir / _EXIT_FILE, {"returncode": returncode})
 
     def _alive(self, operation_id: str, pid: tuple[int, int | None]) -> bool:
         child = self._children.get(operation_id)
@@ -452,11 +453,17 @@ def _read_json(path: Path) -> dict[str, Any]:
     return document
 
 
-def _write_json(path: Path, document: dict[str, Any]) -> None:
+def write_job_file(path: Path, document: dict[str, Any]) -> None:
+    """Write a job file atomically (temp, fsync, rename): a reader sees all of it or nothing.
+
+    Shared by the provider and the recognizer process (:mod:`conveyor.providers.whisper_job`).
+    """
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             json.dump(document, out, ensure_ascii=False)
+            out.flush()
+            os.fsync(out.fileno())
         os.replace(tmp_name, path)
     finally:
         Path(tmp_name).unlink(missing_ok=True)

@@ -16,14 +16,12 @@ the recognizer never takes a worker down.
 from __future__ import annotations
 
 import json
-import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from conveyor.providers.local import ERROR_FILE, JOB_FILE, RESULT_FILE
+from conveyor.providers.local import ERROR_FILE, JOB_FILE, RESULT_FILE, write_job_file
 
 __all__ = ["main", "run_job"]
 
@@ -78,18 +76,6 @@ def run_job(job_dir: Path) -> dict[str, Any]:
     return result
 
 
-def _write_atomic(path: Path, document: dict[str, Any]) -> None:
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(document, out, ensure_ascii=False)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp_name, path)
-    finally:
-        Path(tmp_name).unlink(missing_ok=True)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run the job in ``argv[0]``; returns the process exit code."""
     args = sys.argv[1:] if argv is None else argv
@@ -102,9 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         message = f"{type(exc).__name__}: {exc}"
         print(f"recognition failed: {message}", file=sys.stderr, flush=True)
-        _write_atomic(job_dir / ERROR_FILE, {"error": message})
+        write_job_file(job_dir / ERROR_FILE, {"error": message})
         return 1
-    _write_atomic(job_dir / RESULT_FILE, result)
+    write_job_file(job_dir / RESULT_FILE, result)
     return 0
 
 
