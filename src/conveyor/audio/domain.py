@@ -126,9 +126,17 @@ class AudioSteps:
             note=note + ("; digital silence" if result.silent else ""),
         )
 
-    def _start_attempt(self, ctx: StepContext) -> tuple[int, str]:
+    def _call_provider(self, ctx: StepContext, attempt_id: int, operation_id: str) -> None:
+        """Submit the normalized audio under ``operation_id`` and record where the provider
+        reads it. Safe to repeat: the provider never starts one operation twice (D12)."""
         record = ctx.record
         audio, _ = self._file_path(ctx, int(record["normalized_file_id"]))
+        language = record["language"] or self.transcription.language
+        source = self.provider.submit(audio, operation_id=operation_id, language=language)
+        ctx.guarded(lambda conn: queries.finish_attempt(conn, attempt_id, source_url=source))
+
+    def _start_attempt(self, ctx: StepContext) -> str:
+        record = ctx.record
         operation_id = f"rec{record['id']}-{uuid.uuid4().hex[:16]}"
         now = ctx.clock.now()
         # D12: the attempt row is committed before the provider is called.
@@ -144,10 +152,8 @@ class AudioSteps:
                 created_at=now,
             )
         )
-        language = record["language"] or self.transcription.language
-        source = self.provider.submit(audio, operation_id=operation_id, language=language)
-        ctx.guarded(lambda conn: queries.finish_attempt(conn, attempt_id, source_url=source))
-        return attempt_id, operation_id
+        self._call_provider(ctx, attempt_id, operation_id)
+        return operation_id
 
     def submit(self, ctx: StepContext) -> Outcome:
         """``normalized`` → ``submitted``: attempt row first, then the provider call (D12)."""
@@ -161,11 +167,9 @@ class AudioSteps:
             # An operation was started before (e.g. the worker died after the provider call):
             # never start a second one; make sure the provider has it, then wait for it.
             if self.provider.poll(attempt["operation_id"]).state == "unknown":
-                audio, _ = self._file_path(ctx, int(record["normalized_file_id"]))
-                language = record["language"] or self.transcription.language
-                self.provider.submit(audio, operation_id=attempt["operation_id"], language=language)
+                self._call_provider(ctx, int(attempt["id"]), attempt["operation_id"])
             return Advance(note=f"operation {attempt['operation_id']} already started")
-        _, operation_id = self._start_attempt(ctx)
+        operation_id = self._start_attempt(ctx)
         return Advance(note=f"submitted to {self.provider.name} as {operation_id}")
 
     def collect(self, ctx: StepContext) -> Outcome:
@@ -194,12 +198,7 @@ class AudioSteps:
             return Postpone(self.transcription.poll_delay)
         if result.state == "unknown" and attempt["source_url"] is None:
             # Killed between writing the attempt and calling the provider: call it now.
-            audio, _ = self._file_path(ctx, int(record["normalized_file_id"]))
-            self.provider.submit(
-                audio,
-                operation_id=attempt["operation_id"],
-                language=record["language"] or self.transcription.language,
-            )
+            self._call_provider(ctx, int(attempt["id"]), attempt["operation_id"])
             return Postpone(self.transcription.poll_delay)
         if result.state in ("failed", "unknown"):
             error = result.error or "the provider no longer knows this operation"
