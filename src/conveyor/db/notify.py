@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any
 
 from sqlalchemy import Engine, text
@@ -32,6 +33,7 @@ class Notifier:
         self._engine = engine
         self._cond = threading.Condition()
         self._generation = 0
+        self._due: float | None = None
         self._listener: threading.Thread | None = None
         self._closing = threading.Event()
 
@@ -49,9 +51,12 @@ class Notifier:
 
     def wake_after(self, delay: float) -> None:
         """Wake this process's waiters once ``delay`` seconds from now (a retry pause ends)."""
-        timer = threading.Timer(max(0.0, delay), self.wake_local)
-        timer.daemon = True
-        timer.start()
+        # No timer thread per pause: waiters shorten their sleep to the earliest due time.
+        due = time.monotonic() + max(0.0, delay)
+        with self._cond:
+            if self._due is None or due < self._due:
+                self._due = due
+                self._cond.notify_all()
 
     def publish(self) -> None:
         """Announce new work: to this process, and on PostgreSQL to every listening process."""
@@ -69,8 +74,21 @@ class Notifier:
         Returns:
             True when woken, False on timeout.
         """
+        deadline = time.monotonic() + timeout
         with self._cond:
-            return self._cond.wait_for(lambda: self._generation != since, timeout=timeout)
+            while self._generation == since:
+                now = time.monotonic()
+                if self._due is not None and self._due <= now:
+                    # The first waiter to see a scheduled wake-up come due wakes everyone.
+                    self._due = None
+                    self._generation += 1
+                    self._cond.notify_all()
+                    return True
+                end = deadline if self._due is None else min(deadline, self._due)
+                if end <= now and end == deadline:
+                    return False
+                self._cond.wait(max(0.0, end - now))
+            return True
 
     def start_listening(self) -> None:
         """On PostgreSQL, hear wake-ups published by other processes (a daemon thread)."""
