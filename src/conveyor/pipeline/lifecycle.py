@@ -91,6 +91,10 @@ def apply_outcome(
             stage that is not later than the current one.
     """
     now = clock.now()
+    if isinstance(outcome, Fail) and attempts + 1 >= max_attempts:
+        outcome = Halt(
+            "attempts_exhausted", f"failed {attempts + 1} times; last error: {outcome.error}"
+        )
     if isinstance(outcome, Fail):
         outcome = Fail(redact(outcome.error) or "")
     elif isinstance(outcome, Halt):
@@ -109,8 +113,6 @@ def apply_outcome(
             "state_entered_at": now,
             "attempts": 0,
             "retry_at": None,
-            "claim_token": None,
-            "claim_expires_at": None,
         }
         writes = outcome.writes
         name, event_text = "advanced", outcome.note or f"{stage} → {target}"
@@ -121,34 +123,14 @@ def apply_outcome(
             **outcome.fields,
             "attempts": 0,
             "retry_at": now + outcome.delay,
-            "claim_token": None,
-            "claim_expires_at": None,
         }
         writes = outcome.writes
         name, event_text = "postponed", None
     elif isinstance(outcome, Fail):
         failures = attempts + 1
-        if failures >= max_attempts:
-            return apply_outcome(
-                engine,
-                domain,
-                claim,
-                stage,
-                Halt(
-                    "attempts_exhausted",
-                    f"failed {failures} times; last error: {outcome.error}",
-                ),
-                clock=clock,
-                max_attempts=max_attempts,
-                retry_base=retry_base,
-                retry_max=retry_max,
-                attempts=attempts,
-            )
         values = {
             "attempts": failures,
             "retry_at": now + retry_pause(failures, retry_base, retry_max),
-            "claim_token": None,
-            "claim_expires_at": None,
         }
         name, event_text = "failed", outcome.error
     else:
@@ -156,12 +138,11 @@ def apply_outcome(
             "halted_at": now,
             "halt_reason": outcome.reason,
             "halt_error": outcome.error,
-            "claim_token": None,
-            "claim_expires_at": None,
         }
         writes = outcome.writes
         name, event_text = "halted", f"{outcome.reason}: {outcome.error}"
-    values["updated_at"] = now
+    # Every outcome gives the claim back: the record is claimable again once its pause ends.
+    values.update(claim_token=None, claim_expires_at=None, updated_at=now)
 
     with engine.connect() as conn, conn.begin() as tx:
         if writes is not None:
