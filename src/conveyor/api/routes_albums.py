@@ -16,7 +16,7 @@ from conveyor.api.auth import Owner
 from conveyor.api.schemas import PLAIN_TEXT, Album, AlbumCreate, AlbumDetail, ErrorBody, Item
 from conveyor.api.sse import album_stream
 from conveyor.api.state import ApiState, State
-from conveyor.api.uploads import Upload, clean_filename, receive_upload
+from conveyor.api.uploads import Upload, clean_filename, receive_upload, upload_responses
 from conveyor.errors import NotFound
 from conveyor.media import albums as views
 from conveyor.media import queries
@@ -152,10 +152,9 @@ def get_album(state: State, owner: Owner, album_id: AlbumId) -> dict[str, Any]:
     openapi_extra={"requestBody": _MEDIA_BODY},
     responses={
         **_ERRORS,
-        400: {"model": ErrorBody, "description": "Malformed multipart body."},
-        413: {"model": ErrorBody, "description": "Larger than `[api] max_upload_bytes`."},
-        415: {"model": ErrorBody, "description": "The content is not a photo or video."},
-        422: {"model": ErrorBody, "description": "Empty, too many pixels, or unreadable."},
+        **upload_responses(
+            "The content is not a photo or video.", "Empty, too many pixels, or unreadable."
+        ),
     },
 )
 async def upload_item(

@@ -27,7 +27,7 @@ from conveyor.api.schemas import (
 )
 from conveyor.api.state import ApiState, State
 from conveyor.api.text_formats import srt, vtt
-from conveyor.api.uploads import Upload, clean_filename, receive_upload
+from conveyor.api.uploads import Upload, clean_filename, receive_upload, upload_responses
 from conveyor.audio import queries
 from conveyor.audio.cards import iso, record_card, transcript_of
 from conveyor.audio.intake import accept_audio
@@ -133,10 +133,7 @@ def _field(upload: Upload, name: str, given: str | None, limit: int) -> str | No
     openapi_extra={"requestBody": UPLOAD_BODY},
     responses={
         **_ERRORS,
-        400: {"model": ErrorBody, "description": "Malformed multipart body."},
-        413: {"model": ErrorBody, "description": "Larger than `[api] max_upload_bytes`."},
-        415: {"model": ErrorBody, "description": "The content is not audio or video."},
-        422: {"model": ErrorBody, "description": "Empty upload or invalid fields."},
+        **upload_responses("The content is not audio or video.", "Empty upload or invalid fields."),
     },
 )
 async def upload_record(

@@ -30,7 +30,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import anyio
 import anyio.from_thread
@@ -41,12 +41,31 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.types import Message
 
 from conveyor.api.errors import ApiError
+from conveyor.api.schemas import ErrorBody
 from conveyor.api.state import state_of
 from conveyor.errors import RejectedInput
 
-__all__ = ["BodyChunks", "Upload", "check_length", "clean_filename", "receive_upload"]
+__all__ = [
+    "BodyChunks",
+    "Upload",
+    "check_length",
+    "clean_filename",
+    "receive_upload",
+    "upload_responses",
+]
 
 T = TypeVar("T")
+
+
+def upload_responses(not_media: str, unprocessable: str) -> dict[int | str, dict[str, Any]]:
+    """The OpenAPI error responses every upload route shares, with its own 415/422 wording."""
+    return {
+        400: {"model": ErrorBody, "description": "Malformed multipart body."},
+        413: {"model": ErrorBody, "description": "Larger than `[api] max_upload_bytes`."},
+        415: {"model": ErrorBody, "description": not_media},
+        422: {"model": ErrorBody, "description": unprocessable},
+    }
+
 
 # Threads that may sit in uploads at once. Their own limiter, so slow phones on slow links
 # cannot take every thread the ordinary (sync) routes need.
