@@ -7,9 +7,10 @@ for the expiry "written as a number"). Tests inject :class:`conveyor.testing.Fak
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime
 from typing import Protocol
 
-__all__ = ["Clock", "SystemClock"]
+__all__ = ["Clock", "SystemClock", "iso_utc"]
 
 
 class Clock(Protocol):
@@ -26,3 +27,10 @@ class SystemClock:
     def now(self) -> float:
         """Return ``time.time()``."""
         return time.time()
+
+
+def iso_utc(epoch: float | None) -> str | None:
+    """Epoch seconds → ISO 8601 UTC text to the second (``2026-11-29T19:32:00Z``); None stays."""
+    if epoch is None:
+        return None
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")

@@ -29,8 +29,9 @@ from conveyor.api.state import ApiState, State
 from conveyor.api.text_formats import srt, vtt
 from conveyor.api.uploads import Upload, clean_filename, receive_upload, upload_responses
 from conveyor.audio import queries
-from conveyor.audio.cards import iso, record_card, transcript_of
+from conveyor.audio.cards import record_card, transcript_of
 from conveyor.audio.intake import accept_audio
+from conveyor.clock import iso_utc
 from conveyor.errors import NotFound, RejectedInput
 from conveyor.objects import file_by_id
 from conveyor.pipeline import resume
@@ -322,7 +323,7 @@ def get_events(state: State, owner: Owner, record_id: RecordId) -> list[dict[str
             "outcome": r["outcome"],
             "outcome_text": r["outcome_text"],
             "origin": r["origin"],
-            "created_at": iso(r["created_at"]),
+            "created_at": iso_utc(r["created_at"]),
         }
         for r in rows
     ]

@@ -31,7 +31,7 @@ from collections.abc import AsyncIterator, Callable
 import anyio
 import anyio.to_thread
 
-from conveyor.audio.cards import iso
+from conveyor.clock import iso_utc
 from conveyor.db.notify import Notifier
 from conveyor.media.broadcast import AlbumBroadcast, AlbumEvent
 
@@ -56,7 +56,7 @@ def format_event(event: AlbumEvent) -> str:
         "album_id": event.album_id,
         "item_id": event.item_id,
         "kind": event.kind,
-        "created_at": iso(event.created_at),
+        "created_at": iso_utc(event.created_at),
         "payload": event.payload,
         "links": {"item": f"/api/items/{event.item_id}"},
     }

@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Connection, RowMapping
 
 from conveyor.audio import queries
+from conveyor.clock import iso_utc
 
-__all__ = ["iso", "record_card", "transcript_of"]
-
-
-def iso(epoch: float | None) -> str | None:
-    """Epoch seconds → ISO 8601 UTC text (None stays None)."""
-    if epoch is None:
-        return None
-    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+__all__ = ["record_card", "transcript_of"]
 
 
 def record_card(record: RowMapping) -> dict[str, Any]:
@@ -37,15 +30,15 @@ def record_card(record: RowMapping) -> dict[str, Any]:
         "halted": halted,
         "halt_reason": record["halt_reason"],
         "halt_error": record["halt_error"],
-        "halted_at": iso(record["halted_at"]),
+        "halted_at": iso_utc(record["halted_at"]),
         "attempts": record["attempts"],
         "language": record["language"],
         "detected_language": record["detected_language"],
         "duration": record["duration"],
         "no_speech": record["no_speech"],
-        "created_at": iso(record["created_at"]),
-        "stage_entered_at": iso(record["state_entered_at"]),
-        "updated_at": iso(record["updated_at"]),
+        "created_at": iso_utc(record["created_at"]),
+        "stage_entered_at": iso_utc(record["state_entered_at"]),
+        "updated_at": iso_utc(record["updated_at"]),
     }
 
 

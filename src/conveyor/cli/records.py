@@ -9,8 +9,9 @@ import typer
 from rich.table import Table
 
 from conveyor.audio import queries
-from conveyor.audio.cards import iso, record_card, transcript_of
+from conveyor.audio.cards import record_card, transcript_of
 from conveyor.cli.common import console, fail, make_runtime
+from conveyor.clock import iso_utc
 from conveyor.errors import Conflict, NotFound
 from conveyor.pipeline import resume as resume_record
 
@@ -66,7 +67,7 @@ def list_(
             row["original_name"] or "",
             row["stage"],
             row["halt_reason"] or "",
-            iso(row["created_at"]) or "",
+            iso_utc(row["created_at"]) or "",
         )
     console.print(table)
 
@@ -102,7 +103,7 @@ def events(record_id: Annotated[int, typer.Argument(help="The record's id.")]) -
     table = Table("time", "stage", "outcome", "origin", "text")
     for row in rows:
         table.add_row(
-            iso(row["created_at"]) or "",
+            iso_utc(row["created_at"]) or "",
             row["stage"],
             row["outcome"],
             row["origin"],

@@ -8,8 +8,8 @@ import typer
 from rich.table import Table
 
 from conveyor.accounts import add_user, create_token, list_tokens, list_users, revoke_token
-from conveyor.audio.cards import iso
 from conveyor.cli.common import console, err_console, fail, make_runtime
+from conveyor.clock import iso_utc
 from conveyor.errors import Conflict, NotFound, RejectedInput
 
 __all__ = ["tokens_app", "users_app"]
@@ -35,7 +35,7 @@ def users_list() -> None:
     runtime = make_runtime()
     table = Table("id", "name", "created")
     for user in list_users(runtime.engine):
-        table.add_row(str(user["id"]), user["name"], iso(user["created_at"]) or "")
+        table.add_row(str(user["id"]), user["name"], iso_utc(user["created_at"]) or "")
     console.print(table)
 
 
@@ -70,8 +70,8 @@ def tokens_list(user: Annotated[str, typer.Argument(help="Whose tokens.")]) -> N
         table.add_row(
             str(token["id"]),
             token["label"] or "",
-            iso(token["created_at"]) or "",
-            iso(token["last_used_at"]) or "",
+            iso_utc(token["created_at"]) or "",
+            iso_utc(token["last_used_at"]) or "",
         )
     console.print(table)
 

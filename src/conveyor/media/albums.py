@@ -7,23 +7,23 @@ the long lane ``playback`` (M3). Absent roles are simply not listed.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Connection, Engine, RowMapping
 from sqlalchemy.exc import IntegrityError
 
-from conveyor.clock import Clock
+from conveyor.clock import Clock, iso_utc
 from conveyor.errors import Conflict, NotFound, RejectedInput
 from conveyor.media import queries
 
-__all__ = ["album_items", "create_album", "find_album", "item_view", "list_albums"]
-
-
-def _iso(epoch: float | None) -> str | None:
-    if epoch is None:
-        return None
-    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+__all__ = [
+    "album_items",
+    "create_album",
+    "find_album",
+    "item_view",
+    "list_albums",
+    "roles_of",
+]
 
 
 def create_album(engine: Engine, clock: Clock, *, owner: str, name: str) -> int:
@@ -81,7 +81,7 @@ def list_albums(conn: Connection, owner: str | None = None) -> list[dict[str, An
             "owner": a["owner"],
             "name": a["name"],
             "items": int(a["items"]),
-            "created_at": _iso(a["created_at"]),
+            "created_at": iso_utc(a["created_at"]),
         }
         for a in queries.list_albums(conn, owner)
     ]
@@ -101,17 +101,7 @@ def item_view(conn: Connection, item_id: int, *, owner: str | None = None) -> di
     item = queries.item_by_id(conn, item_id, owner)
     if item is None:
         raise NotFound(f"item {item_id} does not exist")
-    roles = {
-        str(o["role"]): {
-            "key": o["key"],
-            "mime_type": o["mime_type"],
-            "size": o["size"],
-            "width": o["width"],
-            "height": o["height"],
-            "duration": o["duration"],
-        }
-        for o in queries.objects_of(conn, item_id)
-    }
+    roles = roles_of(conn, item_id)
     return {
         "id": item["id"],
         "album_id": item["album_id"],
@@ -126,9 +116,25 @@ def item_view(conn: Connection, item_id: int, *, owner: str | None = None) -> di
         "width": item["width"],
         "height": item["height"],
         "duration": item["duration"],
-        "uploaded_at": _iso(item["uploaded_at"]),
-        "captured_at": _iso(item["captured_at"]),
+        "uploaded_at": iso_utc(item["uploaded_at"]),
+        "captured_at": iso_utc(item["captured_at"]),
         "roles": roles,
+    }
+
+
+def roles_of(conn: Connection, item_id: int) -> dict[str, dict[str, Any]]:
+    """The item's objects by role: ``key``, ``mime_type``, ``size`` (bytes), ``width``,
+    ``height`` (pixels), ``duration`` (seconds, videos). Absent roles are absent (M2)."""
+    return {
+        str(o["role"]): {
+            "key": o["key"],
+            "mime_type": o["mime_type"],
+            "size": o["size"],
+            "width": o["width"],
+            "height": o["height"],
+            "duration": o["duration"],
+        }
+        for o in queries.objects_of(conn, item_id)
     }
 
 

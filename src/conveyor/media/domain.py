@@ -46,6 +46,7 @@ from conveyor.config import MediaSettings
 from conveyor.db.tables import media_items
 from conveyor.errors import MediaError
 from conveyor.media import queries
+from conveyor.media.albums import roles_of
 from conveyor.media.images import make_image_variants, probe_image
 from conveyor.media.intake import owner_message
 from conveyor.media.video import extract_poster, make_playback, probe_video
@@ -270,15 +271,7 @@ class MediaSteps:
                     now=now,
                 )
                 queries.put_object(conn, item_id, obj.role, file_id)
-            roles = {
-                str(r["role"]): {
-                    "mime_type": r["mime_type"],
-                    "size": r["size"],
-                    "width": r["width"],
-                    "height": r["height"],
-                }
-                for r in queries.objects_of(conn, item_id)
-            }
+            roles = roles_of(conn, item_id)
             payload = {"item_id": item_id, "kind": item["kind"], "stage": stage, "roles": roles}
             queries.insert_album_event(
                 conn, album_id=album_id, item_id=item_id, kind=kind, payload=payload, created_at=now
