@@ -43,15 +43,24 @@ class Runtime:
         settings: the settings, read once by the entry point.
         clock: time source (a FakeClock in tests).
         engine: an existing engine to use instead of one built from ``[database] url``.
+        provider: a recognition provider to use instead of the configured one (tests use
+            :class:`conveyor.testing.FakeProvider`).
     """
 
     def __init__(
-        self, settings: Settings, clock: Clock | None = None, *, engine: Engine | None = None
+        self,
+        settings: Settings,
+        clock: Clock | None = None,
+        *,
+        engine: Engine | None = None,
+        provider: RecognitionProvider | None = None,
     ) -> None:
         self.settings = settings
         self.clock: Clock = clock or SystemClock()
         if engine is not None:
             self.engine = engine
+        if provider is not None:
+            self.provider = provider
 
     @cached_property
     def engine(self) -> Engine:

@@ -1,10 +1,21 @@
-"""Test helpers shipped in the package: a clock that moves only when told to."""
+"""Test helpers shipped in the package: a clock that moves only when told to, and a recognition
+provider that answers at once (for tests that are not about recognition)."""
 
 from __future__ import annotations
 
+import json
 import threading
+from pathlib import Path
 
-__all__ = ["FakeClock"]
+from conveyor.providers.base import (
+    PollResult,
+    RecognitionRequest,
+    Segment,
+    Submission,
+    Transcript,
+)
+
+__all__ = ["FakeClock", "FakeProvider"]
 
 
 class FakeClock:
@@ -32,3 +43,85 @@ class FakeClock:
         """Jump to ``when`` (epoch seconds)."""
         with self._lock:
             self._now = when
+
+
+class FakeProvider:
+    """A :class:`~conveyor.providers.RecognitionProvider` that answers at once, recognising nothing.
+
+    For tests that are not about recognition: every submitted recording "says" ``text``. It is
+    asynchronous (one ``running`` poll per operation before ``done``, so the ``submitted`` stage
+    is exercised) unless ``synchronous``, in which case ``submit`` returns the raw response like
+    an OpenAI-compatible server. ``submits`` lists every operation key submitted, in order.
+
+    Args:
+        text: the transcript of every recording; empty means no speech.
+        language: the ISO 639-1 code reported.
+        synchronous: answer from ``submit`` instead of a poll.
+    """
+
+    name = "fake"
+    model = "fake-1"
+    languages = frozenset({"en", "de", "ru", "fr", "es"})
+    idempotent_submit = True
+
+    def __init__(
+        self, text: str = "Hello world.", language: str = "en", *, synchronous: bool = False
+    ) -> None:
+        self.text = text
+        self.language = language
+        self.synchronous = synchronous
+        self.submits: list[str] = []
+        self._polls: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def _raw(self) -> bytes:
+        segments = [{"start": 0.0, "end": 1.0, "text": self.text}] if self.text else []
+        return json.dumps({"language": self.language, "segments": segments}).encode()
+
+    def submit(self, audio: Path, *, operation_id: str, request: RecognitionRequest) -> Submission:
+        """Accept the recording; idempotent per ``operation_id``."""
+        with self._lock:
+            if operation_id not in self._polls:
+                self.submits.append(operation_id)
+                self._polls[operation_id] = 0
+        raw = self._raw() if self.synchronous else None
+        return Submission(operation_id=operation_id, source_url=str(audio), raw=raw)
+
+    def poll(self, operation_id: str) -> PollResult:
+        """``running`` on the first poll of an operation, ``done`` afterwards."""
+        with self._lock:
+            if operation_id not in self._polls:
+                return PollResult("unknown")
+            self._polls[operation_id] += 1
+            if self._polls[operation_id] == 1:
+                return PollResult("running")
+        return PollResult("done", raw=self._raw())
+
+    def parse(self, raw: bytes) -> Transcript:
+        """The fake raw response as a transcript."""
+        try:
+            document = json.loads(raw)
+            segments = tuple(
+                Segment(float(s["start"]), float(s["end"]), str(s["text"]))
+                for s in document["segments"]
+            )
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"not a fake provider response: {exc}") from exc
+        text = " ".join(s.text for s in segments)
+        if not text:
+            return Transcript("", (), None, True)
+        language = str(document["language"])
+        return Transcript(text, segments, language, False, (language,))
+
+    def discard(self, operation_id: str) -> None:
+        """Forget the operation."""
+        with self._lock:
+            self._polls.pop(operation_id, None)
+
+    def poll_delay(self, duration: float, waited: float) -> float:
+        """A tenth of a second."""
+        return 0.1
+
+    def deadline(self, duration: float) -> float:
+        """An hour."""
+        return 3600.0

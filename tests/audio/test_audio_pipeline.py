@@ -23,6 +23,7 @@ from conveyor.audio.intake import accept_audio
 from conveyor.config import Settings
 from conveyor.db.tables import audio_records, files, recognition_attempts
 from conveyor.errors import RejectedInput
+from conveyor.providers import RecognitionRequest, Submission
 from conveyor.runtime import Runtime
 
 SPEECH: dict[str, tuple[str, float]] = {
@@ -195,7 +196,9 @@ def test_d12_attempt_row_is_written_before_the_provider_call_and_never_twice(
     provider = runtime.provider
     real_submit = provider.submit
 
-    def observing_submit(audio: Path, *, operation_id: str, language: str | None) -> str:
+    def observing_submit(
+        audio: Path, *, operation_id: str, request: RecognitionRequest
+    ) -> Submission:
         with runtime.engine.connect() as conn:
             rows = conn.execute(
                 select(recognition_attempts).where(
@@ -203,7 +206,7 @@ def test_d12_attempt_row_is_written_before_the_provider_call_and_never_twice(
                 )
             ).all()
         seen.append(len(rows))
-        return real_submit(audio, operation_id=operation_id, language=language)
+        return real_submit(audio, operation_id=operation_id, request=request)
 
     provider.submit = observing_submit  # type: ignore[method-assign]
     assert executor.run_once(domain, "audio")  # normalize

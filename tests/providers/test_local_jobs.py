@@ -19,7 +19,9 @@ from conveyor.providers import (
     LocalWhisperProvider,
     PollResult,
     RecognitionProvider,
+    RecognitionRequest,
     Segment,
+    Submission,
     Transcript,
 )
 
@@ -57,8 +59,14 @@ def test_public_surface() -> None:
         "LocalWhisperProvider",
         "PollResult",
         "PollState",
+        "ProviderBusy",
+        "ProviderError",
+        "ProviderRejected",
         "RecognitionProvider",
+        "RecognitionRequest",
         "Segment",
+        "Submission",
+        "SubmitOutcomeUnknown",
         "Transcript",
         "resolve_model",
     ]
@@ -78,7 +86,9 @@ def test_operation_id_must_be_a_plain_name(tmp_path: Path) -> None:
     provider = make_provider(tmp_path)
     for bad in ("", "../x", "a/b", ".hidden"):
         with pytest.raises(ValueError, match="operation id"):
-            provider.submit(AUDIO / "silence_1s.wav", operation_id=bad, language=None)
+            provider.submit(
+                AUDIO / "silence_1s.wav", operation_id=bad, request=RecognitionRequest()
+            )
 
 
 @pytest.mark.skipif(not AUDIO.is_dir(), reason="the shared audio corpus is absent")
@@ -89,14 +99,16 @@ def test_d12_submit_is_idempotent_and_extra_jobs_queue(tmp_path: Path) -> None:
     first = make_provider(work, processes=1)
     silence = AUDIO / "silence_1s.wav"
 
-    source = first.submit(silence, operation_id="op-a", language=None)
+    submission = first.submit(silence, operation_id="op-a", request=RecognitionRequest())
+    assert submission == Submission(operation_id="op-a", source_url=str(silence))
     pid = pid_of(work / "op-a")
     assert pid is not None
-    assert first.submit(silence, operation_id="op-a", language="en") == source == str(silence)
+    again = first.submit(silence, operation_id="op-a", request=RecognitionRequest(language="en"))
+    assert again == submission
     assert pid_of(work / "op-a") == pid
     assert json.loads((work / "op-a" / "job.json").read_text(encoding="utf-8"))["language"] is None
 
-    first.submit(silence, operation_id="op-b", language=None)
+    first.submit(silence, operation_id="op-b", request=RecognitionRequest())
     assert pid_of(work / "op-b") is None  # over the limit: queued, not started
     assert first.poll("op-b").state == "running"
 
@@ -112,7 +124,7 @@ def test_d12_submit_is_idempotent_and_extra_jobs_queue(tmp_path: Path) -> None:
 @pytest.mark.skipif(not AUDIO.is_dir(), reason="the shared audio corpus is absent")
 def test_killed_recognizer_polls_as_failed_with_reason(tmp_path: Path) -> None:
     provider = make_provider(tmp_path)
-    provider.submit(AUDIO / "jfk.wav", operation_id="doomed", language=None)
+    provider.submit(AUDIO / "jfk.wav", operation_id="doomed", request=RecognitionRequest())
     pid = pid_of(tmp_path / "doomed")
     assert pid is not None
     time.sleep(0.5)  # mid-run: still importing or loading the model
@@ -129,7 +141,7 @@ def test_killed_recognizer_polls_as_failed_with_reason(tmp_path: Path) -> None:
 @pytest.mark.skipif(not AUDIO.is_dir(), reason="the shared audio corpus is absent")
 def test_undecodable_input_polls_as_failed_with_recognizer_error(tmp_path: Path) -> None:
     provider = make_provider(tmp_path)
-    provider.submit(AUDIO / "not_audio_text.wav", operation_id="text", language=None)
+    provider.submit(AUDIO / "not_audio_text.wav", operation_id="text", request=RecognitionRequest())
     result = wait(provider, "text")
     assert result.state == "failed"
     assert result.error is not None
@@ -139,7 +151,7 @@ def test_undecodable_input_polls_as_failed_with_recognizer_error(tmp_path: Path)
 @pytest.mark.skipif(not AUDIO.is_dir(), reason="the shared audio corpus is absent")
 def test_discard_kills_and_forgets(tmp_path: Path) -> None:
     provider = make_provider(tmp_path)
-    provider.submit(AUDIO / "jfk.wav", operation_id="gone", language=None)
+    provider.submit(AUDIO / "jfk.wav", operation_id="gone", request=RecognitionRequest())
     pid = pid_of(tmp_path / "gone")
     assert pid is not None
     provider.discard("gone")
@@ -199,13 +211,17 @@ def test_parse_drops_segments_every_fallback_temperature_failed(tmp_path: Path) 
     assert provider.parse(raw((" the the the the the the", 0.7, -0.2), ratio=2.5)).no_speech
 
 
-def test_parse_keeps_confident_repetitive_speech(tmp_path: Path) -> None:
-    """A long recording that repeats itself (a refrain, counting) is speech, not a loop."""
+def test_parse_never_keeps_a_loop_that_failed_at_every_temperature(tmp_path: Path) -> None:
+    """A sentence said three times came back fourteen times: the decoder's compression check
+    failed at every fallback temperature, and such a segment is never kept; the confident
+    segments around it are."""
     provider = make_provider(tmp_path)
-    refrain = (" Ask not what your country can do for you. Ask not what your country", 0.01, -0.2)
-    transcript = provider.parse(raw(refrain, refrain, ratio=2.6))
-    assert not transcript.no_speech
-    assert transcript.text.count("Ask not") == 4
+    loop = " Ask not what your country can do for you." * 14
+    document = json.loads(raw((" First.", 0.01, -0.2), (loop, 0.01, -0.2), (" Last.", 0.01, -0.2)))
+    document["segments"][1].update(compression_ratio=6.1, temperature=1.0)
+    transcript = provider.parse(json.dumps(document).encode())
+    assert transcript.text == "First. Last."
+    assert [s.text for s in transcript.segments] == ["First.", "Last."]
 
 
 @pytest.mark.parametrize(

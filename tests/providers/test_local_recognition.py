@@ -19,7 +19,7 @@ import jiwer
 import pytest
 
 from conveyor.config import TranscriptionSettings
-from conveyor.providers import LocalWhisperProvider, PollResult, Transcript
+from conveyor.providers import LocalWhisperProvider, PollResult, RecognitionRequest, Transcript
 
 AUDIO = (Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "audio").resolve()
 # Shared by the provider test modules and kept between runs: assembled once, then reused through
@@ -111,7 +111,7 @@ def transcripts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
         if clip == "goforward.raw":
             path = raw_to_wav(path, tmp / "goforward.wav")
         op = operation_id(clip, language)
-        provider.submit(path, operation_id=op, language=language)
+        provider.submit(path, operation_id=op, request=RecognitionRequest(language=language))
         ids.append(op)
     results = wait_all(provider, ids)
     failed = {op: r.error for op, r in results.items() if r.state != "done"}

@@ -31,7 +31,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, RowMapping
 
 from conveyor.audio import queries
 from conveyor.audio.normalize import normalize_audio
@@ -40,7 +40,14 @@ from conveyor.db.tables import audio_records
 from conveyor.objects import LocalStore, file_by_id, put_file_row
 from conveyor.pipeline import Advance, Domain, Fail, Halt, Postpone, Stage, StepContext
 from conveyor.pipeline.outcomes import Outcome
-from conveyor.providers.base import RecognitionProvider
+from conveyor.pipeline.redact import redact
+from conveyor.providers.base import (
+    ProviderBusy,
+    ProviderRejected,
+    RecognitionProvider,
+    RecognitionRequest,
+    SubmitOutcomeUnknown,
+)
 
 __all__ = ["AUDIO_LANE", "OWNED_FIELDS", "AudioSteps", "build_audio_domain"]
 
@@ -126,107 +133,213 @@ class AudioSteps:
             note=note + ("; digital silence" if result.silent else ""),
         )
 
-    def _call_provider(self, ctx: StepContext, attempt_id: int, operation_id: str) -> None:
-        """Submit the normalized audio under ``operation_id`` and record where the provider
-        reads it. Safe to repeat: the provider never starts one operation twice (D12)."""
-        record = ctx.record
-        audio, _ = self._file_path(ctx, int(record["normalized_file_id"]))
-        language = record["language"] or self.transcription.language
-        source = self.provider.submit(audio, operation_id=operation_id, language=language)
-        ctx.guarded(lambda conn: queries.finish_attempt(conn, attempt_id, source_url=source))
+    # -- recognition: submit and collect (D2, D12) ---------------------------------------------
 
-    def _start_attempt(self, ctx: StepContext) -> str:
+    def _request(self, ctx: StepContext) -> RecognitionRequest:
         record = ctx.record
-        operation_id = f"rec{record['id']}-{uuid.uuid4().hex[:16]}"
+        return RecognitionRequest(
+            language=record["language"] or self.transcription.language,
+            hints=None,
+            duration=float(record["duration"] or 0.0),
+        )
+
+    def _start_attempt(self, ctx: StepContext, *, then: Outcome) -> Outcome:
+        """Write a new attempt row, then call the provider (D12); ``then`` once it is accepted."""
+        record = ctx.record
+        key = f"rec{record['id']}-{uuid.uuid4().hex[:16]}"
         now = ctx.clock.now()
-        # D12: the attempt row is committed before the provider is called.
         attempt_id = ctx.guarded(
             lambda conn: queries.insert_attempt(
                 conn,
                 record_id=record["id"],
                 provider=self.provider.name,
-                operation_id=operation_id,
+                operation_id=key,
                 claim_token=ctx.claim.token,
                 model=self.provider.model,
                 state="started",
                 created_at=now,
             )
         )
-        self._call_provider(ctx, attempt_id, operation_id)
-        return operation_id
+        return self._call_provider(ctx, attempt_id, key, then=then)
 
-    def submit(self, ctx: StepContext) -> Outcome:
-        """``normalized`` → ``submitted``: attempt row first, then the provider call (D12)."""
-        record = ctx.record
-        if record["no_speech"]:
-            # Digital silence: nothing to recognise, and nothing to pay a provider for.
-            return Advance(to="transcribed", note="silent audio: recognition skipped")
-        with ctx.engine.connect() as conn:
-            attempt = queries.latest_attempt(conn, int(record["id"]))
-        if attempt is not None and attempt["state"] == "started":
-            # An operation was started before (e.g. the worker died after the provider call):
-            # never start a second one; make sure the provider has it, then wait for it.
-            if self.provider.poll(attempt["operation_id"]).state == "unknown":
-                self._call_provider(ctx, int(attempt["id"]), attempt["operation_id"])
-            return Advance(note=f"operation {attempt['operation_id']} already started")
-        operation_id = self._start_attempt(ctx)
-        return Advance(note=f"submitted to {self.provider.name} as {operation_id}")
+    def _call_provider(
+        self, ctx: StepContext, attempt_id: int, key: str, *, then: Outcome
+    ) -> Outcome:
+        """Submit the normalized audio for the attempt ``attempt_id`` keyed ``key``.
 
-    def collect(self, ctx: StepContext) -> Outcome:
-        """``submitted`` → ``transcribed``: wait for the operation, keep its raw response (D2)."""
+        The attempt row exists already (D12). What the provider answered is written on the row
+        whether or not the claim still holds: it is a fact about money spent, not a step result.
+        """
         record = ctx.record
-        record_id = int(record["id"])
+        audio, _ = self._file_path(ctx, int(record["normalized_file_id"]))
+        provider = self.provider
+        try:
+            submission = provider.submit(audio, operation_id=key, request=self._request(ctx))
+        except ProviderBusy as exc:
+            self._mark(ctx, attempt_id, state="refused", error=str(exc))
+            return Postpone(self._busy_delay(ctx, exc.retry_after))
+        except SubmitOutcomeUnknown as exc:
+            if provider.idempotent_submit:
+                # Repeating the same key starts nothing new: an ordinary retry is safe.
+                return Fail(f"submit to {provider.name} got no answer: {exc}")
+            self._mark(ctx, attempt_id, state="submit_unknown", error=str(exc))
+            return Halt("submit_unknown", _submit_unknown_text(provider.name, key, str(exc)))
+        except ProviderRejected as exc:
+            self._mark(ctx, attempt_id, state="failed", error=str(exc))
+            return Halt(exc.reason, f"{provider.name} refused the recording: {exc}")
+        if submission.raw is None:
+            self._mark(
+                ctx,
+                attempt_id,
+                state="submitted",
+                operation_id=submission.operation_id,
+                source_url=submission.source_url,
+                finished_at=None,
+            )
+            return then
+        # A synchronous provider answered with the transcript: keep it before anything else (D2).
+        self._mark(
+            ctx,
+            attempt_id,
+            state="submitted",
+            operation_id=submission.operation_id,
+            source_url=submission.source_url,
+            finished_at=None,
+        )
+        keep = self._keep_raw(ctx, attempt_id, submission.raw, submission.content_type)
+        return Advance(to="transcribed", writes=keep, note=f"recognised by {provider.name}")
+
+    def _mark(self, ctx: StepContext, attempt_id: int, **values: Any) -> None:
+        values.setdefault("finished_at", ctx.clock.now())
+        if "error" in values:
+            values["error"] = redact(values["error"])
+        with ctx.engine.begin() as conn:
+            queries.finish_attempt(conn, attempt_id, **values)
+
+    def _busy_delay(self, ctx: StepContext, retry_after: float | None) -> float:
+        """Back-off for a provider that started nothing: its ``Retry-After``, else doubling per
+        refusal since the record entered its stage, capped at ``[pipeline] retry_max``."""
+        record = ctx.record
         with ctx.engine.connect() as conn:
-            attempt = queries.latest_attempt(conn, record_id)
-            # Failures since the record entered this stage (or was resumed, P9) count.
-            failed = queries.count_failed_attempts(
-                conn, record_id, float(record["state_entered_at"])
+            refused = queries.count_attempts(
+                conn, int(record["id"]), "refused", float(record["state_entered_at"])
             )
-        if attempt is None or attempt["state"] == "failed":
-            if failed >= self.pipeline.max_attempts:
-                last = attempt["error"] if attempt is not None else "no attempt"
-                return Halt(
-                    "attempts_exhausted", f"recognition failed {failed} times; last error: {last}"
-                )
-            self._start_attempt(ctx)
-            return Postpone(self.transcription.poll_delay)
-        if attempt["state"] == "done":
-            return Advance(note="raw response already stored")
-        result = self.provider.poll(attempt["operation_id"])
-        now = ctx.clock.now()
-        if result.state == "running":
-            return Postpone(self.transcription.poll_delay)
-        if result.state == "unknown" and attempt["source_url"] is None:
-            # Killed between writing the attempt and calling the provider: call it now.
-            self._call_provider(ctx, int(attempt["id"]), attempt["operation_id"])
-            return Postpone(self.transcription.poll_delay)
-        if result.state in ("failed", "unknown"):
-            error = result.error or "the provider no longer knows this operation"
-            ctx.guarded(
-                lambda conn: queries.finish_attempt(
-                    conn, attempt["id"], state="failed", error=error, finished_at=now
-                )
-            )
-            return Fail(f"recognition failed: {error}")
-        raw = result.raw or b""
-        key = f"audio/{record_id}/recognition-{attempt['id']}.json"
+        if retry_after is not None:
+            return max(float(retry_after), 0.0)
+        return float(
+            min(self.pipeline.retry_max, self.pipeline.retry_base * 2 ** max(0, refused - 1))
+        )
+
+    def _keep_raw(
+        self, ctx: StepContext, attempt_id: int, raw: bytes, content_type: str
+    ) -> Callable[[Connection], None]:
+        """Store ``raw`` as an object now; the returned writes journal it and finish the attempt."""
+        record_id = int(ctx.record["id"])
+        key = f"audio/{record_id}/recognition-{attempt_id}.json"
         stored = self.store.put_stream(key, [raw])
+        now = ctx.clock.now()
 
-        def keep_raw(conn: Connection) -> None:
+        def writes(conn: Connection) -> None:
             file_id = put_file_row(
                 conn,
                 key=key,
-                mime_type="application/json",
+                mime_type=content_type,
                 format="json",
                 size=stored.size,
                 sha256=stored.sha256,
                 now=now,
             )
             queries.finish_attempt(
-                conn, attempt["id"], state="done", raw_response_file_id=file_id, finished_at=now
+                conn, attempt_id, state="done", raw_response_file_id=file_id, finished_at=now
             )
 
-        return Advance(writes=lambda conn: keep_raw(conn), note="recognition done")
+        return writes
+
+    def _unanswered(self, ctx: StepContext, attempt: RowMapping, *, then: Outcome) -> Outcome:
+        """An attempt row whose submit never reported back (the worker died mid-call)."""
+        provider = self.provider
+        if provider.idempotent_submit:
+            return self._call_provider(ctx, int(attempt["id"]), attempt["operation_id"], then=then)
+        error = "the worker stopped while the submit was in flight; its outcome is unknown"
+        self._mark(ctx, int(attempt["id"]), state="submit_unknown", error=error)
+        return Halt(
+            "submit_unknown", _submit_unknown_text(provider.name, attempt["operation_id"], error)
+        )
+
+    def submit(self, ctx: StepContext) -> Outcome:
+        """``normalized`` → ``submitted``: attempt row first, then the provider call (D12)."""
+        record = ctx.record
+        if record["no_speech"]:
+            # Silence: nothing to recognise, and nothing to pay a provider for.
+            return Advance(to="transcribed", note="silent audio: recognition skipped")
+        with ctx.engine.connect() as conn:
+            attempt = queries.latest_attempt(conn, int(record["id"]))
+        advance = Advance(note=f"submitted to {self.provider.name}")
+        if attempt is not None:
+            state = _attempt_state(attempt)
+            if state == "started":
+                return self._unanswered(ctx, attempt, then=advance)
+            if state in ("submitted", "done"):
+                # Accepted before (the worker died before advancing): never start a second one.
+                return Advance(note=f"operation {attempt['operation_id']} already started")
+        return self._start_attempt(ctx, then=advance)
+
+    def collect(self, ctx: StepContext) -> Outcome:
+        """``submitted`` → ``transcribed``: wait for the operation, keep its raw response (D2)."""
+        record = ctx.record
+        record_id = int(record["id"])
+        since = float(record["state_entered_at"])
+        with ctx.engine.connect() as conn:
+            attempt = queries.latest_attempt(conn, record_id)
+            # Failures since the record entered this stage (or was resumed, P9) count.
+            failed = queries.count_attempts(conn, record_id, "failed", since)
+        provider = self.provider
+        duration = float(record["duration"] or 0.0)
+        state = _attempt_state(attempt) if attempt is not None else "failed"
+        if attempt is None or state in ("failed", "refused", "submit_unknown"):
+            if state == "failed" and failed >= self.pipeline.max_attempts:
+                last = attempt["error"] if attempt is not None else "no attempt"
+                return Halt(
+                    "attempts_exhausted", f"recognition failed {failed} times; last error: {last}"
+                )
+            return self._start_attempt(ctx, then=Postpone(provider.poll_delay(duration, 0.0)))
+        if state == "done":
+            return Advance(note="raw response already stored")
+        if state == "started":
+            return self._unanswered(ctx, attempt, then=Postpone(provider.poll_delay(duration, 0.0)))
+        now = ctx.clock.now()
+        waited = max(0.0, now - max(float(attempt["created_at"]), since))
+        try:
+            result = provider.poll(attempt["operation_id"])
+        except ProviderBusy as exc:
+            # Polls are free to repeat: wait and ask again (the stuck watchdog bounds it).
+            delay = exc.retry_after or provider.poll_delay(duration, waited)
+            return Postpone(max(delay, provider.poll_delay(duration, waited)))
+        if result.state == "running":
+            if waited > provider.deadline(duration):
+                return Halt(
+                    "provider_timeout",
+                    f"{provider.name} operation {attempt['operation_id']} is still running "
+                    f"{waited:.0f} s after submission, past its deadline of "
+                    f"{provider.deadline(duration):.0f} s for {duration:.0f} s of audio; resume "
+                    "to keep waiting for the same operation (nothing is submitted again)",
+                )
+            delay = provider.poll_delay(duration, waited)
+            if result.retry_after is not None:
+                delay = max(delay, result.retry_after)
+            return Postpone(delay)
+        if result.state in ("failed", "unknown"):
+            error = result.error or "the provider no longer knows this operation"
+            self._mark(ctx, int(attempt["id"]), state="failed", error=error)
+            if result.halt_reason is not None:
+                return Halt(result.halt_reason, f"{provider.name}: {error}")
+            return Fail(f"recognition failed: {error}")
+        if result.raw is None:
+            error = "the operation finished without a result or an error"
+            self._mark(ctx, int(attempt["id"]), state="failed", error=error)
+            return Halt("provider_no_result", f"{provider.name}: {error}")
+        keep = self._keep_raw(ctx, int(attempt["id"]), result.raw, result.content_type)
+        return Advance(writes=keep, note="recognition done")
 
     def finish(self, ctx: StepContext) -> Outcome:
         """``transcribed`` → ``done``: raw response → ``texts`` (kind ``transcript``)."""
@@ -241,7 +354,14 @@ class AudioSteps:
             body, segments, language, no_speech = "", [], None, True
         else:
             path, _ = self._file_path(ctx, int(attempt["raw_response_file_id"]))
-            transcript = self.provider.parse(path.read_bytes())
+            try:
+                transcript = self.provider.parse(path.read_bytes())
+            except ValueError as exc:
+                # The response is stored (D2): after a fix, resume parses it again for free.
+                return Halt(
+                    "unreadable_response",
+                    f"the stored {self.provider.name} response cannot be read: {exc}",
+                )
             # The raw response is ours now (D2): the provider's copy is no longer needed.
             self.provider.discard(attempt["operation_id"])
             body = transcript.text
@@ -281,4 +401,23 @@ def build_audio_domain(steps: AudioSteps) -> Domain:
         ],
         order_by=[audio_records.c.created_at],
         owned_fields=OWNED_FIELDS,
+    )
+
+
+def _attempt_state(attempt: RowMapping) -> str:
+    """The attempt's state; a ``started`` row with a source URL predates the ``submitted``
+    state and was accepted by its provider."""
+    state = str(attempt["state"])
+    if state == "started" and attempt["source_url"] is not None:
+        return "submitted"
+    return state
+
+
+def _submit_unknown_text(provider: str, key: str, error: str) -> str:
+    return (
+        f"The submit to {provider} (attempt {key}) got no answer: {error}. The provider may "
+        "have started, and will bill, an operation we have no id for; it accepts no "
+        "idempotency key, so Conveyor does not repeat the call on its own. Check the "
+        "provider's console or bill for an operation started at that time; resume the record "
+        "to submit it again (this may be billed twice)."
     )

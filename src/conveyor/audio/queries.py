@@ -11,7 +11,7 @@ from conveyor.db.tables import audio_records, recognition_attempts, record_event
 
 __all__ = [
     "attempts_of",
-    "count_failed_attempts",
+    "count_attempts",
     "events_of",
     "finish_attempt",
     "insert_attempt",
@@ -145,15 +145,16 @@ def attempts_of(conn: Connection, record_id: int) -> Sequence[RowMapping]:
     )
 
 
-def count_failed_attempts(conn: Connection, record_id: int, since: float) -> int:
-    """How many recognition attempts of a record failed at or after ``since`` (epoch s)."""
+def count_attempts(conn: Connection, record_id: int, state: str, since: float) -> int:
+    """How many recognition attempts of a record ended in ``state`` at or after ``since``
+    (epoch s)."""
     return int(
         conn.execute(
             select(func.count())
             .select_from(recognition_attempts)
             .where(
                 recognition_attempts.c.record_id == record_id,
-                recognition_attempts.c.state == "failed",
+                recognition_attempts.c.state == state,
                 recognition_attempts.c.finished_at >= since,
             )
         ).scalar_one()

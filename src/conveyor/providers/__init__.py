@@ -1,10 +1,21 @@
-"""Speech recognition providers: the protocol the pipeline uses and the ``local`` provider."""
+"""Speech recognition providers: the protocol the pipeline uses and its implementations.
+
+* ``local``: faster-whisper in recognizer processes on this machine (:mod:`.local`);
+* ``speechkit``: Yandex SpeechKit v3 asynchronous recognition (:mod:`.speechkit`);
+* ``openai``: any OpenAI-compatible ``/v1/audio/transcriptions`` server (:mod:`.openai_compatible`).
+"""
 
 from conveyor.providers.base import (
     PollResult,
     PollState,
+    ProviderBusy,
+    ProviderError,
+    ProviderRejected,
     RecognitionProvider,
+    RecognitionRequest,
     Segment,
+    Submission,
+    SubmitOutcomeUnknown,
     Transcript,
 )
 from conveyor.providers.local import LocalWhisperProvider
@@ -16,8 +27,14 @@ __all__ = [
     "LocalWhisperProvider",
     "PollResult",
     "PollState",
+    "ProviderBusy",
+    "ProviderError",
+    "ProviderRejected",
     "RecognitionProvider",
+    "RecognitionRequest",
     "Segment",
+    "Submission",
+    "SubmitOutcomeUnknown",
     "Transcript",
     "resolve_model",
 ]

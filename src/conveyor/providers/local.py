@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import math
 import os
 import re
 import shutil
@@ -38,7 +39,13 @@ from typing import Any
 import conveyor
 from conveyor.config import TranscriptionSettings
 from conveyor.errors import ConfigError
-from conveyor.providers.base import PollResult, Segment, Transcript
+from conveyor.providers.base import (
+    PollResult,
+    RecognitionRequest,
+    Segment,
+    Submission,
+    Transcript,
+)
 from conveyor.providers.whisper_model import resolve_model
 
 __all__ = [
@@ -62,15 +69,14 @@ _MODELS_DIR = ".models"
 # Operation ids become folder names: no separators, no leading dot (dot names are ours).
 _OPERATION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 
-# Whisper's own quality gates (openai/whisper transcribe.py, faster-whisper's defaults). Its
-# non-speech rule is no_speech_prob > 0.6 with avg_logprob < -1.0; a segment still below the
-# log-prob floor is one where every fallback temperature failed: on pure noise that is random
-# sampled text ("A-a-a-a ... beta scuba"), so it is dropped as well. A high compression ratio
-# alone is not enough: real speech repeats itself (counting, chants, a refrain) and is decoded
-# confidently, so a repetitive segment is dropped only when Whisper also doubts it is speech.
+# Whisper's own quality gates (openai/whisper transcribe.py, faster-whisper's defaults). A segment
+# is decoded at temperature 0 and, while it fails a gate (log-prob below the floor, or text that
+# compresses too well: a loop), again at each higher fallback temperature; the first passing
+# decode is kept. A segment that still fails a gate therefore failed at EVERY temperature: on
+# noise that is random sampled text ("A-a-a-a ... beta scuba"), on speech a loop that turns a
+# sentence said three times into fourteen. Such segments are never kept.
 _LOGPROB_FLOOR = -1.0
 _COMPRESSION_CEILING = 2.4
-_DOUBTFUL_SPEECH = 0.5
 # Markup Whisper emits for non-speech ("[Music]", "(coughs)", "*sigh*", "♪").
 _MARKUP = re.compile(r"\[[^\]]*\]|\([^)]*\)|\*[^*]*\*|[♪♫♩♬]")
 # Hesitation sounds; a transcript made only of these (Whisper gave "uh"/"Oh" on pure noise) is no
@@ -122,16 +128,19 @@ class LocalWhisperProvider:
             )
         self._children: dict[str, subprocess.Popen[bytes]] = {}
         self._mutex = threading.Lock()
+        # A job folder is keyed by the caller's id: a repeated submit finds it (D12).
+        self.idempotent_submit = True
 
     # -- protocol -----------------------------------------------------------------------------
 
-    def submit(self, audio: Path, *, operation_id: str, language: str | None) -> str:
+    def submit(self, audio: Path, *, operation_id: str, request: RecognitionRequest) -> Submission:
         """Queue recognition of ``audio`` under ``operation_id`` and start it if a slot is free.
 
         Idempotent: a second submit with the same id starts nothing and returns the first input.
 
         Returns:
-            The absolute path of the audio file the recognizer reads.
+            The operation (the caller's id) and the absolute path of the audio file the
+            recognizer reads.
 
         Raises:
             ValueError: ``operation_id`` is not 1-128 characters of ``[A-Za-z0-9_.-]`` starting
@@ -144,9 +153,10 @@ class LocalWhisperProvider:
                 source = audio.resolve()
                 if not source.is_file():
                     raise FileNotFoundError(f"no audio file at {source}")
-                self._create_job(job_dir, operation_id, source, language)
+                self._create_job(job_dir, operation_id, source, request)
             self._start_queued()
-            return str(_read_json(job_dir / JOB_FILE)["input"])
+            source_url = str(_read_json(job_dir / JOB_FILE)["input"])
+        return Submission(operation_id=operation_id, source_url=source_url)
 
     def poll(self, operation_id: str) -> PollResult:
         """Report an operation's state; also starts queued jobs when a process slot is free.
@@ -164,11 +174,10 @@ class LocalWhisperProvider:
     def parse(self, raw: bytes) -> Transcript:
         """Turn a ``result.json`` into a :class:`Transcript`, never inventing speech.
 
-        Segments Whisper's own gates reject are dropped: its no-speech rule (no_speech_prob > 0.6
-        and avg_logprob < -1.0) and, more broadly, any segment left with avg_logprob < -1.0,
-        i.e. where every fallback temperature failed (random text on noise), or with
-        compression_ratio > 2.4 while no_speech_prob > 0.5 (a loop over what is likely not
-        speech). Confident repetitive speech is kept. When nothing but filler ("uh", "um",
+        Segments that failed the decoder's checks at every temperature are dropped: any left with
+        avg_logprob < -1.0 (this covers Whisper's no-speech rule, no_speech_prob > 0.6 with
+        avg_logprob < -1.0, and random text on noise) or compression_ratio > 2.4 (a decoding
+        loop that repeats a sentence). When nothing but filler ("uh", "um",
         "hmm", "oh", markup like "[Music]", punctuation) remains, the transcript is
         ``no_speech`` with empty text and no language.
 
@@ -200,6 +209,15 @@ class LocalWhisperProvider:
             language=language if isinstance(language, str) else None,
             no_speech=False,
         )
+
+    def poll_delay(self, duration: float, waited: float) -> float:
+        """``[transcription] poll_delay``: polling a local job folder costs nothing."""
+        return self._settings.poll_delay
+
+    def deadline(self, duration: float) -> float:
+        """No deadline of its own: a dead recognizer is seen at once, a hung one by the stuck
+        watchdog (``[pipeline] foreign_work_limit``)."""
+        return math.inf
 
     # -- housekeeping -------------------------------------------------------------------------
 
@@ -237,12 +255,14 @@ class LocalWhisperProvider:
         return self._work_dir / operation_id
 
     def _create_job(
-        self, job_dir: Path, operation_id: str, source: Path, language: str | None
+        self, job_dir: Path, operation_id: str, source: Path, request: RecognitionRequest
     ) -> None:
+        language = request.language if request.language is not None else self._settings.language
         job = {
             "operation_id": operation_id,
             "input": str(source),
-            "language": language if language is not None else self._settings.language,
+            "language": language,
+            "initial_prompt": request.hints,
             "model": self._model_path,
             "device": self._settings.device,
             "compute_type": self._settings.compute_type,
@@ -356,12 +376,10 @@ class LocalWhisperProvider:
 
 
 def _decoded_speech(segment: dict[str, Any]) -> bool:
-    """False for a segment Whisper's gates reject; this covers its no-speech rule, which only
-    fires when avg_logprob < -1.0 too."""
+    """False for a segment that failed Whisper's gates at every fallback temperature."""
     if segment["avg_logprob"] < _LOGPROB_FLOOR:
         return False
-    looping = segment["compression_ratio"] > _COMPRESSION_CEILING
-    return not (looping and segment["no_speech_prob"] > _DOUBTFUL_SPEECH)
+    return not segment["compression_ratio"] > _COMPRESSION_CEILING
 
 
 def _only_filler(text: str) -> bool:

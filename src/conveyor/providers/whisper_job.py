@@ -53,6 +53,8 @@ def run_job(job_dir: Path) -> dict[str, Any]:
         job["input"],
         language=job["language"],
         beam_size=job["beam_size"],
+        # Vocabulary hints (names, terms) steer the decoder's spelling of them.
+        initial_prompt=job.get("initial_prompt"),
         vad_filter=True,  # faster-whisper's bundled Silero VAD: no decoding of silence or noise
     )
     result: dict[str, Any] = {
