@@ -18,8 +18,7 @@ from PIL import Image, ImageCms
 
 from conveyor.config import MediaSettings
 from conveyor.errors import MediaError
-from conveyor.media import images
-from conveyor.media.images import ImageInfo, ImageVariant, make_image_variants, probe_image
+from conveyor.media.images import ImageInfo, ImageVariant, hevc, make_image_variants, probe_image
 
 CORPUS = (Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "media").resolve()
 SETTINGS = MediaSettings()
@@ -510,7 +509,7 @@ def test_avif_is_decoded_by_libvips_not_pillow_heif(
     def refuse(*args: object) -> None:
         raise AssertionError("the HEVC fallback ran for an AV1 file")
 
-    monkeypatch.setattr(images, "_decode_hevc", refuse)
+    monkeypatch.setattr(hevc, "decode_hevc", refuse)
     assert probe_image(CORPUS / name, max_pixels=MAX_PIXELS).mime_type == "image/avif"
     assert len(_variants(name, tmp_path)) == 3
     assert open_heif_calls == []

