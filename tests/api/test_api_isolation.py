@@ -52,7 +52,9 @@ def test_a_second_owner_gets_404_everywhere(api: Api, client: TestClient, corpus
         assert audio_file is not None
     keys = [str(audio_file["key"]), item_view["roles"]["original"]["key"]]
     theirs = requests_for(record["id"], album["id"], item_view["id"], keys, photo)
-    nothing = requests_for(999_999, 999_999, 999_999, ["uploads/media/nothing"], photo)
+    # One missing key per real key, so the two lists pair up one to one.
+    missing_keys = [f"uploads/media/nothing-{n}" for n in range(len(keys))]
+    nothing = requests_for(999_999, 999_999, 999_999, missing_keys, photo)
     objects_before = sorted(p for p in api.runtime.store.root.rglob("*") if p.is_file())
 
     # Every route with a path parameter is in the list.
@@ -64,7 +66,10 @@ def test_a_second_owner_gets_404_everywhere(api: Api, client: TestClient, corpus
     }
     assert {(m, t) for m, t, _, _ in theirs} == templates
 
-    for (method, _t, url, kwargs), (_m, _t2, missing_url, _k) in zip(theirs, nothing, strict=False):
+    checked: list[tuple[str, str]] = []
+    for (method, _t, url, kwargs), (_m, _t2, missing_url, _k) in zip(
+        theirs, nothing, strict=True
+    ):
         if method == "GET" and not url.endswith(("/text", "/events")):
             assert client.get(url, headers=api.alice).status_code == 200, url
         response = client.request(method, url, headers=api.bob, **kwargs)
@@ -72,6 +77,12 @@ def test_a_second_owner_gets_404_everywhere(api: Api, client: TestClient, corpus
         missing = client.request(method, missing_url, headers=api.bob, **kwargs)
         assert missing.status_code == 404, (method, missing_url, missing.text)
         assert response.json()["error"]["code"] == missing.json()["error"]["code"] == "not_found"
+        checked.append((method, url))
+    # Every route and every one of Alice's objects (her recording and her photo) was tried.
+    assert len(checked) == len(theirs) == len(templates) + len(keys) - 1
+    assert {url for _m, url in checked if url.startswith("/api/files/")} == {
+        f"/api/files/{key}" for key in keys
+    }
 
     # Bob's lists are empty; Alice's things are unchanged; nothing was stored for Bob.
     assert client.get("/api/records", headers=api.bob).json() == {"items": [], "next_cursor": None}
