@@ -1,7 +1,8 @@
 """Shared fixtures: every engine test runs on SQLite and on PostgreSQL through ``engine``.
 
 PostgreSQL is ``CONVEYOR_TEST_POSTGRES_URL`` (default the local ``test`` database). Without a
-reachable server the PostgreSQL half is skipped locally; under ``CI=true`` that is a failure.
+reachable server the PostgreSQL half is skipped locally; under ``CI=true`` that is a failure
+(``needs.need``), and so is every other skip: under CI nothing may skip.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from conveyor.db.engine import make_engine
 from conveyor.db.migrate import upgrade
 from conveyor.db.tables import metadata
 from conveyor.testing import FakeClock
+from needs import AUDIO_CORPUS, CORPUS, in_ci, need, need_corpus
 
 PG_URL = os.environ.get("CONVEYOR_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
-CORPUS = Path(__file__).resolve().parents[1] / ".." / "shared" / "corpus"
 _pg_ready: bool | None = None
 
 
@@ -55,9 +56,7 @@ def pg_engine() -> Iterator[Engine]:
             conn.execute(text("SELECT 1"))
     except Exception as exc:
         engine.dispose()
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"PostgreSQL at {PG_URL} is unreachable under CI: {exc}")
-        pytest.skip(f"PostgreSQL at {PG_URL} is unreachable: {exc}")
+        need(False, f"PostgreSQL at {PG_URL} (unreachable: {exc})")
     _reset_postgres(engine)
     yield engine
     engine.dispose()
@@ -87,4 +86,37 @@ def clock() -> FakeClock:
 @pytest.fixture
 def corpus() -> Path:
     """The shared corpus folder (used in place, never copied)."""
-    return CORPUS
+    return need_corpus(CORPUS)
+
+
+@pytest.fixture
+def audio_corpus() -> Path:
+    """The shared corpus's audio folder (used in place, never copied)."""
+    return need_corpus(AUDIO_CORPUS)
+
+
+def _ci_skip_failure(longrepr: object) -> str:
+    # A skip's longrepr is (path, line, "Skipped: reason").
+    where = f"{longrepr[0]}:{longrepr[1]}: " if isinstance(longrepr, tuple) else ""
+    reason = longrepr[2] if isinstance(longrepr, tuple) else longrepr
+    return f"{where}skipped under CI=true, where nothing may skip ({reason})"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Under ``CI=true`` a skipped test is reported as failed: a skip there proves nothing."""
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()  # type: ignore[attr-defined]
+    if in_ci() and report.skipped and not hasattr(report, "wasxfail"):
+        report.outcome = "failed"
+        report.longrepr = _ci_skip_failure(report.longrepr)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
+    """Under ``CI=true`` a module skipped at collection is a failure too."""
+    outcome = yield
+    report: pytest.CollectReport = outcome.get_result()  # type: ignore[attr-defined]
+    if in_ci() and report.skipped:
+        report.outcome = "failed"
+        report.longrepr = _ci_skip_failure(report.longrepr)

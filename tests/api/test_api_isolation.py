@@ -67,9 +67,7 @@ def test_a_second_owner_gets_404_everywhere(api: Api, client: TestClient, corpus
     assert {(m, t) for m, t, _, _ in theirs} == templates
 
     checked: list[tuple[str, str]] = []
-    for (method, _t, url, kwargs), (_m, _t2, missing_url, _k) in zip(
-        theirs, nothing, strict=True
-    ):
+    for (method, _t, url, kwargs), (_m, _t2, missing_url, _k) in zip(theirs, nothing, strict=True):
         if method == "GET" and not url.endswith(("/text", "/events")):
             assert client.get(url, headers=api.alice).status_code == 200, url
         response = client.request(method, url, headers=api.bob, **kwargs)

@@ -20,13 +20,11 @@ from conveyor.audio.normalize import (
     normalize_audio,
 )
 from conveyor.errors import MediaError
+from needs import need_corpus
 
-CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus"
-AUDIO = CORPUS / "audio"
-MEDIA = CORPUS / "media"
-
-if not AUDIO.is_dir():
-    pytest.skip(f"shared corpus not found at {CORPUS}", allow_module_level=True)
+CORPUS = need_corpus(module=True)
+AUDIO = need_corpus(CORPUS / "audio", module=True)
+MEDIA = need_corpus(CORPUS / "media", module=True)
 
 # Decoded duration in seconds from the corpus MANIFEST (decoded sample count ÷ rate).
 EXPECTED_DURATION: dict[str, float] = {

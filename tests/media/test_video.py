@@ -21,16 +21,15 @@ import pytest
 
 from conveyor.errors import MediaError
 from conveyor.media.video import Playback, VideoInfo, extract_poster, make_playback, probe_video
+from needs import MEDIA_CORPUS, need_corpus
 
-CORPUS = (Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "media").resolve()
+CORPUS = need_corpus(MEDIA_CORPUS, module=True)
 FIRE2 = CORPUS / "moviepy__fire2.mp4"
 TRAIN = CORPUS / "lychee__train.mov"
 FIXTURE_MOV = CORPUS / "file-type__fixture.mov"
 M4A = CORPUS / "file-type__fixture.m4a"
 EMPTY_WEBM = CORPUS / "moviepy__result.webm"
 JSON_WEBP = CORPUS / "file-type__fixture-json.webp"
-
-pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason="shared media corpus not present")
 
 
 class Limits(TypedDict):

@@ -13,11 +13,9 @@ import numpy as np
 import pytest
 
 from conveyor.objects.sniff import SNIFF_BYTES, Sniffed, sniff, sniff_bytes
+from needs import need_corpus
 
-CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus"
-
-if not CORPUS.is_dir():
-    pytest.skip(f"shared corpus not found at {CORPUS}", allow_module_level=True)
+CORPUS = need_corpus(module=True)
 
 JPEG = Sniffed("image/jpeg", "image")
 PNG = Sniffed("image/png", "image")

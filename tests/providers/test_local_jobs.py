@@ -24,8 +24,9 @@ from conveyor.providers import (
     Submission,
     Transcript,
 )
+from needs import AUDIO_CORPUS
 
-AUDIO = (Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "audio").resolve()
+AUDIO = AUDIO_CORPUS
 MODEL_CACHE = Path(tempfile.gettempdir()) / "conveyor-test-models"  # shared with the other modules
 TIMEOUT = 120.0
 
@@ -91,7 +92,7 @@ def test_operation_id_must_be_a_plain_name(tmp_path: Path) -> None:
             )
 
 
-@pytest.mark.skipif(not AUDIO.is_dir(), reason="the shared audio corpus is absent")
+@pytest.mark.usefixtures("audio_corpus")
 def test_d12_submit_is_idempotent_and_extra_jobs_queue(tmp_path: Path) -> None:
     """Two submits of one id start one process; a second id waits for the single slot; a fresh
     provider on the same work_dir (a restarted worker) collects both results."""
@@ -121,7 +122,7 @@ def test_d12_submit_is_idempotent_and_extra_jobs_queue(tmp_path: Path) -> None:
     assert first.poll("op-a").state == "done"  # reaps first's child too
 
 
-@pytest.mark.skipif(not AUDIO.is_dir(), reason="the shared audio corpus is absent")
+@pytest.mark.usefixtures("audio_corpus")
 def test_killed_recognizer_polls_as_failed_with_reason(tmp_path: Path) -> None:
     provider = make_provider(tmp_path)
     provider.submit(AUDIO / "jfk.wav", operation_id="doomed", request=RecognitionRequest())
@@ -138,7 +139,7 @@ def test_killed_recognizer_polls_as_failed_with_reason(tmp_path: Path) -> None:
     assert result.raw is None
 
 
-@pytest.mark.skipif(not AUDIO.is_dir(), reason="the shared audio corpus is absent")
+@pytest.mark.usefixtures("audio_corpus")
 def test_undecodable_input_polls_as_failed_with_recognizer_error(tmp_path: Path) -> None:
     provider = make_provider(tmp_path)
     provider.submit(AUDIO / "not_audio_text.wav", operation_id="text", request=RecognitionRequest())
@@ -148,7 +149,7 @@ def test_undecodable_input_polls_as_failed_with_recognizer_error(tmp_path: Path)
     assert result.error.startswith("recognizer failed: ")
 
 
-@pytest.mark.skipif(not AUDIO.is_dir(), reason="the shared audio corpus is absent")
+@pytest.mark.usefixtures("audio_corpus")
 def test_discard_kills_and_forgets(tmp_path: Path) -> None:
     provider = make_provider(tmp_path)
     provider.submit(AUDIO / "jfk.wav", operation_id="gone", request=RecognitionRequest())

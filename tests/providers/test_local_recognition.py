@@ -20,8 +20,9 @@ import pytest
 
 from conveyor.config import TranscriptionSettings
 from conveyor.providers import LocalWhisperProvider, PollResult, RecognitionRequest, Transcript
+from needs import AUDIO_CORPUS, need_corpus
 
-AUDIO = (Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "audio").resolve()
+AUDIO = need_corpus(AUDIO_CORPUS, module=True)
 # Shared by the provider test modules and kept between runs: assembled once, then reused through
 # the verification marker.
 MODEL_CACHE = Path(tempfile.gettempdir()) / "conveyor-test-models"
@@ -51,8 +52,6 @@ RUSSIAN = ("ru_deepspeech.wav", "ru_neural_networks.wav")
 NO_SPEECH = ("silence_1s.wav", "noise_no_speech_10s.wav")
 WER_MARGIN = 0.1
 TIMEOUT = 600.0
-
-pytestmark = pytest.mark.skipif(not AUDIO.is_dir(), reason="the shared audio corpus is absent")
 
 
 def words(text: str) -> str:
