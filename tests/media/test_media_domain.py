@@ -2,25 +2,33 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import pyvips
 from media_helpers import MEDIA, PIPELINE, add, album, drain, make_photo, make_video, media_domain
-from sqlalchemy import Engine, func, select, update
+from prometheus_client import REGISTRY
+from sqlalchemy import Engine, event, func, select, update
 
-from conveyor.clock import SystemClock
 from conveyor.config import DatabaseSettings, MediaSettings, Settings
 from conveyor.db.tables import album_events, files, media_items, media_objects
 from conveyor.media.albums import item_view
 from conveyor.media.broadcast import AlbumBroadcast
-from conveyor.media.domain import LONG_LANE, SHORT_LANE, MediaSteps, build_media_domain
+from conveyor.media.domain import (
+    IMAGE_ROLES,
+    LONG_LANE,
+    SHORT_LANE,
+    MediaSteps,
+    build_media_domain,
+)
 from conveyor.objects import LocalStore
-from conveyor.pipeline import Executor, StepContext, WorkerPool
+from conveyor.pipeline import Claim, Executor, StepContext, WorkerPool
 from conveyor.pipeline.outcomes import Outcome
 from conveyor.runtime import Runtime
 from conveyor.testing import FakeClock
@@ -40,6 +48,14 @@ def long_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 6 s 1080p MPEG-4 video: a few seconds of real transcoding."""
     return make_video(
         tmp_path_factory.mktemp("videos") / "long.mp4", width=1920, height=1080, seconds=6
+    )
+
+
+@pytest.fixture(scope="module")
+def short_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 2 s small MPEG-4 video: transcoded, never remuxed, in well under a second."""
+    return make_video(
+        tmp_path_factory.mktemp("videos") / "short.mp4", width=320, height=240, seconds=2
     )
 
 
@@ -192,22 +208,87 @@ def test_m4_rerun_after_a_killed_step_leaves_one_object_per_role(
     assert kinds == ["item.ready", "item.playback_ready"] * 2
 
 
-def test_m4_lost_claim_writes_no_roles_and_no_event(
+class _StealsOnLastKeep(MediaSteps):
+    """Media steps whose claim is taken over by a rival mid-step: after the last variant is in
+    the store and past the step's last ``check``, so the step goes on to its guarded save."""
+
+    def __init__(self, engine: Engine, clock: FakeClock, store: LocalStore) -> None:
+        super().__init__(store, MEDIA)
+        self.engine, self.clock = engine, clock
+        self.kept: list[str] = []
+        self.thief: Claim | None = None
+        self.lost_seen_by_step: bool | None = None
+
+    def _keep(self, ctx: StepContext, role: str, path: Path, *a: Any, **kw: Any) -> Any:
+        kept = super()._keep(ctx, role, path, *a, **kw)
+        self.kept.append(role)
+        if len(self.kept) == len(IMAGE_ROLES):
+            # The lease runs out under the step and another worker claims the item (P2).
+            self.clock.advance(ctx.stage.lease + 1)
+            self.thief = Executor(self.engine, self.clock, PIPELINE).claim(ctx.domain, SHORT_LANE)
+            self.lost_seen_by_step = ctx.lost.is_set()
+        return kept
+
+
+def test_m4_claim_lost_mid_step_refuses_the_save_writes_no_roles_and_no_event(
     engine: Engine, store: LocalStore, clock: FakeClock
 ) -> None:
     album_id = album(engine, clock)
     item = add(engine, store, clock, album_id, PHOTO)
-    domain = media_domain(store)
+    steps = _StealsOnLastKeep(engine, clock, store)
+    domain = build_media_domain(steps)
     executor = Executor(engine, clock, PIPELINE)
     claim = executor.claim(domain, SHORT_LANE)
-    assert claim is not None
-    with engine.begin() as conn:  # another holder took over (P2)
-        conn.execute(
-            update(media_items).where(media_items.c.id == item).values(claim_token="f" * 32)
-        )
-    assert executor.run_claimed(domain, claim) is None
+    assert claim is not None and claim.record_id == item
+    before = _item_row(engine, item)
+    updates: list[tuple[list[Any], int]] = []
+
+    def watch(_c: Any, cursor: Any, statement: str, params: Any, *_a: Any) -> None:
+        if statement.lstrip().upper().startswith("UPDATE MEDIA_ITEMS"):
+            values = list(params.values()) if isinstance(params, dict) else list(params)
+            updates.append((values, cursor.rowcount))
+
+    lost_before = _lost_count("uploaded")
+    event.listen(engine, "after_cursor_execute", watch)
+    try:
+        assert executor.run_claimed(domain, claim) is None
+    finally:
+        event.remove(engine, "after_cursor_execute", watch)
+
+    # The step ran to its end: every variant was made and put in the store under its key.
+    assert steps.kept == list(IMAGE_ROLES)
+    assert steps.thief is not None and steps.thief.record_id == item
+    assert steps.thief.token != claim.token
+    assert steps.lost_seen_by_step is False  # no heartbeat told the step: its save must refuse
+    # The step's save was tried with its own token, and matched no row.
+    guarded = [rowcount for params, rowcount in updates if claim.token in params]
+    assert guarded == [0]
+    # Nothing of it landed: no role, no journal row, no album event; the thief holds the item.
     assert set(roles_of(engine, item)) == {"original"}
     assert event_rows(engine) == []
+    with engine.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(files)).scalar() == 1
+    after = _item_row(engine, item)
+    assert after["claim_token"] == steps.thief.token
+    assert after["claim_expires_at"] == clock.now() + domain.stage("uploaded").lease
+    claim_columns = {"claim_token", "claim_expires_at"}
+    assert {k: v for k, v in after.items() if k not in claim_columns} == {
+        k: v for k, v in before.items() if k not in claim_columns
+    }
+    assert _lost_count("uploaded") == lost_before + 1
+
+
+def _item_row(engine: Engine, item_id: int) -> dict[str, Any]:
+    with engine.connect() as conn:
+        found = conn.execute(select(media_items).where(media_items.c.id == item_id)).mappings()
+        return dict(found.one())
+
+
+def _lost_count(stage: str) -> float:
+    sample = REGISTRY.get_sample_value(
+        "conveyor_claims_lost_total", {"domain": "media", "stage": stage}
+    )
+    return sample or 0.0
 
 
 # --------------------------------------------------------------------------- M5
@@ -273,33 +354,36 @@ def test_m5_live_subscribers_are_woken_by_workers(
     pool = WorkerPool(
         engine, [media_domain(store)], {SHORT_LANE: 2}, clock=clock, settings=PIPELINE
     )
-    broadcast = AlbumBroadcast(engine, pool.notifier, poll_interval=5.0)  # wake-ups, not polls
+    # A poll an hour away: only a worker's wake-up can deliver the events before the join ends.
+    broadcast = AlbumBroadcast(engine, pool.notifier, poll_interval=3600.0)
     received: list[list[Any]] = [[], []]
     stop = threading.Event()
+    subscribed = threading.Barrier(len(received) + 1)
 
     def listen(mine: list[Any]) -> None:
         with broadcast.subscribe(album_id, stop=stop) as sub:
+            subscribed.wait()
             for event in sub:
                 mine.append(event)
                 if len(mine) == 3:
                     return
 
-    listeners = [threading.Thread(target=listen, args=(r,)) for r in received]
+    listeners = [threading.Thread(target=listen, args=(r,), daemon=True) for r in received]
     for t in listeners:
         t.start()
-    time.sleep(0.2)
+    subscribed.wait(timeout=60)  # both subscriptions start before the first event exists
     pool.start()
     try:
         for _ in range(3):
             add(engine, store, clock, album_id, PHOTO)
             clock.advance(1)
             pool.notifier.wake_local()
-        started = time.monotonic()
         for t in listeners:
-            t.join(timeout=4.0)
-        assert time.monotonic() - started < 4.0
+            t.join(timeout=120)
+        assert not any(t.is_alive() for t in listeners), "a subscriber was never woken"
     finally:
         stop.set()
+        pool.notifier.wake_local()  # a subscriber still waiting sees ``stop``
         pool.stop()
     for mine in received:  # several subscribers, each gets every event in order
         assert [e.kind for e in mine] == ["item.ready"] * 3
@@ -369,52 +453,129 @@ def test_m7_pool_runs_the_configured_workers(
         pool.stop()
 
 
+class _WatchedPlayback(MediaSteps):
+    """Media steps whose playback step reports every ``ctx.check()`` (the transcode's progress
+    calls and the check after it) to ``on_check`` before the check runs."""
+
+    def __init__(self, store: LocalStore, on_check: Callable[[StepContext, int], None]) -> None:
+        super().__init__(store, MEDIA)
+        self.on_check = on_check
+        self.checks = 0
+
+    def playback(self, ctx: StepContext) -> Outcome:
+        steps = self
+
+        class Watched(StepContext):
+            def check(self) -> None:
+                steps.checks += 1
+                steps.on_check(self, steps.checks)
+                super().check()
+
+        # The same claim, record and events (``lost`` is shared with the heartbeat thread).
+        same = {f.name: getattr(ctx, f.name) for f in dataclasses.fields(ctx) if f.init}
+        return super().playback(Watched(**same))
+
+
+def _expires_at(engine: Engine, item_id: int) -> float | None:
+    with engine.connect() as conn:
+        value = conn.execute(
+            select(media_items.c.claim_expires_at).where(media_items.c.id == item_id)
+        ).scalar()
+    return None if value is None else float(value)
+
+
+def _until(predicate: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
+    """Wait for an event that must come (a heartbeat, a thread); the timeout only ends a hang."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"never happened: {what}"
+        time.sleep(0.01)
+
+
 def test_m8_transcode_holds_its_claim_by_heartbeat(
-    engine: Engine, store: LocalStore, long_video: Path
+    engine: Engine, store: LocalStore, clock: FakeClock, short_video: Path
 ) -> None:
-    clock = SystemClock()
+    """While the transcode runs, the fake clock passes the lease again and again; each time a
+    heartbeat moves the lease end, and a rival's claim finds nothing."""
+    lease, rounds = 0.6, 5  # beats every 0.2 s of real time
+    transcoding, rivals_done = threading.Event(), threading.Event()
+
+    def hold_at_start(_ctx: StepContext, n: int) -> None:
+        if n == 1:  # the transcode's first progress report: it is running now
+            transcoding.set()
+            assert rivals_done.wait(120), "the rival rounds never finished"
+
+    steps = _WatchedPlayback(store, hold_at_start)
+    domain = build_media_domain(steps, long_lease=lease)
     album_id = album(engine, clock)
-    item = add(engine, store, clock, album_id, long_video)
-    domain = media_domain(store, long_lease=0.6)  # beats every 0.2 s; a transcode takes seconds
+    item = add(engine, store, clock, album_id, short_video)
     drain(engine, domain, clock, lanes=(SHORT_LANE,))
     runner = Executor(engine, clock, PIPELINE)
-    done = threading.Event()
-    thread = threading.Thread(target=lambda: (runner.run_once(domain, LONG_LANE), done.set()))
+    thread = threading.Thread(target=runner.run_once, args=(domain, LONG_LANE))
     thread.start()
     rival = Executor(engine, clock, PIPELINE)
-    steals = 0
-    while not done.wait(0.3):
-        claim = rival.claim(domain, LONG_LANE)  # the lease would have run out long ago
-        steals += claim is not None
-    thread.join()
-    assert steals == 0
+    rival_claims: list[Claim | None] = []
+    try:
+        assert transcoding.wait(60), "the transcode never started"
+        for _ in range(rounds):
+            clock.advance(lease * 2 / 3)
+            now = clock.now()
+            _until(lambda now=now: _expires_at(engine, item) == now + lease, "a heartbeat")
+            rival_claims.append(rival.claim(domain, LONG_LANE))
+    finally:
+        rivals_done.set()
+        thread.join()
+    # The rounds ran, and together they outlast the lease several times over.
+    assert len(rival_claims) == rounds and rounds * lease * 2 / 3 > 3 * lease
+    assert rival_claims == [None] * rounds
     assert stage_of(engine, item) == "done"
     assert "playback" in roles_of(engine, item)
 
 
 def test_m8_lost_claim_stops_the_transcode_at_once(
-    engine: Engine, store: LocalStore, long_video: Path
+    engine: Engine, store: LocalStore, clock: FakeClock, short_video: Path
 ) -> None:
-    clock = SystemClock()
+    """A rival takes the item mid-transcode; once the heartbeat has found the claim gone, the
+    transcode's very next progress check ends it: no further progress, nothing saved."""
+    lease = 0.6
+    thief: list[Claim] = []
+    checks_after_lost: list[int] = []
+
+    def steal_at_second_report(ctx: StepContext, n: int) -> None:
+        if ctx.lost.is_set():
+            checks_after_lost.append(n)
+        if n == 2:  # a progress report from inside the transcode (the first is at 0 %)
+            rival = Executor(engine, clock, PIPELINE)
+            for _ in range(100):  # a beat may land between the advance and the claim
+                clock.advance(lease + 0.1)
+                if (got := rival.claim(ctx.domain, LONG_LANE)) is not None:
+                    thief.append(got)
+                    break
+            _until(ctx.lost.is_set, "the heartbeat to find the claim gone")
+            checks_after_lost.append(n)
+
+    steps = _WatchedPlayback(store, steal_at_second_report)
+    domain = build_media_domain(steps, long_lease=lease)
     album_id = album(engine, clock)
-    item = add(engine, store, clock, album_id, long_video)
-    domain = media_domain(store, long_lease=0.6)
+    item = add(engine, store, clock, album_id, short_video)
     drain(engine, domain, clock, lanes=(SHORT_LANE,))
+    events_before = event_rows(engine)
     runner = Executor(engine, clock, PIPELINE)
-    result: list[Any] = []
-    thread = threading.Thread(target=lambda: result.append(runner.run_once(domain, LONG_LANE)))
-    started = time.monotonic()
-    thread.start()
-    time.sleep(0.5)
-    with engine.begin() as conn:  # a human resume / a new holder re-issues the claim (P2)
-        conn.execute(
-            update(media_items).where(media_items.c.id == item).values(claim_token="e" * 32)
-        )
-    thread.join()
-    assert time.monotonic() - started < 3.0  # a full transcode takes longer
+    claim = runner.claim(domain, LONG_LANE)
+    assert claim is not None
+    assert runner.run_claimed(domain, claim) is None
+    assert len(thief) == 1 and thief[0].token != claim.token
+    # The check that knew of the loss was the last one: the transcode went no further.
+    assert checks_after_lost == [2] and steps.checks == 2
     assert "playback" not in roles_of(engine, item)
     assert not store.path(f"media/{item}/.work").exists()
-    assert stage_of(engine, item) == "transcoding"
+    assert not store.path(f"media/{item}/playback.mp4").exists()
+    assert event_rows(engine) == events_before
+    with engine.connect() as conn:
+        row = conn.execute(select(media_items).where(media_items.c.id == item)).mappings().one()
+    # The thief's claim stands as it wrote it: the first holder's heartbeat was refused.
+    assert (row["stage"], row["claim_token"]) == ("transcoding", thief[0].token)
+    assert row["claim_expires_at"] == clock.now() + lease
 
 
 class _Recording(MediaSteps):

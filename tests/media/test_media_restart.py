@@ -3,7 +3,8 @@ exactly one ``playback`` object and one journal row, and no half-written file is
 
 Runs the real CLI in a subprocess on SQLite (file) and on PostgreSQL. The killed claim becomes
 claimable when its lease (:data:`conveyor.media.domain.LONG_LEASE`, renewed by heartbeat while
-the worker lived) runs out.
+the worker lived) runs out: no sample of the row taken before that lease end shows another
+holder, and the transcode's one save comes after it.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from media_helpers import add, album, drain, make_video, media_domain
 from sqlalchemy import Engine, func, select
 
 from conveyor.clock import SystemClock
-from conveyor.db.tables import files, media_items, media_objects
+from conveyor.db.tables import files, media_items, media_objects, record_events
 from conveyor.media.domain import LONG_LEASE, SHORT_LANE
 from conveyor.objects import LocalStore
 
@@ -108,11 +109,34 @@ def test_m4_sigkill_during_transcode_then_restart(
     assert state["stage"] == "transcoding" and state["claim_token"] is not None
     assert any(p.name.endswith(".tmp") for p in work.iterdir())  # the kill left debris
 
-    killed_at = time.monotonic()
+    dead_token, dead_lease_end = state["claim_token"], float(state["claim_expires_at"])
     second = start_worker(root)
-    _wait(lambda: row()["stage"] == "done", LONG_LEASE + 90, "the restarted worker to finish")
-    # The dead claim was honoured until its lease ran out (the heartbeat had extended it).
-    assert time.monotonic() - killed_at > 1.0
+    # Who held the item, sampled until it is done: every sample read wholly before the dead
+    # claim's lease end (the heartbeat had extended it) still shows the dead claim.
+    before_lease_end: list[object] = []
+
+    def sample_until_done() -> bool:
+        now = row()
+        if time.time() < dead_lease_end:
+            before_lease_end.append(now["claim_token"])
+        return now["stage"] == "done"
+
+    _wait(sample_until_done, LONG_LEASE + 90, "the restarted worker to finish")
+    assert before_lease_end and set(before_lease_end) == {dead_token}
+    # And the one save of the transcode came after that lease end, from the second worker.
+    with engine.connect() as conn:
+        saves = (
+            conn.execute(
+                select(record_events.c.created_at).where(
+                    record_events.c.domain == "media",
+                    record_events.c.record_id == item,
+                    record_events.c.stage == "transcoding",
+                )
+            )
+            .scalars()
+            .all()
+        )
+    assert len(saves) == 1 and saves[0] >= dead_lease_end
     second.send_signal(signal.SIGTERM)
     assert second.wait(timeout=30) == 0
 
