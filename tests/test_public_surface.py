@@ -21,12 +21,16 @@ def modules() -> list[str]:
 
 def test_public_surface_names_exist() -> None:
     missing = []
+    checked = []
     for name in modules():
         module = importlib.import_module(name)
         for symbol in getattr(module, "__all__", []):
+            checked.append(f"{name}.{symbol}")
             if not hasattr(module, symbol):
                 missing.append(f"{name}.{symbol}")
     assert missing == []
+    # The walk reached the package's modules (a wrong root would check nothing).
+    assert {"conveyor.pipeline.queries.claim_one", "conveyor.api.app.create_app"} <= set(checked)
 
 
 def test_pipeline_surface() -> None:

@@ -37,10 +37,12 @@ def test_sql_lives_only_in_db_and_queries_modules() -> None:
     root = Path(__file__).resolve().parents[2] / "src" / "conveyor"
     markers = ("insert(", "update(", "delete(", "select(", "text(", "exec_driver_sql(")
     offenders = []
+    scanned = []
     for path in root.rglob("*.py"):
         rel = path.relative_to(root)
         if rel.parts[0] == "db" or rel.name == "queries.py":
             continue
+        scanned.append(str(rel))
         source = path.read_text()
         for marker in markers:
             if f" {marker}" in source or f"({marker}" in source or f"\n{marker}" in source:
@@ -48,3 +50,5 @@ def test_sql_lives_only_in_db_and_queries_modules() -> None:
                 if imported:
                     offenders.append(f"{rel}: {marker}")
     assert offenders == []
+    # The scan read the policy modules, where SQL would most likely creep in.
+    assert {"pipeline/lifecycle.py", "pipeline/executor.py", "api/app.py"} <= set(scanned)
