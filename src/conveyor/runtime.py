@@ -85,10 +85,26 @@ class Runtime:
 
     @cached_property
     def provider(self) -> RecognitionProvider:
-        """The recognition provider from ``[transcription] provider``."""
+        """The recognition provider from ``[transcription] provider``.
+
+        Raises:
+            ConfigError: the provider's model or credential cannot be found.
+        """
+        transcription = self.settings.transcription
+        work = self.settings.storage.root / "providers"
+        if transcription.provider == "speechkit":
+            from conveyor.providers.speechkit import SpeechKitProvider
+
+            return SpeechKitProvider(transcription.speechkit, work / "speechkit", clock=self.clock)
+        if transcription.provider == "openai":
+            from conveyor.providers.local import whisper_languages
+            from conveyor.providers.openai_compatible import OpenAICompatibleProvider
+
+            return OpenAICompatibleProvider(
+                transcription.openai, whisper_languages(), work / "openai"
+            )
         from conveyor.providers.local import LocalWhisperProvider
 
-        transcription = self.settings.transcription
         return LocalWhisperProvider(
             transcription,
             self.settings.storage.root / "recognizer",
@@ -98,6 +114,10 @@ class Runtime:
     @cached_property
     def languages(self) -> frozenset[str]:
         """Language codes the configured recognizer accepts (without loading the model)."""
+        if self.settings.transcription.provider == "speechkit":
+            from conveyor.providers.speechkit import LANGUAGES
+
+            return frozenset(LANGUAGES)
         from conveyor.providers.local import whisper_languages
 
         return whisper_languages()

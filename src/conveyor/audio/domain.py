@@ -135,12 +135,13 @@ class AudioSteps:
 
     # -- recognition: submit and collect (D2, D12) ---------------------------------------------
 
-    def _request(self, ctx: StepContext) -> RecognitionRequest:
+    def _request(self, ctx: StepContext, object_key: str) -> RecognitionRequest:
         record = ctx.record
         return RecognitionRequest(
             language=record["language"] or self.transcription.language,
             hints=None,
             duration=float(record["duration"] or 0.0),
+            object_key=object_key,
         )
 
     def _start_attempt(self, ctx: StepContext, *, then: Outcome) -> Outcome:
@@ -171,10 +172,11 @@ class AudioSteps:
         whether or not the claim still holds: it is a fact about money spent, not a step result.
         """
         record = ctx.record
-        audio, _ = self._file_path(ctx, int(record["normalized_file_id"]))
+        audio, object_key = self._file_path(ctx, int(record["normalized_file_id"]))
         provider = self.provider
+        request = self._request(ctx, object_key)
         try:
-            submission = provider.submit(audio, operation_id=key, request=self._request(ctx))
+            submission = provider.submit(audio, operation_id=key, request=request)
         except ProviderBusy as exc:
             self._mark(ctx, attempt_id, state="refused", error=str(exc))
             return Postpone(self._busy_delay(ctx, exc.retry_after))

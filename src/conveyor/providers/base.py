@@ -93,11 +93,14 @@ class RecognitionRequest:
         language: ISO 639-1 code, or ``None`` to detect it.
         hints: vocabulary hints (names, terms) for the decoder, or ``None``.
         duration: seconds of audio (for deadlines and poll scheduling).
+        object_key: the normalized audio's key in the object store, for providers that read
+            it from a bucket instead of receiving the bytes.
     """
 
     language: str | None = None
     hints: str | None = None
     duration: float = 0.0
+    object_key: str | None = None
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,7 @@ from conveyor.providers.base import (
     Submission,
     Transcript,
 )
+from conveyor.providers.gates import decoded_speech, only_filler
 from conveyor.providers.whisper_model import resolve_model
 
 __all__ = [
@@ -69,23 +70,6 @@ _LOCK_FILE = ".lock"
 _MODELS_DIR = ".models"
 # Operation ids become folder names: no separators, no leading dot (dot names are ours).
 _OPERATION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
-
-# Whisper's own quality gates (openai/whisper transcribe.py, faster-whisper's defaults). A segment
-# is decoded at temperature 0 and, while it fails a gate (log-prob below the floor, or text that
-# compresses too well: a loop), again at each higher fallback temperature; the first passing
-# decode is kept. A segment that still fails a gate therefore failed at EVERY temperature: on
-# noise that is random sampled text ("A-a-a-a ... beta scuba"), on speech a loop that turns a
-# sentence said three times into fourteen. Such segments are never kept.
-_LOGPROB_FLOOR = -1.0
-_COMPRESSION_CEILING = 2.4
-# Markup Whisper emits for non-speech ("[Music]", "(coughs)", "*sigh*", "♪").
-_MARKUP = re.compile(r"\[[^\]]*\]|\([^)]*\)|\*[^*]*\*|[♪♫♩♬]")
-# Hesitation sounds; a transcript made only of these (Whisper gave "uh"/"Oh" on pure noise) is no
-# speech. Checked on whole words, so "ohm" or "umbrella" never match.
-_FILLER = re.compile(
-    r"u+h+|u+m+|h+m+|m+h*m*|h+u+h+|a+h+|o+h+|e+h+|e+r+m*|э+|э+м+|м+|х+м+",
-    re.IGNORECASE,
-)
 
 
 class LocalWhisperProvider:
@@ -190,14 +174,14 @@ class LocalWhisperProvider:
             kept = [
                 (float(s["start"]), float(s["end"]), str(s["text"]))
                 for s in document["segments"]
-                if _decoded_speech(s)
+                if decoded_speech(s)
             ]
             language = document["language"]
         except (ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"not a local recognizer result: {type(exc).__name__}: {exc}") from exc
         # Whisper's segment texts carry their own leading space where the language uses spaces.
         text = "".join(segment_text for _, _, segment_text in kept).strip()
-        if _only_filler(text):
+        if only_filler(text):
             return Transcript(text="", segments=(), language=None, no_speech=True)
         segments = tuple(
             Segment(start=start, end=end, text=segment_text.strip())
@@ -374,18 +358,6 @@ class LocalWhisperProvider:
                 yield
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _decoded_speech(segment: dict[str, Any]) -> bool:
-    """False for a segment that failed Whisper's gates at every fallback temperature."""
-    if segment["avg_logprob"] < _LOGPROB_FLOOR:
-        return False
-    return not segment["compression_ratio"] > _COMPRESSION_CEILING
-
-
-def _only_filler(text: str) -> bool:
-    words = re.findall(r"\w+", _MARKUP.sub(" ", text))
-    return all(_FILLER.fullmatch(word) for word in words)
 
 
 def _finished(job_dir: Path) -> PollResult | None:
