@@ -51,8 +51,10 @@ TARGET_SAMPLE_RATE: Final = 16_000
 MIN_SAMPLE_RATE: Final = 8_000
 MAX_SAMPLE_RATE: Final = 192_000
 
-#: Output RMS below this (dBFS) counts as silence: a quiet room recorded at normal gain is
-#: around -50 dBFS, digital zero is -inf.
+#: A recording whose loudest sample stays below this (dBFS) counts as silence: a quiet room
+#: recorded at normal gain is around -50 dBFS, digital zero is -inf. Decided from the peak, never
+#: from the mean: a long memo with quiet speech (peaks at -36 dBFS) and silence around it has a
+#: mean far below -60 dBFS and is still speech.
 SILENCE_DBFS: Final = -60.0
 
 #: Reported instead of -inf for digital silence, so the value stays a finite float (JSON).
@@ -111,7 +113,9 @@ class NormalizedAudio:
         rms_dbfs: RMS level of the output in dBFS (0 = full-scale square wave);
             :data:`FLOOR_DBFS` for digital silence.
         peak_dbfs: peak sample level of the output in dBFS; :data:`FLOOR_DBFS` for silence.
-        silent: the output is (near) digital silence: ``rms_dbfs`` < :data:`SILENCE_DBFS`.
+        silent: the output is (near) digital silence: even its loudest sample is below
+            :data:`SILENCE_DBFS` (``peak_dbfs``; the mean level is never used: quiet speech in
+            a long recording has a very low mean).
     """
 
     duration: float
@@ -269,6 +273,7 @@ def _transcode(
     if sink.samples == 0:
         raise MediaError("empty_audio", "The file contains no audio samples (0 s).")
     rms_dbfs = sink.rms_dbfs()
+    peak_dbfs = sink.peak_dbfs()
     return NormalizedAudio(
         duration=sink.samples / TARGET_SAMPLE_RATE,
         mime_type=sniffed.mime,
@@ -277,8 +282,8 @@ def _transcode(
         sample_rate=rate,
         channels=channels,
         rms_dbfs=rms_dbfs,
-        peak_dbfs=sink.peak_dbfs(),
-        silent=rms_dbfs < SILENCE_DBFS,
+        peak_dbfs=peak_dbfs,
+        silent=peak_dbfs < SILENCE_DBFS,
     )
 
 

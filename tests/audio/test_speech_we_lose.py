@@ -1,0 +1,86 @@
+"""Speech Conveyor used to lose, each found with a small input made here from the corpus, run
+through the whole pipeline with the real local recognizer on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import time
+import wave
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from sqlalchemy import Engine
+
+from conveyor.audio import queries
+from conveyor.audio.cards import transcript_of
+from conveyor.audio.intake import accept_audio
+from conveyor.audio.normalize import normalize_audio
+from conveyor.config import Settings
+from conveyor.runtime import Runtime
+
+RATE = 16_000
+
+
+def read_clip(path: Path) -> npt.NDArray[np.float64]:
+    with wave.open(str(path), "rb") as source:
+        assert (source.getframerate(), source.getnchannels()) == (RATE, 1)
+        return np.frombuffer(source.readframes(source.getnframes()), dtype="<i2") / 32768.0
+
+
+def write_wav(path: Path, channels: list[npt.NDArray[np.float64]]) -> Path:
+    length = max(c.size for c in channels)
+    padded = [np.pad(c, (0, length - c.size)) for c in channels]
+    frames = np.stack(padded, axis=1) if len(padded) > 1 else padded[0]
+    pcm = np.clip(np.round(frames * 32767), -32768, 32767).astype("<i2")
+    with wave.open(str(path), "wb") as sink:
+        sink.setnchannels(len(channels))
+        sink.setsampwidth(2)
+        sink.setframerate(RATE)
+        sink.writeframes(pcm.tobytes())
+    return path
+
+
+def make_runtime(engine: Engine, tmp_path: Path, **transcription: Any) -> Runtime:
+    settings = Settings(
+        storage={"root": tmp_path / "data"},
+        pipeline={"workers": 1, "poll_interval": 0.1, "retry_base": 0.2},
+        transcription={"poll_delay": 0.2, **transcription},
+    )
+    return Runtime(settings, engine=engine)
+
+
+def run_to_end(runtime: Runtime, rid: int, timeout: float = 300) -> Any:
+    executor = runtime.pool({}).executor
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        executor.run_once(runtime.audio, "audio")
+        with runtime.engine.connect() as conn:
+            row = queries.record_by_id(conn, rid)
+        assert row is not None
+        if row["stage"] == "done" or row["halted_at"] is not None:
+            return row
+        time.sleep(0.1)
+    raise AssertionError("record did not settle")
+
+
+def test_quiet_memo_is_heard_not_judged_silent(
+    engine: Engine, tmp_path: Path, corpus: Path
+) -> None:
+    """41 s: quiet room, one sentence peaking at -36 dBFS, quiet room. Its mean level is below
+    the silence threshold; its peak is not, and the recognizer hears it."""
+    speech = read_clip(corpus / "audio" / "sense_and_sensibility_0880.wav")
+    speech = speech * (10 ** (-36 / 20) / np.abs(speech).max())
+    rng = np.random.default_rng(7)
+    room = rng.normal(0.0, 10 ** (-75 / 20), 19 * RATE)
+    memo = write_wav(tmp_path / "memo.wav", [np.concatenate([room, speech, room])])
+    measured = normalize_audio(memo, tmp_path / "check.wav")
+    assert measured.rms_dbfs < -60.0 < measured.peak_dbfs  # the case as reported
+    runtime = make_runtime(engine, tmp_path)
+    rid = accept_audio(runtime.engine, runtime.store, runtime.clock, memo, owner="ann")
+    row = run_to_end(runtime, rid)
+    assert row["stage"] == "done", dict(row)
+    assert row["no_speech"] is False
+    with runtime.engine.connect() as conn:
+        text = transcript_of(conn, rid)
+    assert text is not None and "young man" in text["body"].lower()
