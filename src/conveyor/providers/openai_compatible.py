@@ -17,7 +17,6 @@ There is no idempotency key: a request whose answer is lost is not repeated on i
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import math
@@ -29,6 +28,7 @@ from typing import Any
 import httpx
 
 from conveyor.config import OpenAISettings
+from conveyor.files import write_atomic
 from conveyor.providers.base import (
     PollResult,
     ProviderRejected,
@@ -133,7 +133,7 @@ class OpenAICompatibleProvider:
                         audio, encoded, start=start, end=end, bitrate=self._settings.bitrate
                     )
                     response = self._transcribe(encoded, request)
-                    _write_atomic(kept, json.dumps(response, ensure_ascii=False).encode())
+                    write_atomic(kept, json.dumps(response, ensure_ascii=False).encode())
                 answers.append({"start": start, "end": end, "response": response})
         raw = json.dumps(
             {"provider": "openai", "model": self.model, "chunks": answers}, ensure_ascii=False
@@ -271,14 +271,3 @@ class OpenAICompatibleProvider:
             end = offset + float(s["end"]) * scale
             kept.append(Segment(start, end, text, language=language))
         return kept
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with open(fd, "wb") as out:
-            out.write(data)
-        Path(tmp).replace(path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            Path(tmp).unlink()
