@@ -10,7 +10,7 @@ import time
 from datetime import UTC, datetime
 from typing import Protocol
 
-__all__ = ["Clock", "SystemClock", "iso_utc"]
+__all__ = ["Clock", "SystemClock", "iso_utc", "seconds"]
 
 
 class Clock(Protocol):
@@ -34,3 +34,8 @@ def iso_utc(epoch: float | None) -> str | None:
     if epoch is None:
         return None
     return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def seconds(duration: float | None) -> float | None:
+    """A duration for people and JSON: seconds rounded to the millisecond; None stays."""
+    return None if duration is None else round(float(duration), 3)

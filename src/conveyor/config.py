@@ -16,17 +16,22 @@ listed with its default in ``docs/operations.md``.
 
 from __future__ import annotations
 
+import difflib
 import os
+import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+
+from conveyor.errors import ConfigError
 
 __all__ = [
     "ApiSettings",
@@ -38,8 +43,31 @@ __all__ = [
     "SpeechKitSettings",
     "StorageSettings",
     "TranscriptionSettings",
+    "environment_problems",
     "load_settings",
 ]
+
+#: CTranslate2 compute types (``ctranslate2.get_supported_compute_types`` says which the device
+#: supports; the recognizer checks that at start-up).
+ComputeType = Literal[
+    "default",
+    "auto",
+    "int8",
+    "int8_float32",
+    "int8_float16",
+    "int8_bfloat16",
+    "int16",
+    "float16",
+    "bfloat16",
+    "float32",
+]
+
+#: Environment variables that are not settings but are read by name: the config file's path, and
+#: the test suite's own ``CONVEYOR_TEST_*`` variables (e.g. ``CONVEYOR_TEST_POSTGRES_URL``).
+_OTHER_VARIABLES = frozenset({"CONVEYOR_CONFIG"})
+_OTHER_PREFIXES = ("CONVEYOR_TEST_",)
+
+_DATABASE_SCHEME = re.compile(r"^(sqlite|postgresql|postgres)(\+[a-z0-9_]+)?://", re.IGNORECASE)
 
 
 class _Section(BaseModel):
@@ -52,7 +80,18 @@ class DatabaseSettings(_Section):
     """``[database]``: where records live."""
 
     url: str = "sqlite:///conveyor-data/conveyor.db"
-    """SQLAlchemy URL. ``sqlite:///path`` (embedded default) or ``postgresql://user@host/db``."""
+    """SQLAlchemy URL: ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db`` (embedded
+    default) or ``postgresql://user:password@host:port/db``."""
+
+    @field_validator("url")
+    @classmethod
+    def _known_scheme(cls, url: str) -> str:
+        if not _DATABASE_SCHEME.match(url):
+            raise ValueError(
+                "must start with sqlite:/// (a file) or postgresql:// (a server), "
+                "e.g. postgresql://conveyor@localhost/conveyor"
+            )
+        return url
 
 
 class StorageSettings(_Section):
@@ -149,10 +188,12 @@ class TranscriptionSettings(_Section):
     path to a CTranslate2 model folder or a faster-whisper model name already cached locally."""
     language: str | None = None
     """ISO 639-1 code (``en``, ``ru``); unset = detect per recording."""
-    compute_type: str = "int8"
-    """CTranslate2 compute type (``int8``, ``int8_float32``, ``float32``)."""
-    device: str = "cpu"
-    """CTranslate2 device (``cpu``, ``cuda``)."""
+    compute_type: ComputeType = "int8"
+    """CTranslate2 compute type (``int8``, ``int8_float32``, ``float32``, ``float16`` on a GPU, …);
+    one the device does not support stops start-up."""
+    device: Literal["cpu", "cuda", "auto"] = "cpu"
+    """CTranslate2 device (``cpu``, ``cuda``, ``auto``); ``cuda`` without a usable GPU stops
+    start-up."""
     threads: int = Field(default=2, ge=1)
     """CPU threads of one recognizer process."""
     beam_size: int = Field(default=5, ge=1)
@@ -250,13 +291,60 @@ class Settings(BaseSettings):
         return tuple(sources)
 
 
-def load_settings() -> Settings:
+def _setting_variables() -> set[str]:
+    names = set()
+    for section, field in Settings.model_fields.items():
+        names.add(f"CONVEYOR_{section.upper()}")  # a whole section as JSON, as pydantic allows
+        model = field.annotation
+        assert isinstance(model, type) and issubclass(model, BaseModel)
+        names.update(f"CONVEYOR_{section.upper()}__{key.upper()}" for key in model.model_fields)
+    return names
+
+
+def environment_problems(environ: Mapping[str, str]) -> list[str]:
+    """One sentence per ``CONVEYOR_*`` variable of ``environ`` that is not a setting.
+
+    Such a variable would otherwise be ignored without a word (``CONVEYOR_DATABASE_URL`` with one
+    underscore leaves the default SQLite file in use). Each sentence names the likely key.
+    """
+    known = _setting_variables()
+    problems = []
+    for name in sorted(environ):
+        upper = name.upper()
+        if not upper.startswith("CONVEYOR_") or upper in known or upper in _OTHER_VARIABLES:
+            continue
+        if upper.startswith(_OTHER_PREFIXES):
+            continue
+        # Compared without the shared prefix, which would make every name look alike.
+        candidates = {k.removeprefix("CONVEYOR_"): k for k in known | _OTHER_VARIABLES}
+        rest = upper.removeprefix("CONVEYOR_")
+        likely = [candidates[k] for k in difflib.get_close_matches(rest, candidates, n=1)]
+        # A key without its section (CONVEYOR_WORKERS): the keys of that name in any section.
+        likely = likely or sorted(k for k in known if k.endswith(f"__{rest}"))
+        hint = f"; did you mean {' or '.join(likely)}?" if likely else ""
+        problems.append(
+            f"environment variable {name} is not a setting{hint} (settings are "
+            "CONVEYOR_<SECTION>__<KEY>, with two underscores, e.g. CONVEYOR_DATABASE__URL)"
+        )
+    return problems
+
+
+def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     """Read settings from the environment and ``conveyor.toml``.
 
+    Args:
+        environ: the environment to check for unknown ``CONVEYOR_*`` variables; default
+            ``os.environ`` (the settings themselves are always read from ``os.environ``).
+
     Raises:
+        ConfigError: a ``CONVEYOR_*`` variable is not a setting (the message names the likely
+            key).
         pydantic.ValidationError: a key is unknown or a value is out of range.
         FileNotFoundError: ``CONVEYOR_CONFIG`` names a file that does not exist.
     """
+    problems = environment_problems(os.environ if environ is None else environ)
+    if problems:
+        raise ConfigError("\n".join(problems))
     named = os.environ.get("CONVEYOR_CONFIG")
     if named and not Path(named).is_file():
         raise FileNotFoundError(f"CONVEYOR_CONFIG names {named}, which is not a file")

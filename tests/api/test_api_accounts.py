@@ -20,6 +20,7 @@ from conveyor.accounts import (
 )
 from conveyor.api.app import create_app
 from conveyor.cli.app import app as cli
+from conveyor.cli.exits import ExitCode
 from conveyor.config import Settings
 from conveyor.db.tables import api_tokens
 from conveyor.errors import Conflict, NotFound, RejectedInput
@@ -99,7 +100,7 @@ def test_cli_users_add_and_tokens_create(
     assert len(token) >= 43 and " " not in token
     listed = runner.invoke(cli, ["tokens", "list", "carol"])
     assert "laptop" in listed.stdout and token not in listed.stdout
-    assert runner.invoke(cli, ["tokens", "create", "nobody"]).exit_code == 1
+    assert runner.invoke(cli, ["tokens", "create", "nobody"]).exit_code == ExitCode.NOT_FOUND
 
     runtime = Runtime(Settings(storage={"root": tmp_path / "data"}), engine=engine)
     with TestClient(create_app(runtime, run_workers=False)) as client:

@@ -2,23 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-CONVEYOR = str(Path(sys.executable).with_name("conveyor"))
+from cli_run import run
 
-
-def run(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [CONVEYOR, *args],
-        cwd=cwd,
-        env={**os.environ, "COLUMNS": "200", **env},
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+from conveyor.cli.exits import ExitCode
 
 
 def test_ingest_prints_the_transcript_on_the_embedded_default(tmp_path: Path, corpus: Path) -> None:
@@ -36,10 +24,15 @@ def test_halted_record_shows_its_reason_and_resume_continues_from_its_stage(
     assert "undecodable" in result.stdout
     show = run(["records", "show", "1"], tmp_path)
     assert show.returncode == 0 and "halted" in show.stdout and "cannot be opened" in show.stdout
+    # A content halt says that a resume will not help and what to do instead.
+    assert "resume will not help" in show.stdout and "upload it again" in show.stdout
+    assert "halted at  20" in show.stdout and "attempts   0" in show.stdout
     resumed = run(["records", "resume", "1"], tmp_path)
     assert resumed.returncode == 0 and "resumed at stage uploaded" in resumed.stdout
+    assert "`conveyor worker`" in resumed.stdout  # nothing moves it without a worker
     again = run(["records", "resume", "1"], tmp_path)
-    assert again.returncode == 1 and "is not halted" in again.stderr
+    assert again.returncode == ExitCode.CONFLICT and "is not halted" in again.stderr
+    assert "at stage uploaded, waiting for a worker" in again.stderr
     events = run(["records", "events", "1"], tmp_path)
     assert "resumed" in events.stdout and "human" in events.stdout
     listing = run(["records", "list", "--halted"], tmp_path)
@@ -48,11 +41,11 @@ def test_halted_record_shows_its_reason_and_resume_continues_from_its_stage(
 
 def test_unknown_record_and_bad_config_are_clear_errors(tmp_path: Path) -> None:
     missing = run(["records", "show", "42"], tmp_path)
-    assert missing.returncode == 1 and "does not exist" in missing.stderr
+    assert missing.returncode == ExitCode.NOT_FOUND and "does not exist" in missing.stderr
     bad = run(["records", "list"], tmp_path, CONVEYOR_PIPELINE__WORKERS="-1")
     assert bad.returncode == 2 and "invalid configuration" in bad.stderr
     upgraded = run(["db", "upgrade"], tmp_path)
-    assert upgraded.returncode == 0 and "revision 0001" in upgraded.stdout
+    assert upgraded.returncode == 0 and "already at revision" in upgraded.stdout
 
 
 def test_bad_input_is_refused_up_front_with_clear_errors(tmp_path: Path, corpus: Path) -> None:

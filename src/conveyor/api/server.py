@@ -45,6 +45,9 @@ def make_server(app: FastAPI, host: str, port: int, *, log_level: str = "info") 
         host=host,
         port=port,
         log_level=log_level,
+        # The entry point configures logging (one line format, ISO 8601 UTC); uvicorn's loggers
+        # propagate to it instead of printing in a style of their own.
+        log_config=None,
         lifespan="on",
         proxy_headers=False,
         # Open requests get this long after SIGTERM; uploads still arriving are refused with

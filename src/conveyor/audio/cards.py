@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy import Connection, RowMapping
 
 from conveyor.audio import queries
-from conveyor.clock import iso_utc
+from conveyor.clock import iso_utc, seconds
 
 __all__ = ["record_card", "transcript_of"]
 
@@ -34,7 +34,7 @@ def record_card(record: RowMapping) -> dict[str, Any]:
         "attempts": record["attempts"],
         "language": record["language"],
         "detected_language": record["detected_language"],
-        "duration": record["duration"],
+        "duration": seconds(record["duration"]),
         "no_speech": record["no_speech"],
         "created_at": iso_utc(record["created_at"]),
         "stage_entered_at": iso_utc(record["state_entered_at"]),

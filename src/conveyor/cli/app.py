@@ -1,25 +1,40 @@
-"""The ``conveyor`` command: ingest, worker, records, db (and serve, users, albums, media)."""
+"""The ``conveyor`` command: ingest, worker, records, albums, media, serve, users, tokens, db.
+
+Every command module imports only Typer at the top; what a command needs (SQLAlchemy, PyAV,
+pyvips, the HTTP app) is imported when it runs, so ``--help`` and ``--version`` start fast.
+"""
 
 from __future__ import annotations
 
 import logging
+import sys
+import traceback
 from typing import Annotated
 
 import typer
 
 from conveyor import __version__
 from conveyor.cli import media, records, users
-from conveyor.cli.common import console, make_runtime, setup_logging, stop_on_signals
+from conveyor.cli.common import (
+    err_console,
+    fail,
+    make_runtime,
+    note,
+    setup_logging,
+    stop_on_signals,
+)
+from conveyor.cli.exits import ExitCode
 from conveyor.cli.ingest import ingest
 from conveyor.cli.serve import serve
-from conveyor.db.migrate import current_revision
+
+__all__ = ["app", "main"]
 
 app = typer.Typer(
     help="Conveyor: a self-hosted media pipeline (transcripts, photo and video variants).",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
-db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
+db_app = typer.Typer(help="The database schema.", no_args_is_help=True)
 app.add_typer(records.app, name="records")
 app.add_typer(media.albums_app, name="albums")
 app.add_typer(media.media_app, name="media")
@@ -30,24 +45,75 @@ app.command()(ingest)
 app.command()(serve)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        print(f"conveyor {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", help="Print the version and exit.", callback=_print_version, is_eager=True
+        ),
+    ] = False,
+) -> None:
+    """Conveyor: a self-hosted media pipeline (transcripts, photo and video variants)."""
+
+
 @app.command()
 def version() -> None:
     """Print the version."""
-    console.print(__version__)
+    print(f"conveyor {__version__}")
 
 
 @app.command()
 def worker(
     workers: Annotated[
-        int | None, typer.Option(help="Audio workers; default \\[pipeline] workers.", min=0)
+        int | None,
+        typer.Option(
+            help="Worker threads of the audio lane in this process; default \\[pipeline] "
+            "workers. The photo and video lanes take \\[media] short_workers and long_workers.",
+            min=0,
+        ),
     ] = None,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(
+            help="Serve this process's Prometheus metrics at http://HOST:PORT/metrics "
+            "(0 = any free port); default: no metrics endpoint.",
+            min=0,
+            max=65535,
+        ),
+    ] = None,
+    metrics_host: Annotated[
+        str, typer.Option(help="Address the metrics endpoint listens on.")
+    ] = "127.0.0.1",
 ) -> None:
-    """Run the worker pool until SIGINT/SIGTERM (then finish or release running steps)."""
+    """Run the workers of every lane until SIGINT/SIGTERM (running steps finish or are released)."""
     setup_logging(logging.INFO)
     runtime = make_runtime()
     lanes = runtime.lanes()
     if workers is not None:
         lanes["audio"] = workers
+    if lanes.get("audio", 0) > 0:
+        from conveyor.cli.startup import check_recognizer
+
+        check_recognizer(runtime)
+    if metrics_port is not None:
+        from prometheus_client import start_http_server
+
+        try:
+            server, _thread = start_http_server(metrics_port, addr=metrics_host)
+        except OSError as exc:
+            raise fail(
+                f"cannot serve metrics on {metrics_host}:{metrics_port}: {exc.strerror or exc}; "
+                "choose another --metrics-port",
+                ExitCode.USAGE,
+            ) from None
+        note(f"metrics at http://{metrics_host}:{server.server_port}/metrics")
     stop = stop_on_signals()
     pool = runtime.pool(lanes)
     pool.start()
@@ -57,12 +123,79 @@ def worker(
 
 @db_app.command("upgrade")
 def db_upgrade() -> None:
-    """Create or upgrade the schema to the newest revision."""
-    runtime = make_runtime(migrate=False)
-    runtime.migrate()
-    console.print(f"database at revision {current_revision(runtime.engine)}")
+    """Create the schema, or upgrade it to this version's (back up the database first)."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from conveyor.cli.common import database_unreachable, describe_database
+    from conveyor.db.migrate import current_revision, head_revision, known_revision
+
+    runtime = make_runtime(schema=False)
+    try:
+        before = current_revision(runtime.engine)
+        if before is not None and not known_revision(before):
+            raise fail(
+                f"the database has schema revision {before}, newer than this version of "
+                f"Conveyor knows (its newest is {head_revision()}); upgrade Conveyor",
+                ExitCode.SCHEMA,
+            )
+        runtime.migrate()
+        after = current_revision(runtime.engine)
+    except SQLAlchemyError as exc:
+        raise database_unreachable(runtime.settings, exc) from None
+    where = describe_database(runtime.settings)
+    if before == after:
+        print(f"database {where} already at revision {after}")
+    else:
+        print(f"database {where} upgraded from revision {before or 'none'} to {after}")
+
+
+def _exit_for(exc: Exception) -> int:
+    """Print what went wrong for an error no command caught, and return the exit code."""
+    from conveyor.errors import ConfigError, Conflict, NotFound, RejectedInput
+
+    if isinstance(exc, NotFound):
+        fail(str(exc), ExitCode.NOT_FOUND)
+        return ExitCode.NOT_FOUND
+    if isinstance(exc, Conflict):
+        fail(str(exc), ExitCode.CONFLICT)
+        return ExitCode.CONFLICT
+    if isinstance(exc, (ConfigError, RejectedInput)):
+        fail(str(exc), ExitCode.USAGE)
+        return ExitCode.USAGE
+    if type(exc).__module__.startswith("sqlalchemy"):
+        from sqlalchemy.exc import DBAPIError
+
+        if (isinstance(exc, DBAPIError) and exc.connection_invalidated) or _is_connection(exc):
+            detail = str(getattr(exc, "orig", exc)).strip().splitlines()
+            fail(
+                f"the database stopped answering: {detail[0] if detail else exc}; check that "
+                "it is running, then run the command again",
+                ExitCode.UNAVAILABLE,
+            )
+            return ExitCode.UNAVAILABLE
+    from conveyor.pipeline.redact import redact
+
+    err_console.print(redact("".join(traceback.format_exception(exc))) or "", style="dim")
+    fail(
+        f"unexpected {type(exc).__name__} (a fault of Conveyor; the traceback above says where)",
+        ExitCode.INTERNAL,
+    )
+    return ExitCode.INTERNAL
+
+
+def _is_connection(exc: Exception) -> bool:
+    from sqlalchemy.exc import InterfaceError, OperationalError
+
+    return isinstance(exc, (OperationalError, InterfaceError))
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point: run the command and map what escaped it to an exit code."""
+    try:
+        app()
+    except BrokenPipeError:
+        # The reader of a pipe went away (``conveyor records list | head``): not an error.
+        sys.stderr.close()
+        sys.exit(0)
+    except Exception as exc:
+        sys.exit(_exit_for(exc))

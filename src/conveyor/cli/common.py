@@ -1,90 +1,181 @@
-"""What every command shares: settings, runtime, logging, stop signals, output helpers."""
+"""What every command shares: output, settings and runtime, logging, stop signals, intake.
+
+Output rules (one style for every command):
+
+* data and results on stdout; progress, notes and errors on stderr;
+* user and data text (names, titles, halt texts, settings in brackets) is printed literally:
+  the consoles never interpret Rich markup, so ``[pipeline] workers`` stays as written;
+* ``--json`` prints plain JSON (no colour, no wrapping), one document per command;
+* every error names the thing and the next step, and its exit code is an :class:`ExitCode`.
+
+Heavy modules (SQLAlchemy, PyAV, pyvips, the API) are imported inside the functions that need
+them, so ``conveyor --help`` and ``--version`` start fast.
+"""
 
 from __future__ import annotations
 
+import json
 import logging
 import signal
 import sys
 import threading
-import tomllib
+import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
-from pydantic import ValidationError
 from rich.console import Console
-from rich.logging import RichHandler
-from rich.markup import escape
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from rich.text import Text
 
-from conveyor.config import load_settings
-from conveyor.errors import RejectedInput
-from conveyor.runtime import Runtime
+from conveyor.cli.exits import ExitCode
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
+    from conveyor.config import Settings
+    from conveyor.errors import RejectedInput
+    from conveyor.runtime import Runtime
 
 __all__ = [
+    "Intake",
     "accept_files",
     "console",
-    "describe_validation",
+    "describe_database",
+    "describe_storage",
     "err_console",
     "fail",
+    "human_size",
     "make_runtime",
+    "no_such_id",
+    "note",
+    "print_json",
     "progress_display",
     "setup_logging",
     "stop_on_signals",
+    "table",
 ]
 
 # Output that goes to a file or a pipe is not wrapped at 80 columns: a transcript stays one line.
-console = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 10_000)
-err_console = Console(stderr=True)
+console = Console(
+    soft_wrap=True, width=None if sys.stdout.isatty() else 10_000, markup=False, highlight=False
+)
+err_console = Console(
+    stderr=True,
+    soft_wrap=True,
+    width=None if sys.stderr.isatty() else 10_000,
+    markup=False,
+    highlight=False,
+)
+
+#: The largest id a record, item, album, user or token can have (a signed 64-bit column).
+MAX_ID = 2**63 - 1
 
 
-def fail(message: str, code: int = 1) -> typer.Exit:
-    """Print ``message`` in red on stderr and return the Exit to raise."""
-    err_console.print(f"[red]error:[/red] {message}")
-    return typer.Exit(code)
+def _redact(text: str) -> str:
+    from conveyor.pipeline.redact import redact
+
+    return redact(text) or ""
+
+
+def fail(message: str, code: int = ExitCode.HALTED) -> typer.Exit:
+    """Print ``error: message`` on stderr (credentials redacted) and return the Exit to raise."""
+    err_console.print(Text.assemble(("error: ", "bold red"), _redact(message)))
+    return typer.Exit(int(code))
+
+
+def note(message: str) -> None:
+    """A line for the person at the terminal, on stderr (never mixed into the data on stdout)."""
+    err_console.print(Text(_redact(message), style="dim"))
+
+
+def print_json(document: Any) -> None:
+    """Print ``document`` as plain, indented JSON on stdout (no colour, no wrapping)."""
+    sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+def table(*headers: str) -> Table:
+    """The one table style: plain columns, bold headers, no box lines (greppable in a pipe)."""
+    return Table(*headers, box=None, header_style="bold", pad_edge=False, padding=(0, 2, 0, 0))
+
+
+def human_size(size: int | None) -> str:
+    """Bytes for a person: ``912 B``, ``14.2 KiB``, ``3.1 MiB``, ``1.2 GiB`` (binary units)."""
+    if size is None:
+        return ""
+    if size < 1024:
+        return f"{size} B"
+    value = float(size)
+    for unit in ("KiB", "MiB", "GiB"):
+        value /= 1024
+        if value < 1024 or unit == "GiB":
+            return f"{value:.1f} {unit}"
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def no_such_id(noun: str, value: int) -> typer.Exit | None:
+    """The not-found Exit for an id that no row can have (0, or past 64 bits), else None."""
+    if 1 <= value <= MAX_ID:
+        return None
+    return fail(f"{noun} {value} does not exist", ExitCode.NOT_FOUND)
+
+
+class _IsoUtcFormatter(logging.Formatter):
+    """``2026-11-30T07:40:00.123Z WARNING record 7 halted …``, credentials redacted (D16)."""
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        seconds = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+        return f"{seconds}.{int(record.msecs):03d}Z"
+
+    def format(self, record: logging.LogRecord) -> str:
+        return _redact(super().format(record))
 
 
 def setup_logging(level: int = logging.INFO) -> None:
-    """Log to stderr through Rich."""
-    logging.basicConfig(
-        level=level,
-        format="%(message)s",
-        handlers=[RichHandler(console=err_console, show_path=False, rich_tracebacks=False)],
-        force=True,
-    )
+    """Log to stderr, one line per event, time in ISO 8601 UTC like every other time we print."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_IsoUtcFormatter("%(asctime)s %(levelname)s %(message)s"))
+    logging.basicConfig(level=level, handlers=[handler], force=True)
     # libvips reports every damaged tile as a warning; the step's halt reason already says it.
     logging.getLogger("pyvips").setLevel(logging.ERROR)
     logging.getLogger("alembic").setLevel(logging.WARNING)
 
 
-def make_runtime(migrate: bool = True) -> Runtime:
-    """Read settings once and build the runtime; migrate the schema unless told not to.
+def describe_database(settings: Settings) -> str:
+    """``[database] url`` for people: the password hidden, a SQLite file as an absolute path."""
+    from sqlalchemy.engine import make_url
 
-    Raises:
-        typer.Exit: the settings are invalid (code 2) or the database is unreachable (code 1).
-    """
+    url = make_url(settings.database.url)
+    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
+        url = url.set(database=str(Path(url.database).resolve()))
+    return url.render_as_string(hide_password=True)
+
+
+def describe_storage(settings: Settings) -> str:
+    """``[storage] root`` for people, as an absolute path."""
+    return str(settings.storage.root.resolve())
+
+
+def _load_settings() -> Settings:
+    import tomllib
+
+    from pydantic import ValidationError
+
+    from conveyor.config import load_settings
+    from conveyor.errors import ConfigError
+
     try:
-        settings = load_settings()
+        return load_settings()
     except ValidationError as exc:
-        raise fail(f"invalid configuration: {describe_validation(exc)}", 2) from None
-    except (FileNotFoundError, tomllib.TOMLDecodeError) as exc:
-        raise fail(f"invalid configuration: {exc}", 2) from None
-    runtime = Runtime(settings)
-    try:
-        runtime.store  # noqa: B018 - creates the storage folder, so a bad root fails here
-    except OSError as exc:
-        root = settings.storage.root
-        raise fail(f"cannot use [storage] root {root} as the storage folder: {exc}", 2) from None
-    if migrate:
-        try:
-            runtime.migrate()
-        except Exception as exc:
-            raise fail(f"cannot prepare the database {settings.database.url}: {exc}") from None
-    return runtime
+        raise fail(f"invalid configuration: {_describe_validation(exc)}", ExitCode.USAGE) from None
+    except (ConfigError, FileNotFoundError, tomllib.TOMLDecodeError) as exc:
+        raise fail(f"invalid configuration: {exc}", ExitCode.USAGE) from None
 
 
-def describe_validation(exc: ValidationError) -> str:
+def _describe_validation(exc: Any) -> str:
     """One line per invalid setting: ``pipeline.workers: Input should be … (got 'abc')``."""
     lines = []
     for error in exc.errors():
@@ -94,6 +185,90 @@ def describe_validation(exc: ValidationError) -> str:
     return "\n  " + "\n  ".join(lines)
 
 
+def make_runtime(*, schema: bool = True) -> Runtime:
+    """Read settings once, say which database and storage are used, and build the runtime.
+
+    Args:
+        schema: check the database schema first: on SQLite it is upgraded in place; on
+            PostgreSQL a schema other than this version's stops the command (upgrades there are
+            an explicit ``conveyor db upgrade``).
+
+    Raises:
+        typer.Exit: invalid settings (:attr:`ExitCode.USAGE`), database or storage unusable
+            (:attr:`ExitCode.UNAVAILABLE`), schema not current (:attr:`ExitCode.SCHEMA`).
+    """
+    settings = _load_settings()
+    from conveyor.runtime import Runtime
+
+    note(f"database {describe_database(settings)}, storage {describe_storage(settings)}")
+    runtime = Runtime(settings)
+    try:
+        runtime.store  # noqa: B018 - creates the storage folder, so a bad root fails here
+    except OSError as exc:
+        raise fail(
+            f"cannot use [storage] root {settings.storage.root} as the storage folder: "
+            f"{exc.strerror or exc}; point [storage] root (CONVEYOR_STORAGE__ROOT) at a folder "
+            "this user can write",
+            ExitCode.UNAVAILABLE,
+        ) from None
+    if schema:
+        check_schema(runtime)
+    return runtime
+
+
+def database_unreachable(settings: Settings, exc: BaseException) -> typer.Exit:
+    """The Exit for a database that does not answer (the URL's password never shown)."""
+    detail = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+    return fail(
+        f"cannot reach the database {describe_database(settings)}: "
+        f"{detail[0] if detail else type(exc).__name__}; check [database] url "
+        "(CONVEYOR_DATABASE__URL) and that the server is running",
+        ExitCode.UNAVAILABLE,
+    )
+
+
+def check_schema(runtime: Runtime) -> None:
+    """Upgrade an embedded SQLite schema; refuse a PostgreSQL schema that is not current.
+
+    Raises:
+        typer.Exit: :attr:`ExitCode.UNAVAILABLE` or :attr:`ExitCode.SCHEMA`.
+    """
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from conveyor.db.engine import is_postgresql
+    from conveyor.db.migrate import current_revision, head_revision, known_revision
+
+    where = describe_database(runtime.settings)
+    try:
+        current = current_revision(runtime.engine)
+        head = head_revision()
+        if current is not None and not known_revision(current):
+            raise fail(
+                f"the database {where} has schema revision {current}, newer than this version "
+                f"of Conveyor knows (its newest is {head}); upgrade Conveyor",
+                ExitCode.SCHEMA,
+            )
+        if current == head:
+            return
+        if not is_postgresql(runtime.engine):
+            runtime.migrate()  # the embedded default upgrades itself
+            return
+    except SQLAlchemyError as exc:
+        raise database_unreachable(runtime.settings, exc) from None
+    if current is None:
+        raise fail(
+            f"the database {where} has no Conveyor schema yet; create it with "
+            "`conveyor db upgrade`",
+            ExitCode.SCHEMA,
+        )
+    raise fail(
+        f"the database {where} has schema revision {current}, older than this version needs "
+        f"({head}); back up the database, stop every conveyor process, then run "
+        "`conveyor db upgrade`",
+        ExitCode.SCHEMA,
+    )
+
+
 def stop_on_signals() -> threading.Event:
     """An event set by SIGINT or SIGTERM (graceful stop); a second SIGINT aborts at once."""
     stop = threading.Event()
@@ -101,7 +276,7 @@ def stop_on_signals() -> threading.Event:
     def handler(signum: int, _frame: Any) -> None:
         if stop.is_set() and signum == signal.SIGINT:
             raise KeyboardInterrupt
-        err_console.print(f"[yellow]{signal.Signals(signum).name}: stopping…[/yellow]")
+        err_console.print(f"{signal.Signals(signum).name}: stopping…", style="yellow")
         stop.set()
 
     signal.signal(signal.SIGINT, handler)
@@ -120,37 +295,71 @@ def _unreadable(path: Path) -> str | None:
     return None
 
 
-def accept_files(paths: Sequence[Path], accept: Callable[[Path], int]) -> tuple[list[int], int]:
-    """Run ``accept`` on each path; a refusal is printed and counted, never fatal.
+@dataclass
+class Intake:
+    """What happened to the files given to ``ingest`` or ``media add``."""
+
+    ids: list[int] = field(default_factory=list)
+    refused: int = 0
+
+
+def accept_files(
+    paths: Sequence[Path],
+    accept: Callable[[Path], int],
+    hint: Callable[[Path, RejectedInput], str | None] | None = None,
+) -> Intake:
+    """Run ``accept`` on each path; a refusal is printed (with ``hint``) and counted, never fatal.
 
     Returns:
         The accepted ids in order, and how many paths were refused.
     """
-    ids: list[int] = []
-    refused = 0
+    from conveyor.errors import RejectedInput
+
+    intake = Intake()
     for path in paths:
         problem = _unreadable(path)
         try:
             if problem is None:
-                ids.append(accept(path))
+                intake.ids.append(accept(path))
         except RejectedInput as exc:
             problem = f"refused ({exc.reason}): {exc}"
+            extra = hint(path, exc) if hint is not None else None
+            if extra:
+                problem = f"{problem}; {extra}"
         except OSError as exc:
             problem = f"cannot be read: {exc.strerror or exc}"
         if problem is not None:
-            err_console.print(f"[red]{escape(f'{path}: {problem}')}[/red]", highlight=False)
-            refused += 1
-    return ids, refused
+            err_console.print(Text(f"{path}: {problem}", style="red"))
+            intake.refused += 1
+    return intake
+
+
+def summary(noun: str, given: int, intake: Intake, done: int, halted: int) -> str:
+    """``3 files: 2 accepted (1 done, 1 halted), 1 refused`` — the last line of an intake."""
+    waiting = len(intake.ids) - done - halted
+    parts = [f"{done} done", f"{halted} halted"] + ([f"{waiting} unfinished"] if waiting else [])
+    files = "file" if given == 1 else "files"
+    return (
+        f"{given} {files}: {len(intake.ids)} accepted as {noun}s ({', '.join(parts)}), "
+        f"{intake.refused} refused"
+    )
 
 
 def progress_display(state_field: str) -> Progress:
     """The progress display of the commands that wait for work: on stderr, gone when done."""
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
     return Progress(
         SpinnerColumn(),
-        TextColumn("{task.description}"),
+        TextColumn("{task.description}", markup=False),
         BarColumn(),
-        TextColumn(f"{{task.fields[{state_field}]}}"),
+        TextColumn(f"{{task.fields[{state_field}]}}", markup=False),
         TimeElapsedColumn(),
         console=err_console,
         transient=True,
     )
+
+
+def exit_with(code: int) -> NoReturn:
+    """End the command with ``code``."""
+    raise typer.Exit(int(code))

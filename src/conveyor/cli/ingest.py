@@ -5,56 +5,94 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from conveyor.audio import queries
-from conveyor.audio.cards import record_card, transcript_of
-from conveyor.audio.intake import accept_audio
 from conveyor.cli.common import (
     accept_files,
-    console,
     err_console,
     fail,
     make_runtime,
+    note,
     progress_display,
     setup_logging,
     stop_on_signals,
+    summary,
 )
-from conveyor.cli.records import print_card
-from conveyor.errors import ConfigError
+from conveyor.cli.exits import ExitCode
+
+if TYPE_CHECKING:
+    from conveyor.errors import RejectedInput
+
+__all__ = ["OWNER_HELP", "audio_hint", "ingest", "media_hint"]
 
 _STAGES = ["uploaded", "normalized", "submitted", "transcribed", "done"]
+
+#: The --owner help of every command that adds or finds things by owner.
+OWNER_HELP = (
+    "Owner (a user name). Default `me`: what is added from the shell without --owner belongs "
+    "to `me`; the HTTP API uses the token's user instead."
+)
+
+
+def _sniffed_kind(path: Path, exc: RejectedInput) -> str | None:
+    from conveyor.objects.sniff import sniff
+
+    return sniff(path).kind if exc.reason == "not_media" else None
+
+
+def audio_hint(path: Path, exc: RejectedInput) -> str | None:
+    """The way forward for a file ``ingest`` refused as not audio: the other command, or PCM."""
+    kind = _sniffed_kind(path, exc)
+    if kind == "image":
+        return f"it is a photo: add it to an album with `conveyor media add ALBUM {path}`"
+    if kind is not None:
+        return "if it is headerless 16 kHz mono 16-bit PCM, add it with --raw-pcm"
+    return None
+
+
+def media_hint(path: Path, exc: RejectedInput) -> str | None:
+    """The way forward for a file ``media add`` refused as not a photo or video."""
+    if _sniffed_kind(path, exc) == "audio":
+        return f"it is audio: transcribe it with `conveyor ingest {path}`"
+    return None
 
 
 def ingest(
     files: Annotated[list[Path], typer.Argument(help="Recordings to transcribe.")],
-    owner: Annotated[str, typer.Option(help="Owner of the records.")] = "me",
+    owner: Annotated[str, typer.Option(help=OWNER_HELP)] = "me",
     language: Annotated[
         str | None,
         typer.Option(help="Language of the speech (ISO 639-1, e.g. en); default: detect."),
     ] = None,
     raw_pcm: Annotated[
-        bool, typer.Option("--raw-pcm", help="Files are headerless 16 kHz mono s16le PCM.")
+        bool,
+        typer.Option(
+            "--raw-pcm", help="The files are headerless 16 kHz mono 16-bit little-endian PCM."
+        ),
     ] = False,
     title: Annotated[str | None, typer.Option(help="Title for the records.")] = None,
 ) -> None:
     """Transcribe recordings: accept, run the pipeline until each is done or halted, print."""
+    from conveyor.audio import queries
+    from conveyor.audio.cards import record_card, transcript_of
+    from conveyor.audio.intake import accept_audio
+    from conveyor.cli.records import print_card
+    from conveyor.cli.startup import check_recognizer
+
     setup_logging(logging.WARNING)
     runtime = make_runtime()
     if language is not None and language not in runtime.languages:
         raise fail(
             f"--language {language!r} is not a language code the recognizer knows; use an "
             "ISO 639-1 code such as en, de or ru, or leave it out to detect the language",
-            2,
+            ExitCode.USAGE,
         )
-    if runtime.settings.pipeline.workers > 0:
-        try:
-            runtime.provider  # noqa: B018 - a bad model or language fails before any record
-        except ConfigError as exc:
-            raise fail(f"invalid configuration: {exc}", 2) from None
-    ids, refused = accept_files(
+    workers = runtime.settings.pipeline.workers
+    if workers > 0:
+        check_recognizer(runtime)
+    intake = accept_files(
         files,
         lambda path: accept_audio(
             runtime.engine,
@@ -65,18 +103,22 @@ def ingest(
             title=title,
             language=language,
             raw_pcm=raw_pcm,
+            strict=True,
             languages=runtime.languages,
         ),
+        audio_hint,
     )
+    ids = intake.ids
     if not ids:
-        raise typer.Exit(1)
-    workers = runtime.settings.pipeline.workers
+        note(summary("record", len(files), intake, 0, 0))
+        raise typer.Exit(ExitCode.HALTED)
     if workers == 0:
-        console.print(
+        note(
             f"accepted records {', '.join(map(str, ids))}; [pipeline] workers = 0, so they wait "
             "for a `conveyor worker`"
         )
-        raise typer.Exit(0)
+        note(summary("record", len(files), intake, 0, 0))
+        raise typer.Exit(ExitCode.HALTED if intake.refused else ExitCode.OK)
     stop = stop_on_signals()
     pool = runtime.pool({"audio": workers})
     pool.start()
@@ -103,7 +145,7 @@ def ingest(
                 time.sleep(0.2)
     finally:
         pool.stop()
-    halted_any = refused > 0
+    done = halted_count = 0
     with runtime.engine.connect() as conn:
         for rid in ids:
             row = queries.record_by_id(conn, rid)
@@ -111,7 +153,11 @@ def ingest(
             text = transcript_of(conn, rid)
             card = record_card(row)
             print_card(card, text["body"] if text else None)
-            halted_any = halted_any or bool(card["halted"]) or card["stage"] != "done"
+            done += bool(card["done"])
+            halted_count += bool(card["halted"])
+    note(summary("record", len(files), intake, done, halted_count))
     if stop.is_set():
         err_console.print("stopped before every record finished; `conveyor worker` continues them")
-    raise typer.Exit(1 if halted_any else 0)
+        raise typer.Exit(ExitCode.INTERRUPTED)
+    finished = done == len(ids) and not intake.refused
+    raise typer.Exit(ExitCode.OK if finished else ExitCode.HALTED)

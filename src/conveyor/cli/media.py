@@ -2,81 +2,112 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
+from rich.text import Text
 
 from conveyor.cli.common import (
     accept_files,
     console,
     err_console,
     fail,
+    human_size,
     make_runtime,
+    no_such_id,
+    note,
+    print_json,
     progress_display,
     setup_logging,
     stop_on_signals,
+    summary,
+    table,
 )
-from conveyor.errors import Conflict, NotFound, RejectedInput
-from conveyor.media import albums as album_views
-from conveyor.media import queries
-from conveyor.media.broadcast import AlbumBroadcast
-from conveyor.media.domain import LONG_LANE, SHORT_LANE
-from conveyor.media.intake import accept_media
-from conveyor.pipeline import resume as resume_record
+from conveyor.cli.exits import ExitCode
+from conveyor.cli.ingest import OWNER_HELP, media_hint
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection
+
+    from conveyor.runtime import Runtime
 
 __all__ = ["albums_app", "media_app", "print_item"]
 
 albums_app = typer.Typer(help="Photo and video albums.", no_args_is_help=True)
-media_app = typer.Typer(help="Photos and videos in albums.", no_args_is_help=True)
+media_app = typer.Typer(help="Photos and videos (items) in albums.", no_args_is_help=True)
 
-Owner = Annotated[str, typer.Option(help="Owner of the album and its items.")]
-
-
-def _size(size: int | None) -> str:
-    if size is None:
-        return ""
-    value = float(size)
-    for unit in ("B", "KiB", "MiB"):
-        if value < 1024 or unit == "MiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} GiB"  # pragma: no cover
+Owner = Annotated[str, typer.Option(help=OWNER_HELP)]
+AlbumRef = Annotated[str, typer.Argument(help="The album's id or name.")]
+ItemId = Annotated[int, typer.Argument(help="The item's id (from `conveyor media list ALBUM`).")]
 
 
-def _state(view: dict[str, Any]) -> str:
+def _state(view: dict[str, Any]) -> Text:
     if view["halted"]:
-        return f"[red]halted[/red] at {view['stage']} — {view['halt_reason']}"
+        return Text.assemble(("halted", "red"), f" at stage {view['stage']}: {view['halt_reason']}")
     if view["done"]:
-        return "[green]done[/green]"
-    return str(view["stage"])
+        return Text("done", style="green")
+    return Text(str(view["stage"]))
 
 
 def print_item(view: dict[str, Any]) -> None:
-    """Print an item's state and its roles with sizes for a person."""
+    """Print an item's state, its way forward when halted, and its roles with sizes."""
+    from conveyor.halts import way_forward
+
     console.print(
-        f"[bold]item {view['id']}[/bold]  {view['kind']}  {view['original_name'] or ''}",
-        highlight=False,
+        Text.assemble(
+            (f"item {view['id']}", "bold"), f"  {view['kind']}  {view['original_name'] or ''}"
+        )
     )
-    console.print(f"  state      {_state(view)}")
+    console.print(Text.assemble("  state      ", _state(view)))
     if view["halted"]:
-        console.print(f"  reason     {view['halt_error']}", markup=False, highlight=False)
+        console.print(f"  reason     {view['halt_error']}")
+        console.print(f"  halted at  {view['halted_at']}")
+        console.print(f"  next       {way_forward(view['halt_reason'])}")
+    console.print(f"  attempts   {view['attempts']}")
     if view["width"]:
-        line = f"  size       {view['width']}×{view['height']}"
+        line = f"  pixels     {view['width']}×{view['height']}"
         if view["duration"] is not None:
             line += f", {view['duration']:.2f} s"
         console.print(line)
     if view["captured_at"]:
         console.print(f"  captured   {view['captured_at']}")
-    table = Table("role", "type", "pixels", "bytes", box=None, padding=(0, 2, 0, 4))
+    roles = table("    role", "type", "pixels", "size")
     for role, obj in view["roles"].items():
         pixels = f"{obj['width']}×{obj['height']}" if obj["width"] else ""
-        table.add_row(role, obj["mime_type"], pixels, _size(obj["size"]))
-    console.print(table)
+        roles.add_row(f"    {role}", obj["mime_type"], pixels, human_size(obj["size"]))
+    console.print(roles)
+
+
+def _album_id(runtime: Runtime, conn: Connection, album: str, owner: str) -> int:
+    """The album's id, or a not-found exit that hints at ``--owner`` when another owner has it."""
+    from conveyor.errors import NotFound
+    from conveyor.media import albums as album_views
+
+    try:
+        return int(album_views.find_album(conn, album, owner=owner)["id"])
+    except NotFound:
+        pass
+    others = sorted(
+        {
+            str(a["owner"])
+            for a in album_views.list_albums(conn)
+            if a["name"] == album.strip() or str(a["id"]) == album.strip()
+        }
+    )
+    if others:
+        raise fail(
+            f"album {album!r} does not exist for owner {owner!r}; it belongs to "
+            f"{', '.join(others)}: pass --owner {others[0]}",
+            ExitCode.NOT_FOUND,
+        )
+    raise fail(
+        f"album {album!r} does not exist for owner {owner!r}; create it with "
+        f"`conveyor albums create {album!r}` (`conveyor albums list` shows every album)",
+        ExitCode.NOT_FOUND,
+    )
 
 
 @albums_app.command("create")
@@ -84,81 +115,89 @@ def albums_create(
     name: Annotated[str, typer.Argument(help="The album's name.")], owner: Owner = "me"
 ) -> None:
     """Create an album."""
+    from conveyor.errors import Conflict, RejectedInput
+    from conveyor.media import albums as album_views
+
     runtime = make_runtime()
     try:
         album_id = album_views.create_album(runtime.engine, runtime.clock, owner=owner, name=name)
-    except (Conflict, RejectedInput) as exc:
-        raise fail(str(exc)) from None
-    console.print(f"album {album_id} [bold]{name}[/bold] created")
+    except Conflict as exc:
+        raise fail(f"{exc} for owner {owner!r}", ExitCode.CONFLICT) from None
+    except RejectedInput as exc:
+        raise fail(str(exc), ExitCode.USAGE) from None
+    console.print(f"album {album_id} {name!r} created for owner {owner!r}")
 
 
 @albums_app.command("list")
 def albums_list(
-    owner: Annotated[str | None, typer.Option(help="Only this owner's albums.")] = None,
+    owner: Annotated[
+        str | None, typer.Option(help="Only this owner's albums; default: every owner's.")
+    ] = None,
 ) -> None:
     """List albums with their item counts."""
+    from conveyor.media import albums as album_views
+
     runtime = make_runtime()
     with runtime.engine.connect() as conn:
         rows = album_views.list_albums(conn, owner)
-    table = Table("id", "owner", "name", "items", "created")
+    if not rows:
+        note("no albums yet; create one with `conveyor albums create NAME`")
+        return
+    out = table("id", "owner", "name", "items", "created")
     for row in rows:
-        table.add_row(
+        out.add_row(
             str(row["id"]), row["owner"], row["name"], str(row["items"]), row["created_at"] or ""
         )
-    console.print(table)
+    console.print(out)
 
 
 @albums_app.command("watch")
 def albums_watch(
-    album: Annotated[str, typer.Argument(help="Album id or name.")],
+    album: AlbumRef,
     owner: Owner = "me",
     since: Annotated[
         int | None,
         typer.Option(help="Continue after this event id (0 = whole history); default: from now."),
     ] = None,
 ) -> None:
-    """Print the album's events live until Ctrl-C (M5)."""
+    """Print the album's events live, one JSON object per line, until Ctrl-C."""
+    import json
+
+    from conveyor.media.broadcast import AlbumBroadcast
+
     runtime = make_runtime()
     with runtime.engine.connect() as conn:
-        try:
-            album_id = int(album_views.find_album(conn, album, owner=owner)["id"])
-        except NotFound as exc:
-            raise fail(str(exc)) from None
+        album_id = _album_id(runtime, conn, album, owner)
     stop = stop_on_signals()
     broadcast = AlbumBroadcast(runtime.engine, runtime.notifier)
-    err_console.print(f"watching album {album_id}; Ctrl-C to stop")
+    note(f"watching album {album_id}; Ctrl-C to stop")
     with broadcast.subscribe(album_id, since, stop=stop) as subscription:
         for event in subscription:
-            console.print(
-                json.dumps(
-                    {
-                        "id": event.id,
-                        "kind": event.kind,
-                        "item_id": event.item_id,
-                        "payload": event.payload,
-                    }
-                ),
-                markup=False,
-                highlight=False,
-                soft_wrap=True,
-            )
+            document = {
+                "id": event.id,
+                "kind": event.kind,
+                "item_id": event.item_id,
+                "payload": event.payload,
+            }
+            print(json.dumps(document, ensure_ascii=False), flush=True)
 
 
 @media_app.command("add")
 def media_add(
-    album: Annotated[str, typer.Argument(help="Album id or name.")],
+    album: AlbumRef,
     files: Annotated[list[Path], typer.Argument(help="Photos and videos to add.")],
     owner: Owner = "me",
 ) -> None:
     """Add photos and videos: accept, process until each is done or halted, print roles."""
+    from conveyor.media import albums as album_views
+    from conveyor.media.domain import LONG_LANE, SHORT_LANE
+    from conveyor.media.intake import accept_media
+
     setup_logging(logging.WARNING)
     runtime = make_runtime()
     with runtime.engine.connect() as conn:
-        try:
-            album_id = int(album_views.find_album(conn, album, owner=owner)["id"])
-        except NotFound as exc:
-            raise fail(str(exc)) from None
-    ids, refused = accept_files(
+        album_id = _album_id(runtime, conn, album, owner)
+    intake = accept_files(
         files,
         lambda path: accept_media(
             runtime.engine,
@@ -169,16 +208,20 @@ def media_add(
             owner=owner,
             max_pixels=runtime.settings.media.max_pixels,
         ),
+        media_hint,
     )
+    ids = intake.ids
     if not ids:
-        raise typer.Exit(1)
+        note(summary("item", len(files), intake, 0, 0))
+        raise typer.Exit(ExitCode.HALTED)
     media = runtime.settings.media
     if media.short_workers == 0:
-        console.print(
+        note(
             f"accepted items {', '.join(map(str, ids))}; [media] short_workers = 0, so they "
             "wait for a `conveyor worker`"
         )
-        raise typer.Exit(0)
+        note(summary("item", len(files), intake, 0, 0))
+        raise typer.Exit(ExitCode.HALTED if intake.refused else ExitCode.OK)
     stop = stop_on_signals()
     pool = runtime.pool({SHORT_LANE: media.short_workers, LONG_LANE: media.long_workers})
     pool.start()
@@ -187,20 +230,24 @@ def media_add(
         _follow(runtime.engine, ids, stop, waits_for_playback=media.long_workers > 0)
     finally:
         pool.stop()
-    failed = refused > 0
+    done = halted = 0
     with runtime.engine.connect() as conn:
         for item_id in ids:
             view = album_views.item_view(conn, item_id)
             print_item(view)
-            failed = failed or view["halted"]
+            done += bool(view["done"])
+            halted += bool(view["halted"])
+    note(summary("item", len(files), intake, done, halted))
     if stop.is_set():
         err_console.print("stopped before every item finished; `conveyor worker` continues them")
-        failed = True
-    raise typer.Exit(1 if failed else 0)
+        raise typer.Exit(ExitCode.INTERRUPTED)
+    raise typer.Exit(ExitCode.HALTED if halted or intake.refused else ExitCode.OK)
 
 
 def _follow(engine: Any, ids: list[int], stop: Any, *, waits_for_playback: bool) -> None:
     """Show each item's progress until it is done or halted (videos: playback too)."""
+    from conveyor.media import queries
+
     with progress_display("state") as progress:
         tasks: dict[int, Any] = {}
         pending = set(ids)
@@ -211,7 +258,7 @@ def _follow(engine: Any, ids: list[int], stop: Any, *, waits_for_playback: bool)
                     assert item is not None
                     if item_id not in tasks:
                         total = 2 if item["kind"] == "video" else 1
-                        name = item["original_name"] or f"item {item_id}"
+                        name = f"item {item_id} {item['original_name'] or ''}"
                         tasks[item_id] = progress.add_task(name, total=total, state="uploaded")
                     halted = item["halted_at"] is not None
                     stage = item["stage"]
@@ -233,39 +280,49 @@ def _follow(engine: Any, ids: list[int], stop: Any, *, waits_for_playback: bool)
             time.sleep(0.2)
 
 
+def _item_runtime(item_id: int) -> Runtime:
+    missing = no_such_id("item", item_id)
+    if missing is not None:
+        raise missing
+    return make_runtime()
+
+
 @media_app.command("show")
 def media_show(
-    item_id: Annotated[int, typer.Argument(help="The item's id.")],
+    item_id: ItemId,
     as_json: Annotated[bool, typer.Option("--json", help="Print the item as JSON.")] = False,
 ) -> None:
-    """Show an item: state, halt reason, and its roles with sizes (M1-M3)."""
-    runtime = make_runtime()
+    """Show an item: state, halt reason and the way forward, its roles with sizes."""
+    from conveyor.errors import NotFound
+    from conveyor.media import albums as album_views
+
+    runtime = _item_runtime(item_id)
     with runtime.engine.connect() as conn:
         try:
             view = album_views.item_view(conn, item_id)
         except NotFound as exc:
-            raise fail(str(exc)) from None
+            raise fail(str(exc), ExitCode.NOT_FOUND) from None
     if as_json:
-        console.print_json(json.dumps(view))
+        print_json(view)
         return
     print_item(view)
 
 
 @media_app.command("list")
-def media_list(
-    album: Annotated[str, typer.Argument(help="Album id or name.")], owner: Owner = "me"
-) -> None:
+def media_list(album: AlbumRef, owner: Owner = "me") -> None:
     """List an album's items, newest upload first."""
+    from conveyor.media import albums as album_views
+
     runtime = make_runtime()
     with runtime.engine.connect() as conn:
-        try:
-            album_id = int(album_views.find_album(conn, album, owner=owner)["id"])
-        except NotFound as exc:
-            raise fail(str(exc)) from None
+        album_id = _album_id(runtime, conn, album, owner)
         views = album_views.album_items(conn, album_id)
-    table = Table("id", "kind", "name", "state", "roles", "uploaded")
+    if not views:
+        note(f"album {album_id} has no items yet; add some with `conveyor media add {album} FILE…`")
+        return
+    out = table("id", "kind", "name", "state", "roles", "uploaded")
     for view in views:
-        table.add_row(
+        out.add_row(
             str(view["id"]),
             view["kind"],
             view["original_name"] or "",
@@ -273,16 +330,31 @@ def media_list(
             ", ".join(view["roles"]),
             view["uploaded_at"] or "",
         )
-    console.print(table)
+    console.print(out)
 
 
 @media_app.command("resume")
-def media_resume(item_id: Annotated[int, typer.Argument(help="The halted item's id.")]) -> None:
-    """Resume a halted item from the stage it reached (P9)."""
-    runtime = make_runtime()
+def media_resume(item_id: ItemId) -> None:
+    """Resume a halted item from the stage it reached; a worker then moves it on."""
+    from conveyor.cli.records import state_of
+    from conveyor.errors import Conflict
+    from conveyor.media import queries
+    from conveyor.pipeline import resume as resume_record
+
+    runtime = _item_runtime(item_id)
     try:
         stage = resume_record(runtime.engine, runtime.media, item_id, clock=runtime.clock)
-    except (NotFound, Conflict) as exc:
-        raise fail(str(exc)) from None
+    except Conflict:
+        with runtime.engine.connect() as conn:
+            row = queries.item_by_id(conn, item_id)
+        assert row is not None
+        raise fail(
+            f"item {item_id} is not halted, so there is nothing to resume: it is "
+            f"{state_of(row, runtime.clock.now())}",
+            ExitCode.CONFLICT,
+        ) from None
     runtime.notifier.publish()
-    console.print(f"item {item_id} resumed at stage [bold]{stage}[/bold]")
+    console.print(
+        f"item {item_id} resumed at stage {stage}; a running `conveyor worker` (or "
+        "`conveyor serve`) moves it on"
+    )

@@ -1,35 +1,71 @@
-"""``conveyor records``: list, show, events, resume (the operator's tools, P9, P11)."""
+"""``conveyor records``: list, show, events, resume: the operator's tools (P9, P11)."""
 
 from __future__ import annotations
 
-import json
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
+from rich.text import Text
 
-from conveyor.audio import queries
-from conveyor.audio.cards import record_card, transcript_of
-from conveyor.cli.common import console, fail, make_runtime
-from conveyor.clock import iso_utc
-from conveyor.errors import Conflict, NotFound
-from conveyor.pipeline import resume as resume_record
+from conveyor.cli.common import console, fail, make_runtime, no_such_id, note, print_json, table
+from conveyor.cli.exits import ExitCode
 
-app = typer.Typer(help="Inspect audio records and resume halted ones.", no_args_is_help=True)
+if TYPE_CHECKING:
+    from sqlalchemy import RowMapping
+
+    from conveyor.runtime import Runtime
+
+__all__ = ["app", "print_card", "state_of"]
+
+app = typer.Typer(
+    help="Audio records: list, show, history, resume halted ones.", no_args_is_help=True
+)
+
+RecordId = Annotated[int, typer.Argument(help="The record's id (from `conveyor records list`).")]
 
 
-def print_card(card: dict[str, object], transcript: str | None) -> None:
-    """Print a record card and its transcript for a person."""
-    state = "[green]done[/green]" if card["done"] else str(card["stage"])
-    if card["halted"]:
-        state = f"[red]halted[/red] at {card['stage']} — {card['halt_reason']}"
-    console.print(f"[bold]record {card['id']}[/bold]  {card['original_name'] or ''}")
+def state_of(row: RowMapping, now: float) -> str:
+    """Where a record or item is, for a person: done, halted, being worked on, or waiting."""
+    if row["halted_at"] is not None:
+        return f"halted at stage {row['stage']} ({row['halt_reason']})"
+    if row["stage"] == "done":
+        return "done"
+    expires = row["claim_expires_at"]
+    if row["claim_token"] is not None and expires is not None and float(expires) > now:
+        return f"at stage {row['stage']}, a worker is on it"
+    if row["retry_at"] is not None and float(row["retry_at"]) > now:
+        return (
+            f"at stage {row['stage']}, waiting to retry after {row['attempts']} failed attempt(s)"
+        )
+    return f"at stage {row['stage']}, waiting for a worker (`conveyor worker` or `conveyor serve`)"
+
+
+def print_card(card: dict[str, Any], transcript: str | None) -> None:
+    """Print a record card, its way forward when halted, and its transcript for a person."""
+    from conveyor.halts import way_forward
+
+    console.print(
+        Text.assemble((f"record {card['id']}", "bold"), f"  {card['original_name'] or ''}")
+    )
     console.print(f"  owner      {card['owner']}")
     if card["title"]:
         console.print(f"  title      {card['title']}")
-    console.print(f"  state      {state}")
     if card["halted"]:
+        console.print(
+            Text.assemble(
+                "  state      ",
+                ("halted", "red"),
+                f" at stage {card['stage']}: {card['halt_reason']}",
+            )
+        )
         console.print(f"  reason     {card['halt_error']}")
+        console.print(f"  halted at  {card['halted_at']}")
+        console.print(f"  next       {way_forward(card['halt_reason'])}")
+    else:
+        console.print(
+            Text.assemble("  state      ", ("done", "green") if card["done"] else card["stage"])
+        )
+    console.print(f"  attempts   {card['attempts']}")
     if card["duration"] is not None:
         console.print(f"  duration   {card['duration']:.2f} s")
     if card["detected_language"]:
@@ -37,31 +73,47 @@ def print_card(card: dict[str, object], transcript: str | None) -> None:
     console.print(f"  created    {card['created_at']}")
     if transcript is not None:
         if card["no_speech"]:
-            console.print("  transcript [dim](no speech detected)[/dim]")
+            console.print("  transcript (no speech detected)")
         else:
             console.print("  transcript", style="bold")
-            console.print(f"    {transcript}", markup=False, highlight=False)
+            console.print(f"    {transcript}")
 
 
 @app.command("list")
 def list_(
     owner: Annotated[str | None, typer.Option(help="Only this owner's records.")] = None,
-    stage: Annotated[str | None, typer.Option(help="Only records at this stage.")] = None,
+    stage: Annotated[
+        str | None,
+        typer.Option(help="Only records at this stage (uploaded, normalized, …, done)."),
+    ] = None,
     halted: Annotated[bool, typer.Option("--halted", help="Only halted records.")] = False,
-    limit: Annotated[int, typer.Option(min=1, max=1000)] = 50,
+    limit: Annotated[
+        int, typer.Option(min=1, max=1000, help="At most this many records (1-1000).")
+    ] = 50,
 ) -> None:
     """List records, newest first."""
+    from conveyor.audio import queries
+    from conveyor.clock import iso_utc
+
     runtime = make_runtime()
     stages = [s.name for s in runtime.audio.stages]
     if stage is not None and stage not in stages:
-        raise fail(f"unknown stage {stage!r}; the stages are {', '.join(stages)}", 2)
+        raise fail(f"unknown stage {stage!r}; the stages are {', '.join(stages)}", ExitCode.USAGE)
     with runtime.engine.connect() as conn:
         rows = queries.list_records(
             conn, owner=owner, stage=stage, halted=True if halted else None, limit=limit
         )
-    table = Table("id", "owner", "name", "stage", "halted", "created")
+    if not rows:
+        filtered = owner is not None or stage is not None or halted
+        note(
+            "no records match"
+            if filtered
+            else "no records yet; transcribe a recording with `conveyor ingest FILE`"
+        )
+        return
+    out = table("id", "owner", "name", "stage", "halted", "created")
     for row in rows:
-        table.add_row(
+        out.add_row(
             str(row["id"]),
             row["owner"],
             row["original_name"] or "",
@@ -69,58 +121,88 @@ def list_(
             row["halt_reason"] or "",
             iso_utc(row["created_at"]) or "",
         )
-    console.print(table)
+    console.print(out)
 
 
 @app.command()
 def show(
-    record_id: Annotated[int, typer.Argument(help="The record's id.")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print the card as JSON.")] = False,
+    record_id: RecordId,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the card (and transcript) as JSON.")
+    ] = False,
 ) -> None:
-    """Show a record's card: stage, halt flag and reason, transcript."""
-    runtime = make_runtime()
+    """Show a record's card: stage, halt reason and the way forward, attempts, transcript."""
+    from conveyor.audio.cards import record_card, transcript_of
+
+    runtime = _runtime_for(record_id)
     with runtime.engine.connect() as conn:
-        row = queries.record_by_id(conn, record_id)
-        if row is None:
-            raise fail(f"record {record_id} does not exist")
+        row = _record(runtime, conn, record_id)
         text = transcript_of(conn, record_id)
     card = record_card(row)
     if as_json:
         card["transcript"] = text["body"] if text else None
-        console.print_json(json.dumps(card))
+        print_json(card)
         return
     print_card(card, text["body"] if text else None)
 
 
 @app.command()
-def events(record_id: Annotated[int, typer.Argument(help="The record's id.")]) -> None:
-    """Show a record's history from the event journal (D14)."""
-    runtime = make_runtime()
+def events(record_id: RecordId) -> None:
+    """Show a record's history from the event journal."""
+    from conveyor.audio import queries
+    from conveyor.clock import iso_utc
+
+    runtime = _runtime_for(record_id)
     with runtime.engine.connect() as conn:
-        if queries.record_by_id(conn, record_id) is None:
-            raise fail(f"record {record_id} does not exist")
+        _record(runtime, conn, record_id)
         rows = queries.events_of(conn, record_id)
-    table = Table("time", "stage", "outcome", "origin", "text")
+    out = table("time", "stage", "outcome", "origin", "text")
     for row in rows:
-        table.add_row(
+        out.add_row(
             iso_utc(row["created_at"]) or "",
             row["stage"],
             row["outcome"],
             row["origin"],
             row["outcome_text"] or "",
         )
-    console.print(table)
+    console.print(out)
 
 
 @app.command()
-def resume(record_id: Annotated[int, typer.Argument(help="The halted record's id.")]) -> None:
-    """Resume a halted record from the stage it reached (P9)."""
-    runtime = make_runtime()
+def resume(record_id: RecordId) -> None:
+    """Resume a halted record from the stage it reached; a worker then moves it on."""
+    from conveyor.errors import Conflict
+    from conveyor.pipeline import resume as resume_record
+
+    runtime = _runtime_for(record_id)
     try:
         stage = resume_record(runtime.engine, runtime.audio, record_id, clock=runtime.clock)
-    except NotFound as exc:
-        raise fail(str(exc)) from None
-    except Conflict as exc:
-        raise fail(str(exc)) from None
+    except Conflict:
+        with runtime.engine.connect() as conn:
+            row = _record(runtime, conn, record_id)
+        raise fail(
+            f"record {record_id} is not halted, so there is nothing to resume: it is "
+            f"{state_of(row, runtime.clock.now())}",
+            ExitCode.CONFLICT,
+        ) from None
     runtime.notifier.publish()
-    console.print(f"record {record_id} resumed at stage [bold]{stage}[/bold]")
+    console.print(
+        f"record {record_id} resumed at stage {stage}; a running `conveyor worker` (or "
+        "`conveyor serve`) moves it on"
+    )
+
+
+def _runtime_for(record_id: int) -> Runtime:
+    missing = no_such_id("record", record_id)
+    if missing is not None:
+        raise missing
+    return make_runtime()
+
+
+def _record(runtime: Runtime, conn: Any, record_id: int) -> RowMapping:
+    from conveyor.audio import queries
+
+    row = queries.record_by_id(conn, record_id)
+    if row is None:
+        raise fail(f"record {record_id} does not exist", ExitCode.NOT_FOUND)
+    return row

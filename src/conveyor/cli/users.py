@@ -5,12 +5,9 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
-from conveyor.accounts import add_user, create_token, list_tokens, list_users, revoke_token
-from conveyor.cli.common import console, err_console, fail, make_runtime
-from conveyor.clock import iso_utc
-from conveyor.errors import Conflict, NotFound, RejectedInput
+from conveyor.cli.common import console, fail, make_runtime, no_such_id, note, table
+from conveyor.cli.exits import ExitCode
 
 __all__ = ["tokens_app", "users_app"]
 
@@ -21,22 +18,34 @@ tokens_app = typer.Typer(help="Bearer tokens of the HTTP API.", no_args_is_help=
 @users_app.command("add")
 def users_add(name: Annotated[str, typer.Argument(help="The user name (no spaces).")]) -> None:
     """Add a user; records and albums uploaded with their tokens belong to them."""
+    from conveyor.accounts import add_user
+    from conveyor.errors import Conflict, RejectedInput
+
     runtime = make_runtime()
     try:
         user_id = add_user(runtime.engine, runtime.clock, name)
-    except (Conflict, RejectedInput) as exc:
-        raise fail(str(exc)) from None
-    console.print(f"user {user_id} [bold]{name.strip()}[/bold] added")
+    except Conflict as exc:
+        raise fail(str(exc), ExitCode.CONFLICT) from None
+    except RejectedInput as exc:
+        raise fail(str(exc), ExitCode.USAGE) from None
+    console.print(f"user {user_id} {name.strip()!r} added")
 
 
 @users_app.command("list")
 def users_list() -> None:
     """List users."""
+    from conveyor.accounts import list_users
+    from conveyor.clock import iso_utc
+
     runtime = make_runtime()
-    table = Table("id", "name", "created")
-    for user in list_users(runtime.engine):
-        table.add_row(str(user["id"]), user["name"], iso_utc(user["created_at"]) or "")
-    console.print(table)
+    users = list_users(runtime.engine)
+    if not users:
+        note("no users yet; add one with `conveyor users add NAME`")
+        return
+    out = table("id", "name", "created")
+    for user in users:
+        out.add_row(str(user["id"]), user["name"], iso_utc(user["created_at"]) or "")
+    console.print(out)
 
 
 @tokens_app.command("create")
@@ -45,14 +54,17 @@ def tokens_create(
     label: Annotated[str | None, typer.Option(help="A note: which device or script.")] = None,
 ) -> None:
     """Create a token and print it once (only its hash is stored)."""
+    from conveyor.accounts import create_token
+    from conveyor.errors import NotFound
+
     runtime = make_runtime()
     try:
         issued = create_token(runtime.engine, runtime.clock, user, label=label)
     except NotFound as exc:
-        raise fail(str(exc)) from None
-    err_console.print(
-        f"token {issued.id} for [bold]{issued.user}[/bold] (shown once; keep it secret):"
-    )
+        raise fail(
+            f"{exc}; add the user with `conveyor users add NAME`", ExitCode.NOT_FOUND
+        ) from None
+    note(f"token {issued.id} for user {issued.user!r} (shown once; keep it secret):")
     # The bare token on stdout, so `TOKEN=$(conveyor tokens create alice)` works.
     print(issued.token)
 
@@ -60,28 +72,45 @@ def tokens_create(
 @tokens_app.command("list")
 def tokens_list(user: Annotated[str, typer.Argument(help="Whose tokens.")]) -> None:
     """List a user's tokens (never the secrets)."""
+    from conveyor.accounts import list_tokens
+    from conveyor.clock import iso_utc
+    from conveyor.errors import NotFound
+
     runtime = make_runtime()
     try:
         tokens = list_tokens(runtime.engine, user)
     except NotFound as exc:
-        raise fail(str(exc)) from None
-    table = Table("id", "label", "created", "last used")
+        raise fail(str(exc), ExitCode.NOT_FOUND) from None
+    if not tokens:
+        note(f"user {user!r} has no tokens; create one with `conveyor tokens create {user}`")
+        return
+    out = table("id", "label", "created", "last used")
     for token in tokens:
-        table.add_row(
+        out.add_row(
             str(token["id"]),
             token["label"] or "",
             iso_utc(token["created_at"]) or "",
             iso_utc(token["last_used_at"]) or "",
         )
-    console.print(table)
+    console.print(out)
 
 
 @tokens_app.command("revoke")
-def tokens_revoke(token_id: Annotated[int, typer.Argument(help="The token's id.")]) -> None:
+def tokens_revoke(
+    token_id: Annotated[
+        int, typer.Argument(help="The token's id (from `conveyor tokens list USER`).")
+    ],
+) -> None:
     """Revoke a token; requests bearing it get 401 from then on."""
+    from conveyor.accounts import revoke_token
+    from conveyor.errors import NotFound
+
+    missing = no_such_id("token", token_id)
+    if missing is not None:
+        raise missing
     runtime = make_runtime()
     try:
         revoke_token(runtime.engine, token_id)
     except NotFound as exc:
-        raise fail(str(exc)) from None
+        raise fail(str(exc), ExitCode.NOT_FOUND) from None
     console.print(f"token {token_id} revoked")

@@ -6,9 +6,10 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
+from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, inspect
 
-__all__ = ["alembic_config", "current_revision", "upgrade"]
+__all__ = ["alembic_config", "current_revision", "head_revision", "known_revision", "upgrade"]
 
 _MIGRATIONS = Path(__file__).with_name("migrations")
 
@@ -36,3 +37,21 @@ def current_revision(engine: Engine) -> str | None:
     with engine.connect() as conn:
         row = conn.exec_driver_sql("SELECT version_num FROM alembic_version").first()
     return None if row is None else str(row[0])
+
+
+def _scripts() -> ScriptDirectory:
+    config = Config()
+    config.set_main_option("script_location", str(_MIGRATIONS))
+    return ScriptDirectory.from_config(config)
+
+
+def head_revision() -> str:
+    """The newest revision this version of Conveyor ships."""
+    head = _scripts().get_current_head()
+    assert head is not None, "the package ships at least one migration"
+    return head
+
+
+def known_revision(revision: str) -> bool:
+    """True when ``revision`` is one this version ships (False: the database is newer)."""
+    return revision in {script.revision for script in _scripts().walk_revisions()}

@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, RowMapping
 from sqlalchemy.exc import IntegrityError
 
-from conveyor.clock import Clock, iso_utc
+from conveyor.clock import Clock, iso_utc, seconds
 from conveyor.errors import Conflict, NotFound, RejectedInput
 from conveyor.media import queries
 
@@ -58,7 +58,8 @@ def find_album(conn: Connection, ref: str | int, *, owner: str | None = None) ->
         NotFound: no such album (for this owner).
     """
     text = str(ref).strip()
-    if text.isdigit():
+    # Only ids a row can have: ASCII digits within 64 bits (a longer number is a name at most).
+    if text.isascii() and text.isdigit() and int(text) < 2**63:
         row = queries.album_by_id(conn, int(text), owner)
         if row is not None:
             return row
@@ -113,9 +114,11 @@ def item_view(conn: Connection, item_id: int, *, owner: str | None = None) -> di
         "halted": item["halted_at"] is not None,
         "halt_reason": item["halt_reason"],
         "halt_error": item["halt_error"],
+        "halted_at": iso_utc(item["halted_at"]),
+        "attempts": item["attempts"],
         "width": item["width"],
         "height": item["height"],
-        "duration": item["duration"],
+        "duration": seconds(item["duration"]),
         "uploaded_at": iso_utc(item["uploaded_at"]),
         "captured_at": iso_utc(item["captured_at"]),
         "roles": roles,
@@ -132,7 +135,7 @@ def roles_of(conn: Connection, item_id: int) -> dict[str, dict[str, Any]]:
             "size": o["size"],
             "width": o["width"],
             "height": o["height"],
-            "duration": o["duration"],
+            "duration": seconds(o["duration"]),
         }
         for o in queries.objects_of(conn, item_id)
     }

@@ -332,6 +332,7 @@ def build_media_domain(steps: MediaSteps, *, long_lease: float = LONG_LEASE) -> 
     """
     return Domain(
         name="media",
+        noun="item",
         table=media_items,
         stages=[
             Stage("uploaded", steps.variants, SHORT_LANE, "own", lease=SHORT_LEASE, heartbeat=True),

@@ -68,7 +68,7 @@ class StepContext:
             StopRequested: the pool is stopping; the claim will be released.
         """
         if self.lost.is_set():
-            raise ClaimLost(f"{self.domain.name} record {self.claim.record_id}: claim lost")
+            raise ClaimLost(f"{self.domain.noun} {self.claim.record_id}: claim lost")
         if self.stopping.is_set():
             raise StopRequested()
 
@@ -98,7 +98,7 @@ class StepContext:
             if not queries.touch_if_held(conn, self.domain, self.claim, self.clock.now()):
                 tx.rollback()
                 self.lost.set()
-                raise ClaimLost(f"{self.domain.name} record {self.claim.record_id}: claim lost")
+                raise ClaimLost(f"{self.domain.noun} {self.claim.record_id}: claim lost")
             return writes(conn)
 
 
@@ -203,17 +203,17 @@ class Executor:
         except StopRequested:
             with self.engine.begin() as conn:
                 queries.release_claim(conn, domain, claim, self.clock.now())
-            log.info("%s record %s released on stop", domain.name, claim.record_id)
+            log.info("%s %s released on stop", domain.noun, claim.record_id)
             return None
         except MediaError as exc:
             outcome = Halt(exc.reason, exc.message)
         except Exception as exc:
             # D16: the message may quote credentials, so it is logged only redacted.
             log.error(
-                "%s step %s failed on record %s: %s",
-                domain.name,
-                stage.name,
+                "%s %s: step %s failed: %s",
+                domain.noun,
                 claim.record_id,
+                stage.name,
                 redact(f"{type(exc).__name__}: {exc}"),
             )
             if log.isEnabledFor(logging.DEBUG):
@@ -266,8 +266,8 @@ class Executor:
         # P6: logged once, counted, nothing written.
         CLAIMS_LOST.labels(domain.name, stage).inc()
         log.warning(
-            "%s record %s: claim lost during %s; result discarded",
-            domain.name,
+            "%s %s: claim lost during %s; result discarded",
+            domain.noun,
             claim.record_id,
             stage,
         )

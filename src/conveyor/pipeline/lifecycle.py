@@ -170,8 +170,8 @@ def apply_outcome(
     if isinstance(outcome, Halt):
         # P11: the operator learns of a halt from the log and the journal.
         log.warning(
-            "%s record %s halted at %s: %s: %s",
-            domain.name,
+            "%s %s halted at %s: %s: %s",
+            domain.noun,
             claim.record_id,
             stage,
             outcome.reason,
@@ -201,8 +201,8 @@ def resume(engine: Engine, domain: Domain, record_id: int, *, clock: Clock) -> s
         stage = queries.resume_halted(conn, domain, record_id, now)
         if stage is None:
             if queries.read_record(conn, domain, record_id) is None:
-                raise NotFound(f"{domain.name} record {record_id} does not exist")
-            raise Conflict(f"{domain.name} record {record_id} is not halted")
+                raise NotFound(f"{domain.noun} {record_id} does not exist")
+            raise Conflict(f"{domain.noun} {record_id} is not halted")
         queries.insert_event(
             conn,
             domain=domain.name,
@@ -213,5 +213,5 @@ def resume(engine: Engine, domain: Domain, record_id: int, *, clock: Clock) -> s
             origin="human",
             now=now,
         )
-    log.info("%s record %s resumed at %s", domain.name, record_id, stage)
+    log.info("%s %s resumed at %s", domain.noun, record_id, stage)
     return stage

@@ -120,7 +120,7 @@ class WorkerPool:
         for domain, claim in leftovers:
             with self.engine.begin() as conn:
                 queries.release_claim(conn, domain, claim, self.clock.now())
-            log.info("%s record %s released on stop", domain.name, claim.record_id)
+            log.info("%s %s released on stop", domain.noun, claim.record_id)
         self.notifier.close()
 
     def join(self) -> None:

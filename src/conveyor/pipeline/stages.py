@@ -64,6 +64,7 @@ class Domain:
         stages: every stage in order; an Advance without ``to`` goes to the next one.
         order_by: the claim sort value(s); the primary key is appended as tie-break (P5).
         owned_fields: the only columns steps may write (P7); queue columns are the engine's.
+        noun: what people call one row in logs and messages (``record 7``, ``item 7``).
 
     Raises:
         DeclarationError: duplicate stage names, a non-terminal stage without a step, a
@@ -75,6 +76,7 @@ class Domain:
     stages: Sequence[Stage]
     order_by: Sequence[ColumnElement[object]]
     owned_fields: frozenset[str]
+    noun: str = "record"
     _by_name: dict[str, Stage] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

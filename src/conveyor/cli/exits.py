@@ -1,0 +1,33 @@
+"""Exit codes of the ``conveyor`` command, one per situation a script may want to tell apart.
+
+The table is documented in ``docs/cli.md`` (a test keeps the two in step).
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+__all__ = ["ExitCode"]
+
+
+class ExitCode(IntEnum):
+    """What the exit status of a ``conveyor`` command means."""
+
+    OK = 0
+    """Success: every file was accepted and every record finished (or the action was done)."""
+    HALTED = 1
+    """Some files were refused, or some records halted or were left unfinished."""
+    USAGE = 2
+    """Usage or configuration: a bad option or argument, an invalid setting, a busy port."""
+    NOT_FOUND = 3
+    """No such record, item, album, user or token."""
+    CONFLICT = 4
+    """The action does not fit the state: resuming what is not halted, a name already taken."""
+    UNAVAILABLE = 5
+    """The database or the storage cannot be reached or used."""
+    SCHEMA = 6
+    """The database schema is not the one this version uses: run ``conveyor db upgrade``."""
+    INTERNAL = 70
+    """A fault of Conveyor itself (a bug); the message and the traceback say where."""
+    INTERRUPTED = 130
+    """Stopped by SIGINT or SIGTERM before the work was finished."""

@@ -1,0 +1,126 @@
+"""No silent misconfiguration and no secrets on screen (D16 for database URLs too).
+
+A ``CONVEYOR_*`` variable that is not a setting stops the command and names the likely key;
+every value is checked at start-up (including the recognizer's device and compute type); the
+database and storage in use are stated with the password hidden, in errors as well."""
+
+from __future__ import annotations
+
+import io
+import logging
+import re
+from pathlib import Path
+
+import ctranslate2
+import pytest
+from cli_run import run
+
+from conveyor.cli.common import setup_logging
+from conveyor.cli.exits import ExitCode
+from conveyor.cli.startup import device_problem
+from conveyor.config import Settings, TranscriptionSettings, environment_problems
+
+SECRET = "hunter2-s3cret"
+ISO_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (INFO|WARNING|ERROR) ")
+
+
+def test_every_setting_variable_is_accepted_and_nothing_else() -> None:
+    names = {"CONVEYOR_CONFIG": "x", "CONVEYOR_TEST_POSTGRES_URL": "x"}
+    for section, field in Settings.model_fields.items():
+        assert field.annotation is not None
+        for key in field.annotation.model_fields:
+            names[f"CONVEYOR_{section.upper()}__{key.upper()}"] = "1"
+            names[f"conveyor_{section}__{key}"] = "1"  # read case-insensitively, so allowed
+    assert environment_problems(names) == []
+    assert environment_problems({"HOME": "/root", "CONVEYORX": "1"}) == []
+
+
+@pytest.mark.parametrize(
+    ("variable", "likely"),
+    [
+        ("CONVEYOR_DATABASE_URL", "CONVEYOR_DATABASE__URL"),
+        ("CONVEYOR_PIPELINES__WORKERS", "CONVEYOR_PIPELINE__WORKERS"),
+        ("CONVEYOR_WORKERS", "CONVEYOR_PIPELINE__WORKERS"),
+        ("CONVEYOR_MEDIA__SHORTWORKERS", "CONVEYOR_MEDIA__SHORT_WORKERS"),
+        ("CONVEYOR_CONFIG_FILE", "CONVEYOR_CONFIG"),
+    ],
+)
+def test_unknown_variable_names_the_likely_key(variable: str, likely: str) -> None:
+    (problem,) = environment_problems({variable: "1"})
+    assert variable in problem and f"did you mean {likely}?" in problem
+
+
+def test_unknown_variable_stops_the_command_before_any_database(tmp_path: Path) -> None:
+    url = f"postgresql://conveyor:{SECRET}@127.0.0.1:1/conveyor"
+    result = run(["records", "list"], tmp_path, CONVEYOR_DATABASE_URL=url)
+    assert result.returncode == ExitCode.USAGE
+    assert "did you mean CONVEYOR_DATABASE__URL?" in result.stderr
+    assert not (tmp_path / "conveyor-data").exists()  # it did not fall back to the default
+    assert SECRET not in result.stdout + result.stderr
+
+
+def test_bad_values_are_refused_at_start_up_naming_the_key(tmp_path: Path) -> None:
+    device = run(["records", "list"], tmp_path, CONVEYOR_TRANSCRIPTION__DEVICE="gpu")
+    assert device.returncode == ExitCode.USAGE and "transcription.device" in device.stderr
+    compute = run(["records", "list"], tmp_path, CONVEYOR_TRANSCRIPTION__COMPUTE_TYPE="int4")
+    assert compute.returncode == ExitCode.USAGE and "transcription.compute_type" in compute.stderr
+    url = run(["records", "list"], tmp_path, CONVEYOR_DATABASE__URL=f"mysql://u:{SECRET}@h/db")
+    assert url.returncode == ExitCode.USAGE and "database.url" in url.stderr
+    assert SECRET not in url.stderr and "***" in url.stderr
+
+
+def test_a_compute_type_the_device_cannot_run_stops_the_worker_before_any_record(
+    tmp_path: Path,
+) -> None:
+    unsupported = sorted(
+        {"float16", "bfloat16", "int8_float16"} - ctranslate2.get_supported_compute_types("cpu")
+    )
+    assert unsupported, "this CPU supports every half-precision type; pick another"
+    problem = device_problem(TranscriptionSettings(compute_type=unsupported[0]))  # type: ignore[arg-type]
+    assert problem is not None and unsupported[0] in problem and "int8" in problem
+    assert device_problem(TranscriptionSettings()) is None
+    cuda = device_problem(TranscriptionSettings(device="cuda"))
+    assert (cuda is None) == (ctranslate2.get_cuda_device_count() > 0)
+    result = run(["worker"], tmp_path, CONVEYOR_TRANSCRIPTION__COMPUTE_TYPE=unsupported[0])
+    assert result.returncode == ExitCode.USAGE, result.stderr
+    assert "[transcription] compute_type" in result.stderr
+
+
+def test_commands_say_which_database_and_storage_they_use(tmp_path: Path) -> None:
+    result = run(["records", "list"], tmp_path)
+    assert result.returncode == 0
+    database = tmp_path.resolve() / "conveyor-data" / "conveyor.db"
+    assert f"database sqlite:///{database}" in result.stderr
+    assert f"storage {tmp_path.resolve() / 'conveyor-data'}" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"postgresql://conveyor:{SECRET}@127.0.0.1:1/conveyor",
+        f"postgresql://conveyor@127.0.0.1:1/conveyor?password={SECRET}",
+    ],
+)
+def test_an_unreachable_database_is_named_without_its_password(tmp_path: Path, url: str) -> None:
+    result = run(["records", "list"], tmp_path, CONVEYOR_DATABASE__URL=url)
+    assert result.returncode == ExitCode.UNAVAILABLE
+    assert "cannot reach the database postgresql://conveyor" in result.stderr
+    assert SECRET not in result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_log_lines_are_iso_8601_utc_and_carry_no_credentials(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    stream = io.StringIO()
+    monkeypatch.setattr("sys.stderr", stream)
+    setup_logging(logging.INFO)
+    try:
+        logging.getLogger("conveyor.test").warning(
+            "record 7: cannot connect to postgresql://u:%s@db/x", SECRET
+        )
+    finally:
+        logging.basicConfig(force=True, handlers=[logging.NullHandler()])
+    line = stream.getvalue()
+    assert ISO_LINE.match(line), line
+    assert SECRET not in line and "postgresql://u:***@db/x" in line

@@ -1,0 +1,110 @@
+"""The command line's surface, generated from the code so that a new command is checked too:
+help text on every option and argument, no spec ids in --help, boolean flags that take no value,
+``--version``, a fast start (no heavy import for --help), and a clean "not found" for any id."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cli_run import commands, run
+from typer.testing import CliRunner
+
+from conveyor import __version__
+from conveyor.cli.app import app
+from conveyor.cli.exits import ExitCode
+
+SPEC_ID = re.compile(r"\b[PDM]\d+(?:\s*[-–]\s*[PDM]?\d+)?\b")
+ALL = dict(commands())
+
+
+def test_every_option_and_argument_has_help_text() -> None:
+    missing = [
+        f"{name} {param.name}"
+        for name, command in ALL.items()
+        for param in command.params
+        if not getattr(param, "help", None) and not getattr(param, "hidden", False)
+    ]
+    assert missing == []
+    assert all(command.help for command in ALL.values())
+
+
+def test_help_speaks_without_spec_ids() -> None:
+    runner = CliRunner()
+    for name in ["", *ALL]:
+        result = runner.invoke(app, [*name.split(), "--help"], terminal_width=200)
+        assert result.exit_code == 0, (name, result.output)
+        found = SPEC_ID.findall(result.output)
+        assert found == [], f"`conveyor {name} --help` shows spec ids {found}"
+
+
+def test_boolean_options_are_flags_that_take_no_value() -> None:
+    for name, command in ALL.items():
+        for param in command.params:
+            if param.param_type_name == "option" and param.type_descriptor.annotation is bool:
+                assert param.is_flag, f"{name} {param.opts} looks like it takes a value"
+
+
+def test_version_option_and_command(tmp_path: Path) -> None:
+    for args in (["--version"], ["version"]):
+        result = run(args, tmp_path)
+        assert result.returncode == 0
+        assert result.stdout.strip() == f"conveyor {__version__}"
+        assert not (tmp_path / "conveyor-data").exists()  # no database was touched
+
+
+def test_help_imports_no_heavy_module() -> None:
+    """``--help`` and ``--version`` load only Typer and Rich: a fast start on any machine."""
+    code = (
+        "import sys\n"
+        "from conveyor.cli.app import app\n"
+        "heavy = ['sqlalchemy', 'av', 'pyvips', 'fastapi', 'uvicorn', 'pydantic_settings',"
+        " 'faster_whisper', 'ctranslate2', 'alembic', 'numpy']\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def _id_params() -> list[tuple[str, str]]:
+    found = []
+    for name, command in ALL.items():
+        for param in command.params:
+            if param.param_type_name != "argument":
+                continue
+            annotation = param.type_descriptor.annotation
+            if annotation is int or param.name == "album":
+                found.append((name, str(param.name)))
+    return found
+
+
+def test_the_id_arguments_are_found_from_the_code() -> None:
+    names = {name for name, _ in _id_params()}
+    assert {"records show", "records resume", "media show", "media resume"} <= names
+
+
+@pytest.mark.parametrize("value", ["99999999999999999999", "0", "9223372036854775808"])
+def test_any_id_a_user_can_type_is_a_clean_not_found(
+    tmp_path: Path, value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    for name, param in _id_params():
+        command = ALL[name]
+        args = []
+        for p in command.params:
+            if p.param_type_name == "argument":
+                args.append(value if p.name == param else str(tmp_path / "x.jpg"))
+            elif p.required:
+                args += [p.opts[0], "x"]
+        result = runner.invoke(app, [*name.split(), *args])
+        assert result.exception is None or isinstance(result.exception, SystemExit), (
+            name,
+            result.exception,
+        )
+        assert result.exit_code == ExitCode.NOT_FOUND, (name, result.output)
+        assert "does not exist" in result.output, (name, result.output)
+        assert "Traceback" not in result.output
