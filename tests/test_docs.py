@@ -1,14 +1,55 @@
-"""The docs match the code: every configuration key is in docs/operations.md."""
+"""The docs match the code, both ways, generated from the code so that what is added is checked:
+every configuration key, CLI command, option, default and exit code; every HTTP route, status,
+error code and album event kind; every halt reason with its way forward; every command line
+quoted anywhere in the docs; every link between the pages."""
 
 from __future__ import annotations
 
+import re
+import sys
 from pathlib import Path
+from typing import Any
 
+import pytest
 from pydantic import BaseModel
 
+from conveyor.api.app import create_app
+from conveyor.api.errors import _CODES
+from conveyor.cli.exits import ExitCode
 from conveyor.config import Settings
+from conveyor.halts import HALT_REASONS
+from conveyor.runtime import Runtime
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+SRC = ROOT / "src" / "conveyor"
+PAGES = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
+
+sys.path.insert(0, str(Path(__file__).parent / "cli"))
+from cli_run import commands  # noqa: E402
+
+COMMANDS = dict(commands())
+
+
+def _prose(text: str) -> str:
+    """``text`` without fenced code blocks (whose ``#`` lines are comments, not headings)."""
+    return re.sub(r"^```.*?^```", "", text, flags=re.MULTILINE | re.DOTALL)
+
+
+def _sections(text: str) -> dict[str, str]:
+    """``### `heading` `` → the text up to the next heading of any level."""
+    text = _prose(text)
+    found: dict[str, str] = {}
+    parts = re.split(r"^(#{1,6} .*)$", text, flags=re.MULTILINE)
+    for heading, body in zip(parts[1::2], parts[2::2], strict=True):
+        match = re.fullmatch(r"### `(.+)`", heading.strip())
+        if match:
+            found[match.group(1)] = body
+    return found
+
+
+def _source() -> dict[Path, str]:
+    return {path: path.read_text() for path in SRC.rglob("*.py")}
 
 
 def _keys(section: str, model: type[BaseModel]) -> list[tuple[str, str, object]]:
@@ -31,3 +72,161 @@ def test_every_config_key_is_documented_with_its_default() -> None:
             assert f"`[{where}] {name}`" in text, f"[{where}] {name} is not documented"
             if default is not None:
                 assert f"`{default}`" in text
+
+
+def _default_shown(param: Any) -> str | None:
+    default = param.default
+    if default is None or isinstance(default, bool):
+        return None
+    return f"`{default}`"
+
+
+def test_every_command_argument_option_and_default_is_in_the_cli_reference() -> None:
+    sections = _sections((DOCS / "cli.md").read_text())
+    for name, command in COMMANDS.items():
+        body = sections.get(f"conveyor {name}")
+        assert body is not None, f"`conveyor {name}` has no section in docs/cli.md"
+        for param in command.params:
+            if param.param_type_name == "argument":
+                assert str(param.name).upper() in body, f"{name}: argument {param.name}"
+                continue
+            for opt in [*param.opts, *getattr(param, "secondary_opts", [])]:
+                assert f"`{opt}" in body, f"conveyor {name} {opt} is not in docs/cli.md"
+            shown = _default_shown(param)
+            if shown is not None:
+                assert shown in body, f"conveyor {name} {param.opts[0]}: default {shown}"
+
+
+def test_the_cli_reference_names_no_command_or_option_the_code_lacks() -> None:
+    for heading, body in _sections((DOCS / "cli.md").read_text()).items():
+        name = heading.removeprefix("conveyor ")
+        assert name in COMMANDS, f"docs/cli.md documents `{heading}`, which does not exist"
+        known = {o for p in COMMANDS[name].params for o in [*p.opts, *p.secondary_opts]}
+        for opt in re.findall(r"`(--[a-z][a-z0-9-]*)", body):
+            assert opt in known, f"docs/cli.md: `{heading}` has no option {opt}"
+
+
+def test_every_command_line_quoted_in_the_docs_exists() -> None:
+    """``conveyor records resume ID`` anywhere in README or docs names a real command and
+    only its real options."""
+    groups = {name.split()[0] for name in COMMANDS if " " in name}
+    for page in PAGES:
+        for span in re.findall(r"`(conveyor [^`]+)`", page.read_text()):
+            words = span.split()[1:]
+            if not words or words[0].startswith("-") or words[0].isupper():
+                continue  # `conveyor --version`, `conveyor COMMAND --help`: not one command
+            name = " ".join(words[:2]) if words[0] in groups else words[0]
+            assert name in COMMANDS, f"{page.name}: `{span}` is not a command"
+            known = {o for p in COMMANDS[name].params for o in [*p.opts, *p.secondary_opts]}
+            for opt in re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", span):
+                assert opt in known, f"{page.name}: `{span}`: {name} has no option {opt}"
+
+
+def test_the_exit_code_table_matches_the_code() -> None:
+    text = (DOCS / "cli.md").read_text()
+    table = _sections_by_title(text)["Exit codes"]
+    documented = {int(code) for code in re.findall(r"^\| `(\d+)` \|", table, re.MULTILINE)}
+    assert documented == {int(code) for code in ExitCode}
+
+
+def _sections_by_title(text: str) -> dict[str, str]:
+    parts = re.split(r"^## (.*)$", text, flags=re.MULTILINE)
+    return dict(zip(parts[1::2], parts[2::2], strict=True))
+
+
+@pytest.fixture(scope="module")
+def openapi(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    root = tmp_path_factory.mktemp("docs")
+    settings = Settings(
+        database={"url": f"sqlite:///{root / 'c.db'}"},  # type: ignore[arg-type]
+        storage={"root": root},  # type: ignore[arg-type]
+    )
+    spec: dict[str, Any] = create_app(Runtime(settings), run_workers=False).openapi()
+    return spec
+
+
+def test_every_route_and_its_statuses_are_in_the_http_reference(openapi: dict[str, Any]) -> None:
+    sections = _sections((DOCS / "http.md").read_text())
+    routes = set()
+    for path, operations in openapi["paths"].items():
+        for method, operation in operations.items():
+            route = f"{method.upper()} {path}"
+            routes.add(route)
+            body = sections.get(route)
+            assert body is not None, f"`{route}` has no section in docs/http.md"
+            for status in operation.get("responses", {}):
+                assert re.search(rf"\b{status}\b", body), f"{route}: status {status} undocumented"
+    documented = {h for h in sections if re.match(r"[A-Z]+ /", h)}
+    assert documented <= routes, (
+        f"docs/http.md documents routes that do not exist: {documented - routes}"
+    )
+
+
+def _error_codes() -> set[str]:
+    codes = set(_CODES.values())
+    for text in _source().values():
+        codes.update(re.findall(r'ApiError\(\s*\d{3},\s*"([a-z_]+)"', text))
+        codes.update(re.findall(r'(?:RejectedInput|UnsupportedMedia)\(\s*"([a-z_]+)"', text))
+    return codes
+
+
+def test_every_error_code_is_in_the_http_reference() -> None:
+    table = _sections_by_title((DOCS / "http.md").read_text())["Errors"]
+    missing = sorted(c for c in _error_codes() if not re.search(rf"\| `{c}` \|", table))
+    assert missing == [], f"error codes missing from docs/http.md: {missing}"
+
+
+def test_every_album_event_kind_is_in_the_http_reference() -> None:
+    kinds = set()
+    for text in _source().values():
+        kinds.update(re.findall(r'"(item\.[a-z_]+)"', text))
+    table = _sections_by_title((DOCS / "http.md").read_text())["Album events"]
+    assert kinds and all(f"| `{kind}` |" in table for kind in kinds), kinds
+
+
+def _halt_reasons_in_code() -> set[str]:
+    reasons = set()
+    for text in _source().values():
+        reasons.update(re.findall(r'\b(?:Halt|MediaError)\(\s*"([a-z_]+)"', text))
+    return reasons
+
+
+def test_every_halt_reason_in_the_code_has_a_way_forward() -> None:
+    found = _halt_reasons_in_code()
+    assert {"undecodable", "stuck", "too_many_pixels", "attempts_exhausted"} <= found
+    assert found - set(HALT_REASONS) == set(), "halt reasons without guidance in conveyor.halts"
+
+
+def test_the_troubleshooting_table_has_every_halt_reason_and_says_if_resume_helps() -> None:
+    text = (DOCS / "troubleshooting.md").read_text()
+    for reason, guide in HALT_REASONS.items():
+        row = re.search(rf"^\| `{reason}` \|(.*)$", text, re.MULTILINE)
+        assert row is not None, f"halt reason {reason} is not in docs/troubleshooting.md"
+        cells = [c.strip() for c in row.group(1).split("|")]
+        assert ("yes" if guide.resume_helps else "no") in cells, reason
+        domains = {"records": "audio", "items": "media"}
+        assert {domains[w] for w in re.findall(r"records|items", cells[0])} == set(guide.domains)
+
+
+def test_the_lifecycle_names_every_halt_reason() -> None:
+    text = (DOCS / "lifecycle.md").read_text()
+    assert [r for r in HALT_REASONS if r not in text] == []
+
+
+def _slug(heading: str) -> str:
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def test_links_between_pages_resolve() -> None:
+    for page in PAGES:
+        for target in re.findall(r"\]\(([^)#\s]+\.md)?(#[^)\s]+)?\)", page.read_text()):
+            file, anchor = target
+            if not file and not anchor:
+                continue
+            linked = (page.parent / file) if file else page
+            assert linked.is_file(), f"{page.name} links to missing {file}"
+            if anchor:
+                headings = re.findall(r"^#{1,6} (.*)$", _prose(linked.read_text()), re.MULTILINE)
+                slugs = {_slug(h) for h in headings}
+                assert anchor[1:] in slugs, f"{page.name} links to missing {file}{anchor}"

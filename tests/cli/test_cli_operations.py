@@ -1,0 +1,101 @@
+"""Operating several processes: ``serve`` on a busy port fails before it claims to serve, a
+``worker`` exposes its own ``/metrics``, and on PostgreSQL the schema changes only through
+``conveyor db upgrade`` (other commands refuse a schema that is not current)."""
+
+from __future__ import annotations
+
+import re
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from cli_run import CONVEYOR, clean_env, run
+from sqlalchemy import Engine, text
+
+from conveyor.cli.exits import ExitCode
+from conveyor.db.migrate import head_revision
+
+ISO_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z INFO ", re.MULTILINE)
+
+
+def test_serve_on_a_busy_port_fails_before_it_says_it_serves(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = run(["serve", "--no-workers", "--port", str(port)], tmp_path)
+    assert result.returncode == ExitCode.USAGE
+    assert "serving" not in result.stdout
+    assert f"cannot listen on 127.0.0.1:{port}" in result.stderr and "--port" in result.stderr
+
+
+def _read_until(proc: subprocess.Popen[str], pattern: str, timeout: float = 60) -> str:
+    assert proc.stderr is not None
+    seen = ""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if not line:
+            break
+        seen += line
+        if re.search(pattern, line):
+            return seen
+    raise AssertionError(f"no {pattern!r} in the worker's output:\n{seen}")
+
+
+def test_worker_exposes_its_own_metrics_and_logs_in_iso_utc(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [CONVEYOR, "worker", "--metrics-port", "0"],
+        cwd=tmp_path,
+        env=clean_env(CONVEYOR_PIPELINE__WORKERS="0"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        seen = _read_until(proc, r"metrics at http://")
+        url = re.search(r"metrics at (http://\S+)", seen)
+        assert url is not None
+        seen += _read_until(proc, r"worker pool started")
+        assert ISO_LINE.search(seen), seen
+        body = httpx.get(url.group(1), timeout=10).text
+        assert "conveyor_step_outcomes_total" in body and "conveyor_step_seconds" in body
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+
+
+@pytest.fixture
+def fresh_schema(pg_engine: Engine) -> Iterator[str]:
+    """A PostgreSQL URL whose search path is an empty schema of its own."""
+    name = "cli_schema_check"
+    with pg_engine.begin() as conn:
+        conn.execute(text(f"DROP SCHEMA IF EXISTS {name} CASCADE"))
+        conn.execute(text(f"CREATE SCHEMA {name}"))
+    url = pg_engine.url.set(query={"options": f"-csearch_path={name}"})
+    yield url.render_as_string(hide_password=False).replace("postgresql+psycopg", "postgresql")
+    with pg_engine.begin() as conn:
+        conn.execute(text(f"DROP SCHEMA IF EXISTS {name} CASCADE"))
+
+
+def test_postgresql_schema_changes_only_by_db_upgrade(
+    tmp_path: Path, fresh_schema: str, pg_engine: Engine
+) -> None:
+    env = {"CONVEYOR_DATABASE__URL": fresh_schema}
+    empty = run(["records", "list"], tmp_path, **env)
+    assert empty.returncode == ExitCode.SCHEMA
+    assert "no Conveyor schema yet" in empty.stderr and "conveyor db upgrade" in empty.stderr
+    upgraded = run(["db", "upgrade"], tmp_path, **env)
+    assert upgraded.returncode == 0, upgraded.stderr
+    assert f"upgraded from revision none to {head_revision()}" in upgraded.stdout
+    assert run(["records", "list"], tmp_path, **env).returncode == 0
+    with pg_engine.begin() as conn:
+        conn.execute(text("UPDATE cli_schema_check.alembic_version SET version_num = '9999'"))
+    newer = run(["records", "list"], tmp_path, **env)
+    assert newer.returncode == ExitCode.SCHEMA and "newer than this version" in newer.stderr
+    assert run(["db", "upgrade"], tmp_path, **env).returncode == ExitCode.SCHEMA
