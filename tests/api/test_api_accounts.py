@@ -93,7 +93,7 @@ def test_cli_users_add_and_tokens_create(
     added = runner.invoke(cli, ["users", "add", "carol"])
     assert added.exit_code == 0, added.output
     again = runner.invoke(cli, ["users", "add", "carol"])
-    assert again.exit_code == 1
+    assert again.exit_code == ExitCode.CONFLICT
     created = runner.invoke(cli, ["tokens", "create", "carol", "--label", "laptop"])
     assert created.exit_code == 0, created.output
     token = created.stdout.strip()

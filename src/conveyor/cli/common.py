@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import signal
 import sys
 import threading
@@ -23,7 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
@@ -40,9 +41,12 @@ if TYPE_CHECKING:
     from conveyor.runtime import Runtime
 
 __all__ = [
+    "MAX_ID",
     "Intake",
     "accept_files",
+    "check_schema",
     "console",
+    "database_unreachable",
     "describe_database",
     "describe_storage",
     "err_console",
@@ -55,6 +59,7 @@ __all__ = [
     "progress_display",
     "setup_logging",
     "stop_on_signals",
+    "summary",
     "table",
 ]
 
@@ -175,12 +180,17 @@ def _load_settings() -> Settings:
         raise fail(f"invalid configuration: {exc}", ExitCode.USAGE) from None
 
 
+#: Settings whose value is never echoed back, even when it is invalid (D16).
+_SECRET_KEY = re.compile(r"secret|password|passwd|token|access_key|api_key|credential", re.I)
+
+
 def _describe_validation(exc: Any) -> str:
     """One line per invalid setting: ``pipeline.workers: Input should be … (got 'abc')``."""
     lines = []
     for error in exc.errors():
         where = ".".join(str(part) for part in error["loc"])
-        got = f" (got {error['input']!r})" if error["type"] != "missing" else ""
+        shown = "***" if _SECRET_KEY.search(where) else repr(error["input"])
+        got = f" (got {shown})" if error["type"] != "missing" else ""
         lines.append(f"{where}: {error['msg']}{got}")
     return "\n  " + "\n  ".join(lines)
 
@@ -358,8 +368,3 @@ def progress_display(state_field: str) -> Progress:
         console=err_console,
         transient=True,
     )
-
-
-def exit_with(code: int) -> NoReturn:
-    """End the command with ``code``."""
-    raise typer.Exit(int(code))
