@@ -187,7 +187,8 @@ def test_every_album_event_kind_is_in_the_http_reference() -> None:
 def _halt_reasons_in_code() -> set[str]:
     reasons = set()
     for text in _source().values():
-        reasons.update(re.findall(r'\b(?:Halt|MediaError)\(\s*"([a-z_]+)"', text))
+        reasons.update(re.findall(r'\b(?:Halt|MediaError|ProviderRejected)\(\s*"([a-z_]+)"', text))
+        reasons.update(re.findall(r'\bhalt_reason="([a-z_]+)"', text))
     return reasons
 
 

@@ -292,12 +292,22 @@ class Settings(BaseSettings):
 
 
 def _setting_variables() -> set[str]:
-    names = set()
+    def walk(prefix: str, model: type[BaseModel]) -> set[str]:
+        names = {prefix}  # a whole section as JSON, as pydantic-settings allows
+        for key, field in model.model_fields.items():
+            name = f"{prefix}__{key.upper()}"
+            sub = field.annotation
+            if isinstance(sub, type) and issubclass(sub, BaseModel):
+                names |= walk(name, sub)  # [transcription.openai] → ..._TRANSCRIPTION__OPENAI__…
+            else:
+                names.add(name)
+        return names
+
+    names: set[str] = set()
     for section, field in Settings.model_fields.items():
-        names.add(f"CONVEYOR_{section.upper()}")  # a whole section as JSON, as pydantic allows
         model = field.annotation
         assert isinstance(model, type) and issubclass(model, BaseModel)
-        names.update(f"CONVEYOR_{section.upper()}__{key.upper()}" for key in model.model_fields)
+        names |= walk(f"CONVEYOR_{section.upper()}", model)
     return names
 
 

@@ -121,6 +121,77 @@ HALT_REASONS: Final[dict[str, HaltReason]] = {
         True,
         "fix what the last error names (database, storage, provider, model), then resume",
     ),
+    # Recognition halts (see docs/providers.md for the providers' own terms).
+    "submit_unknown": HaltReason(
+        ("audio",),
+        "the submit to the provider may have started a paid operation, but no answer came back",
+        True,
+        "check the provider's console or bill for an operation at that time; resume submits "
+        "again (it may be billed twice)",
+    ),
+    "provider_auth": HaltReason(
+        ("audio",),
+        "the provider refused the credential (401/403: wrong, expired, or missing a role)",
+        True,
+        "fix the key (`key_file` or the variable `key_env` names), then resume",
+    ),
+    "provider_config": HaltReason(
+        ("audio",),
+        "the provider answered 404: a wrong endpoint or model name",
+        True,
+        "fix `base_url` / `endpoint` / `model` of the provider's section, then resume",
+    ),
+    "too_large": HaltReason(
+        ("audio",),
+        "the provider refused the request as too large (413)",
+        True,
+        "lower the provider's `max_request_bytes` or `bitrate`, then resume",
+    ),
+    "provider_rejected": HaltReason(
+        ("audio",),
+        "the provider refused the request or reported an error for it",
+        True,
+        "read the provider's answer quoted in the halt text; resume once the cause is fixed",
+    ),
+    "unsupported_language": HaltReason(
+        ("audio",),
+        "the record's language is one the provider does not recognise",
+        True,
+        "choose another `[transcription] provider` (or upload again without a language), then "
+        "resume",
+    ),
+    "provider_error": HaltReason(
+        ("audio",),
+        "the provider's operation ended with an error",
+        True,
+        "read the error in the halt text; resume submits again (billed again)",
+    ),
+    "provider_no_result": HaltReason(
+        ("audio",),
+        "the provider's operation finished without a result or an error (often: no speech it "
+        "could hear)",
+        True,
+        "resume submits again; if it repeats, listen to the recording",
+    ),
+    "result_expired": HaltReason(
+        ("audio",),
+        "the provider no longer keeps the result (SpeechKit keeps them 3 days)",
+        True,
+        "resume submits again",
+    ),
+    "provider_timeout": HaltReason(
+        ("audio",),
+        "the provider's operation is still running past its deadline",
+        True,
+        "resume to keep waiting for the same operation",
+    ),
+    "unreadable_response": HaltReason(
+        ("audio",),
+        "the provider's stored answer cannot be parsed",
+        True,
+        "the answer is kept: after upgrading to a version that reads it, resume parses it "
+        "again without a new request",
+    ),
     "step_error": HaltReason(
         _BOTH,
         "a step returned an outcome its stage does not allow (a fault of Conveyor)",
