@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlalchemy import (
     Column,
+    ColumnElement,
     Double,
     Engine,
     Integer,
@@ -62,6 +63,7 @@ def make_domain(
     new_lane: str = "default",
     waiting_lane: str = "default",
     heartbeat: bool = False,
+    order_by: Sequence[ColumnElement[Any]] | None = None,
 ) -> Domain:
     """The test domain with the given steps (callables looked up at call time)."""
     return Domain(
@@ -72,7 +74,7 @@ def make_domain(
             Stage("waiting", waiting, lane=waiting_lane, work="foreign", lease=waiting_lease),
             Stage("done"),
         ],
-        order_by=[jobs.c.sort_value],
+        order_by=[jobs.c.sort_value] if order_by is None else order_by,
         owned_fields=frozenset({"result", "waited"}),
     )
 
