@@ -27,6 +27,8 @@ def test_halted_record_shows_its_reason_and_resume_continues_from_its_stage(
     # A content halt says that a resume will not help and what to do instead.
     assert "resume will not help" in show.stdout and "upload it again" in show.stdout
     assert "halted at  20" in show.stdout and "attempts   0" in show.stdout
+    halted = run(["records", "list", "--halted"], tmp_path)
+    assert halted.returncode == 0 and "corrupt_bad_header.wav" in halted.stdout
     resumed = run(["records", "resume", "1"], tmp_path)
     assert resumed.returncode == 0 and "resumed at stage uploaded" in resumed.stdout
     assert "`conveyor worker`" in resumed.stdout  # nothing moves it without a worker
@@ -36,7 +38,7 @@ def test_halted_record_shows_its_reason_and_resume_continues_from_its_stage(
     events = run(["records", "events", "1"], tmp_path)
     assert "resumed" in events.stdout and "human" in events.stdout
     listing = run(["records", "list", "--halted"], tmp_path)
-    assert listing.returncode == 0
+    assert listing.returncode == 0 and "corrupt_bad_header.wav" not in listing.stdout  # resumed
 
 
 def test_unknown_record_and_bad_config_are_clear_errors(tmp_path: Path) -> None:

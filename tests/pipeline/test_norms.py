@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,7 +13,7 @@ from jobs_domain import add_jobs, default_step, job, jobs, make_domain
 from prometheus_client import REGISTRY
 from sqlalchemy import Engine, event, select, update
 
-from conveyor.config import PipelineSettings
+from conveyor.config import PipelineSettings, Settings
 from conveyor.db.tables import record_events
 from conveyor.errors import Conflict, DeclarationError, NotFound
 from conveyor.pipeline import (
@@ -29,6 +30,7 @@ from conveyor.pipeline import (
     resume,
 )
 from conveyor.pipeline.outcomes import Outcome
+from conveyor.runtime import Runtime
 from conveyor.testing import FakeClock
 
 
@@ -252,12 +254,21 @@ def test_p9_resume_clears_every_guard_keeps_stage_and_writes_a_human_event(
         executor.run_once(domain, "default")
     row = job(db, jid)
     assert row["halt_reason"] == "attempts_exhausted" and row["stage"] == "waiting"
+    # What resume must clear: the failure count and the pause of the last failure before it.
+    assert row["attempts"] == settings.max_attempts - 1 and row["retry_at"] is not None
     clock.advance(5)
     with pytest.raises(Conflict):
         resume(db, domain, add_jobs(db, 1, clock.now())[0], clock=clock)
     with pytest.raises(NotFound):
         resume(db, domain, 999_999, clock=clock)
 
+    # The halt released the claim; give the row one back, so that resume has it to clear.
+    with db.begin() as conn:
+        conn.execute(
+            update(jobs)
+            .where(jobs.c.id == jid)
+            .values(claim_token="f" * 32, claim_expires_at=clock.now() + 600)
+        )
     assert resume(db, domain, jid, clock=clock) == "waiting"
     row = job(db, jid)
     assert row["halted_at"] is None and row["halt_reason"] is None and row["halt_error"] is None
@@ -272,16 +283,27 @@ def test_p9_resume_clears_every_guard_keeps_stage_and_writes_a_human_event(
 
 
 def test_p10_halted_records_are_never_claimed_and_no_failed_stage_exists(
-    db: Engine, clock: FakeClock, settings: PipelineSettings
+    db: Engine, clock: FakeClock, settings: PipelineSettings, tmp_path: Path
 ) -> None:
     domain = make_domain(new=lambda ctx: Halt("nope", "cannot"))
     (jid,) = add_jobs(db, 1, clock.now())
     executor = Executor(db, clock, settings)
+    halted_at = clock.now()
     assert executor.run_once(domain, "default")
     clock.advance(10**7)
     assert not executor.run_once(domain, "default")
-    assert job(db, jid)["halted_at"] is not None
-    assert {s.name for s in domain.stages} == {"new", "waiting", "done"}
+    row = job(db, jid)
+    assert (row["halted_at"], row["halt_reason"], row["stage"]) == (halted_at, "nope", "new")
+    # The real domains have no failed or dead stage: their stages are exactly these.
+    runtime = Runtime(Settings(storage={"root": tmp_path}), engine=db)
+    assert [s.name for s in runtime.audio.stages] == [
+        "uploaded",
+        "normalized",
+        "submitted",
+        "transcribed",
+        "done",
+    ]
+    assert [s.name for s in runtime.media.stages] == ["uploaded", "transcoding", "done"]
 
 
 def test_p11_outcome_reaches_the_card_log_and_journal_not_the_sender(
@@ -340,10 +362,16 @@ def test_d3_stuck_records_are_halted_by_their_claimer(
 def test_d6_hundred_postpones_keep_state_entered_at_and_the_stuck_countdown(
     db: Engine, clock: FakeClock, settings: PipelineSettings
 ) -> None:
-    domain = make_domain(new=lambda ctx: Postpone(30.0))
+    # A failure first, so that the postpones have a failure count to reset.
+    outcomes = iter([Fail("provider busy"), *[Postpone(30.0)] * 100])
+    domain = make_domain(new=lambda ctx: next(outcomes))
     (jid,) = add_jobs(db, 1, clock.now())
     entered = job(db, jid)["state_entered_at"]
     executor = Executor(db, clock, settings)
+    assert executor.run_once(domain, "default")
+    row = job(db, jid)
+    assert (row["attempts"], row["stage"], row["state_entered_at"]) == (1, "new", entered)
+    clock.advance(row["retry_at"] - clock.now())  # ≤ retry_base: the pause of one failure
     for _ in range(100):
         assert executor.run_once(domain, "default")
         row = job(db, jid)
@@ -351,8 +379,9 @@ def test_d6_hundred_postpones_keep_state_entered_at_and_the_stuck_countdown(
         assert row["attempts"] == 0 and row["claim_token"] is None
         assert not executor.run_once(domain, "default")  # retry pause holds
         clock.advance(30)
-    # 100 x 30 s = 3000 s in stage; 601 s more passes own_work_limit (3600 s) only if the
-    # countdown was never reset by the postpones.
+    # Up to 2 s + 100 x 30 s = 3002 s in stage; 601 s more passes own_work_limit (3600 s)
+    # only if the countdown was never reset by the postpones.
+    assert clock.now() - entered <= 3000 + settings.retry_base
     clock.advance(601)
     assert executor.run_once(domain, "default")
     assert job(db, jid)["halt_reason"] == "stuck"
@@ -404,6 +433,7 @@ def test_d11_stages_declared_once_and_every_non_terminal_stage_is_claimable(
     with pytest.raises(DeclarationError):
         Domain("bad", jobs, [Stage("new", default_step)], [jobs.c.sort_value], frozenset())
     domain = make_domain(new_lane="short", waiting_lane="long")
+    claimed = []
     for stage in domain.stages:
         if stage.terminal:
             continue
@@ -412,6 +442,8 @@ def test_d11_stages_declared_once_and_every_non_terminal_stage_is_claimable(
         add_jobs(db, 1, clock.now(), stage=stage.name)
         claim = Executor(db, clock, settings).claim(domain, stage.lane)
         assert claim is not None, stage.name
+        claimed.append(stage.name)
+    assert claimed == ["new", "waiting"]
     assert domain.lanes == ["short", "long"]
 
 
@@ -435,10 +467,16 @@ def test_d13_metrics_are_labelled_by_stage_and_outcome_not_worker(
     executor.run_once(domain, "default")
     executor.run_once(domain, "default")
     assert sample("new") == before + 2
-    for metric in REGISTRY.collect():
-        if metric.name.startswith("conveyor_"):
-            for s in metric.samples:
-                assert "worker" not in s.labels and "thread" not in s.labels
+    labelled = [
+        s
+        for metric in REGISTRY.collect()
+        if metric.name.startswith("conveyor_")
+        for s in metric.samples
+        if s.labels
+    ]
+    assert any(s.labels.get("stage") == "new" for s in labelled)  # the loop has work to see
+    for s in labelled:
+        assert "worker" not in s.labels and "thread" not in s.labels
 
 
 def test_d14_event_journal_keeps_history_with_origins(
