@@ -69,14 +69,14 @@ def test_serve_no_workers_stops_on_sigterm_with_a_stream_open(
                 assert next(lines) == "retry: 2000"
                 assert next(lines) == ""
                 assert next(lines) == ": keep-alive"
-                started = time.monotonic()
                 process.send_signal(signal.SIGTERM)
                 # uvicorn re-raises the signal once it has shut down cleanly.
-                assert process.wait(timeout=20) == 0  # a graceful stop is a clean exit
-                assert time.monotonic() - started < 10
+                assert process.wait(timeout=60) == 0  # a graceful stop is a clean exit
         assert process.stdout is not None
         log = process.stdout.read().decode()
         assert "Application shutdown complete" in log, log
+        # The open stream was ended by the app, not cut by uvicorn's graceful-shutdown timeout.
+        assert "timeout graceful shutdown exceeded" not in log, log
     finally:
         if process.poll() is None:
             process.kill()

@@ -153,14 +153,16 @@ def test_broken_corpus_file_is_rejected_with_its_reason(name: str, tmp_path: Pat
     assert list(tmp_path.iterdir()) == []  # neither dst nor a temp file
 
 
-def test_corrupt_files_are_rejected_quickly(tmp_path: Path) -> None:
-    import time
-
-    started = time.monotonic()
-    for name in ("corrupt_evil_chunks.wav", "corrupt_bad_header.wav"):
-        with pytest.raises(MediaError):
+# A corrupt file must be refused, not loop on its chunks; speed belongs to python -m bench.
+@pytest.mark.timeout(60)
+def test_corrupt_files_are_rejected_without_hanging(tmp_path: Path) -> None:
+    names = ("corrupt_evil_chunks.wav", "corrupt_bad_header.wav")
+    refused = []
+    for name in names:
+        with pytest.raises(MediaError) as caught:
             normalize_audio(AUDIO / name, tmp_path / "out.wav")
-    assert time.monotonic() - started < 2.0
+        refused.append(caught.value.reason)
+    assert refused == [EXPECTED_REASON[n] for n in names]
 
 
 def test_source_properties_are_reported(tmp_path: Path) -> None:
