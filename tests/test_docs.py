@@ -231,3 +231,17 @@ def test_links_between_pages_resolve() -> None:
                 headings = re.findall(r"^#{1,6} (.*)$", _prose(linked.read_text()), re.MULTILINE)
                 slugs = {_slug(h) for h in headings}
                 assert anchor[1:] in slugs, f"{page.name} links to missing {file}{anchor}"
+
+
+def test_the_norms_test_map_names_only_tests_that_exist() -> None:
+    """docs/norms-tests.md cites tests by name; each one is defined in tests/."""
+    cited = set(re.findall(r"\btest_[a-z0-9_]+\b", (DOCS / "norms-tests.md").read_text()))
+    tests = Path(__file__).resolve().parent
+    defined = {
+        name
+        for path in tests.rglob("test_*.py")
+        for name in re.findall(r"^def (test_[a-z0-9_]+)\(", path.read_text(), re.MULTILINE)
+    }
+    modules = {path.stem for path in tests.rglob("test_*.py")}
+    assert len(cited - modules) > 20  # the map is read (a wrong path would cite nothing)
+    assert cited - modules - defined == set()
