@@ -16,8 +16,10 @@ import httpx
 import pytest
 from cli_run import CONVEYOR, clean_env, run
 from sqlalchemy import Engine, text
+from sqlalchemy.exc import OperationalError
 
 from conveyor.cli.exits import ExitCode
+from conveyor.db.engine import make_engine
 from conveyor.db.migrate import head_revision
 
 ISO_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z INFO ", re.MULTILINE)
@@ -68,6 +70,36 @@ def test_worker_exposes_its_own_metrics_and_logs_in_iso_utc(tmp_path: Path) -> N
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0
+
+
+def test_an_interrupted_ingest_exits_130_and_leaves_the_record_for_a_worker(
+    tmp_path: Path, corpus: Path
+) -> None:
+    proc = subprocess.Popen(
+        [CONVEYOR, "ingest", str(corpus / "audio" / "jfk.wav")],
+        cwd=tmp_path,
+        env=clean_env(CONVEYOR_PIPELINE__WORKERS="1"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    database = make_engine(f"sqlite:///{tmp_path / 'conveyor-data' / 'conveyor.db'}")
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # until the record is accepted and being worked on
+        try:
+            with database.connect() as conn:
+                if conn.execute(text("SELECT count(*) FROM audio_records")).scalar():
+                    break
+        except OperationalError:
+            pass  # the schema is not there yet
+        time.sleep(0.05)
+    database.dispose()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == ExitCode.INTERRUPTED, err
+    assert "`conveyor worker` continues them" in err
+    shown = run(["records", "show", "1", "--json"], tmp_path)
+    assert shown.returncode == 0 and '"halted": false' in shown.stdout
 
 
 @pytest.fixture

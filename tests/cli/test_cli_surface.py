@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from conveyor import __version__
 from conveyor.cli.app import app
-from conveyor.cli.exits import ExitCode
+from conveyor.cli.exits import SUMMARY, ExitCode
 
 SPEC_ID = re.compile(r"\b[PDM]\d+(?:\s*[-–]\s*[PDM]?\d+)?\b")
 ALL = dict(commands())
@@ -46,6 +46,13 @@ def test_boolean_options_are_flags_that_take_no_value() -> None:
         for param in command.params:
             if param.param_type_name == "option" and param.type_descriptor.annotation is bool:
                 assert param.is_flag, f"{name} {param.opts} looks like it takes a value"
+
+
+def test_help_lists_every_exit_code() -> None:
+    assert set(SUMMARY) == set(ExitCode)
+    result = CliRunner().invoke(app, ["--help"], terminal_width=400)
+    for code in ExitCode:
+        assert f"{int(code)} {SUMMARY[code]}" in " ".join(result.output.split())
 
 
 def test_version_option_and_command(tmp_path: Path) -> None:

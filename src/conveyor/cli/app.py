@@ -23,7 +23,7 @@ from conveyor.cli.common import (
     setup_logging,
     stop_on_signals,
 )
-from conveyor.cli.exits import ExitCode
+from conveyor.cli.exits import SUMMARY, ExitCode
 from conveyor.cli.ingest import ingest
 from conveyor.cli.serve import serve
 
@@ -31,6 +31,9 @@ __all__ = ["app", "main"]
 
 app = typer.Typer(
     help="Conveyor: a self-hosted media pipeline (transcripts, photo and video variants).",
+    epilog="Exit codes: "
+    + "; ".join(f"{int(code)} {words}" for code, words in SUMMARY.items())
+    + ". Reference: docs/cli.md.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )

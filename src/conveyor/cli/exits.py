@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-__all__ = ["ExitCode"]
+__all__ = ["SUMMARY", "ExitCode"]
 
 
 class ExitCode(IntEnum):
@@ -31,3 +31,17 @@ class ExitCode(IntEnum):
     """A fault of Conveyor itself (a bug); the message and the traceback say where."""
     INTERRUPTED = 130
     """Stopped by SIGINT or SIGTERM before the work was finished."""
+
+
+#: The exit codes in a few words each, for ``conveyor --help``.
+SUMMARY: dict[ExitCode, str] = {
+    ExitCode.OK: "success",
+    ExitCode.HALTED: "some files refused or records halted",
+    ExitCode.USAGE: "usage or configuration",
+    ExitCode.NOT_FOUND: "not found",
+    ExitCode.CONFLICT: "conflict",
+    ExitCode.UNAVAILABLE: "database or storage unavailable",
+    ExitCode.SCHEMA: "schema not current (conveyor db upgrade)",
+    ExitCode.INTERNAL: "internal fault",
+    ExitCode.INTERRUPTED: "interrupted",
+}
