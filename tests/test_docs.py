@@ -88,7 +88,7 @@ def test_every_command_argument_option_and_default_is_in_the_cli_reference() -> 
         assert body is not None, f"`conveyor {name}` has no section in docs/cli.md"
         for param in command.params:
             if param.param_type_name == "argument":
-                assert str(param.name).upper() in body, f"{name}: argument {param.name}"
+                assert f"`{param.metavar}" in body, f"{name}: argument {param.metavar}"
                 continue
             for opt in [*param.opts, *getattr(param, "secondary_opts", [])]:
                 assert f"`{opt}" in body, f"conveyor {name} {opt} is not in docs/cli.md"

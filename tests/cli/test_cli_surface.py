@@ -30,6 +30,8 @@ def test_every_option_and_argument_has_help_text() -> None:
     ]
     assert missing == []
     assert all(command.help for command in ALL.values())
+    arguments = [p for c in ALL.values() for p in c.params if p.param_type_name == "argument"]
+    assert all(p.metavar and p.metavar.isupper() for p in arguments)  # RECORD_ID, not {record_id}
 
 
 def test_help_speaks_without_spec_ids() -> None:

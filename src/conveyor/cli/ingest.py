@@ -60,7 +60,7 @@ def media_hint(path: Path, exc: RejectedInput) -> str | None:
 
 
 def ingest(
-    files: Annotated[list[Path], typer.Argument(help="Recordings to transcribe.")],
+    files: Annotated[list[Path], typer.Argument(metavar="FILES", help="Recordings to transcribe.")],
     owner: Annotated[str, typer.Option(help=OWNER_HELP)] = "me",
     language: Annotated[
         str | None,

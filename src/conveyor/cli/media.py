@@ -40,8 +40,10 @@ albums_app = typer.Typer(help="Photo and video albums.", no_args_is_help=True)
 media_app = typer.Typer(help="Photos and videos (items) in albums.", no_args_is_help=True)
 
 Owner = Annotated[str, typer.Option(help=OWNER_HELP)]
-AlbumRef = Annotated[str, typer.Argument(help="The album's id or name.")]
-ItemId = Annotated[int, typer.Argument(help="The item's id (from `conveyor media list ALBUM`).")]
+AlbumRef = Annotated[str, typer.Argument(metavar="ALBUM", help="The album's id or name.")]
+ItemId = Annotated[
+    int, typer.Argument(metavar="ITEM_ID", help="The item's id (from `conveyor media list ALBUM`).")
+]
 
 
 def _state(view: dict[str, Any]) -> Text:
@@ -112,7 +114,8 @@ def _album_id(runtime: Runtime, conn: Connection, album: str, owner: str) -> int
 
 @albums_app.command("create")
 def albums_create(
-    name: Annotated[str, typer.Argument(help="The album's name.")], owner: Owner = "me"
+    name: Annotated[str, typer.Argument(metavar="NAME", help="The album's name.")],
+    owner: Owner = "me",
 ) -> None:
     """Create an album."""
     from conveyor.errors import Conflict, RejectedInput
@@ -185,7 +188,7 @@ def albums_watch(
 @media_app.command("add")
 def media_add(
     album: AlbumRef,
-    files: Annotated[list[Path], typer.Argument(help="Photos and videos to add.")],
+    files: Annotated[list[Path], typer.Argument(metavar="FILES", help="Photos and videos to add.")],
     owner: Owner = "me",
 ) -> None:
     """Add photos and videos: accept, process until each is done or halted, print roles."""

@@ -21,7 +21,9 @@ app = typer.Typer(
     help="Audio records: list, show, history, resume halted ones.", no_args_is_help=True
 )
 
-RecordId = Annotated[int, typer.Argument(help="The record's id (from `conveyor records list`).")]
+RecordId = Annotated[
+    int, typer.Argument(metavar="RECORD_ID", help="The record's id (from `conveyor records list`).")
+]
 
 
 def state_of(row: RowMapping, now: float) -> str:

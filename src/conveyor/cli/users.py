@@ -16,7 +16,9 @@ tokens_app = typer.Typer(help="Bearer tokens of the HTTP API.", no_args_is_help=
 
 
 @users_app.command("add")
-def users_add(name: Annotated[str, typer.Argument(help="The user name (no spaces).")]) -> None:
+def users_add(
+    name: Annotated[str, typer.Argument(metavar="NAME", help="The user name (no spaces).")],
+) -> None:
     """Add a user; records and albums uploaded with their tokens belong to them."""
     from conveyor.accounts import add_user
     from conveyor.errors import Conflict, RejectedInput
@@ -50,7 +52,7 @@ def users_list() -> None:
 
 @tokens_app.command("create")
 def tokens_create(
-    user: Annotated[str, typer.Argument(help="The user the token acts for.")],
+    user: Annotated[str, typer.Argument(metavar="USER", help="The user the token acts for.")],
     label: Annotated[str | None, typer.Option(help="A note: which device or script.")] = None,
 ) -> None:
     """Create a token and print it once (only its hash is stored)."""
@@ -70,7 +72,7 @@ def tokens_create(
 
 
 @tokens_app.command("list")
-def tokens_list(user: Annotated[str, typer.Argument(help="Whose tokens.")]) -> None:
+def tokens_list(user: Annotated[str, typer.Argument(metavar="USER", help="Whose tokens.")]) -> None:
     """List a user's tokens (never the secrets)."""
     from conveyor.accounts import list_tokens
     from conveyor.clock import iso_utc
@@ -98,7 +100,10 @@ def tokens_list(user: Annotated[str, typer.Argument(help="Whose tokens.")]) -> N
 @tokens_app.command("revoke")
 def tokens_revoke(
     token_id: Annotated[
-        int, typer.Argument(help="The token's id (from `conveyor tokens list USER`).")
+        int,
+        typer.Argument(
+            metavar="TOKEN_ID", help="The token's id (from `conveyor tokens list USER`)."
+        ),
     ],
 ) -> None:
     """Revoke a token; requests bearing it get 401 from then on."""
