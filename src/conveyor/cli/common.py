@@ -160,8 +160,17 @@ def describe_database(settings: Settings) -> str:
 
 
 def describe_storage(settings: Settings) -> str:
-    """``[storage] root`` for people, as an absolute path."""
-    return str(settings.storage.root.resolve())
+    """The object store for people: a folder as an absolute path, a bucket URL with its
+    endpoint; never a key (D16)."""
+    storage = settings.storage
+    url = str(getattr(storage, "url", "file:") or "file:")
+    if url == "file:":
+        return str(storage.root.resolve())
+    if url.startswith("file:"):
+        return str(Path(url.removeprefix("file:")).resolve())
+    endpoint = getattr(storage, "endpoint", None)
+    shown = _redact(url)
+    return f"{shown} at {_redact(str(endpoint))}" if endpoint else shown
 
 
 def _load_settings() -> Settings:
