@@ -17,7 +17,9 @@ import pytest
 from cli_run import CONVEYOR, clean_env, run
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import OperationalError
+from typer.testing import CliRunner, Result
 
+from conveyor.cli.app import app
 from conveyor.cli.exits import ExitCode
 from conveyor.db.engine import make_engine
 from conveyor.db.migrate import head_revision
@@ -116,18 +118,24 @@ def fresh_schema(pg_engine: Engine) -> Iterator[str]:
 
 
 def test_postgresql_schema_changes_only_by_db_upgrade(
-    tmp_path: Path, fresh_schema: str, pg_engine: Engine
+    tmp_path: Path, fresh_schema: str, pg_engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    env = {"CONVEYOR_DATABASE__URL": fresh_schema}
-    empty = run(["records", "list"], tmp_path, **env)
-    assert empty.returncode == ExitCode.SCHEMA
+    monkeypatch.chdir(tmp_path)
+
+    def cli(*args: str) -> Result:
+        return CliRunner().invoke(
+            app, list(args), env=clean_env(CONVEYOR_DATABASE__URL=fresh_schema)
+        )
+
+    empty = cli("records", "list")
+    assert empty.exit_code == ExitCode.SCHEMA
     assert "no Conveyor schema yet" in empty.stderr and "conveyor db upgrade" in empty.stderr
-    upgraded = run(["db", "upgrade"], tmp_path, **env)
-    assert upgraded.returncode == 0, upgraded.stderr
+    upgraded = cli("db", "upgrade")
+    assert upgraded.exit_code == 0, upgraded.stderr
     assert f"upgraded from revision none to {head_revision()}" in upgraded.stdout
-    assert run(["records", "list"], tmp_path, **env).returncode == 0
+    assert cli("records", "list").exit_code == 0
     with pg_engine.begin() as conn:
         conn.execute(text("UPDATE cli_schema_check.alembic_version SET version_num = '9999'"))
-    newer = run(["records", "list"], tmp_path, **env)
-    assert newer.returncode == ExitCode.SCHEMA and "newer than this version" in newer.stderr
-    assert run(["db", "upgrade"], tmp_path, **env).returncode == ExitCode.SCHEMA
+    newer = cli("records", "list")
+    assert newer.exit_code == ExitCode.SCHEMA and "newer than this version" in newer.stderr
+    assert cli("db", "upgrade").exit_code == ExitCode.SCHEMA
