@@ -11,6 +11,7 @@ from pathlib import Path
 
 import typer
 from typer.core import TyperCommand, TyperGroup
+from typer.testing import CliRunner, Result
 
 from conveyor.cli.app import app
 
@@ -34,6 +35,11 @@ def run(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[s
         text=True,
         timeout=600,
     )
+
+
+def invoke(*args: str, **env: str) -> Result:
+    """``conveyor ARGS…`` in this process, in the current folder, with a clean environment."""
+    return CliRunner().invoke(app, list(args), env=clean_env(**env))
 
 
 def commands() -> Iterator[tuple[str, TyperCommand]]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import ctranslate2
 import pytest
-from cli_run import run
+from cli_run import invoke
 
 from conveyor.cli.common import setup_logging
 from conveyor.cli.exits import ExitCode
@@ -21,6 +21,13 @@ from conveyor.cli.startup import device_problem
 from conveyor.config import Settings, TranscriptionSettings, environment_problems
 
 SECRET = "hunter2-s3cret"
+
+
+@pytest.fixture(autouse=True)
+def _in_a_fresh_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+
+
 ISO_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (INFO|WARNING|ERROR) ")
 
 
@@ -52,20 +59,20 @@ def test_unknown_variable_names_the_likely_key(variable: str, likely: str) -> No
 
 def test_unknown_variable_stops_the_command_before_any_database(tmp_path: Path) -> None:
     url = f"postgresql://conveyor:{SECRET}@127.0.0.1:1/conveyor"
-    result = run(["records", "list"], tmp_path, CONVEYOR_DATABASE_URL=url)
-    assert result.returncode == ExitCode.USAGE
+    result = invoke("records", "list", CONVEYOR_DATABASE_URL=url)
+    assert result.exit_code == ExitCode.USAGE
     assert "did you mean CONVEYOR_DATABASE__URL?" in result.stderr
     assert not (tmp_path / "conveyor-data").exists()  # it did not fall back to the default
-    assert SECRET not in result.stdout + result.stderr
+    assert SECRET not in result.output
 
 
 def test_bad_values_are_refused_at_start_up_naming_the_key(tmp_path: Path) -> None:
-    device = run(["records", "list"], tmp_path, CONVEYOR_TRANSCRIPTION__DEVICE="gpu")
-    assert device.returncode == ExitCode.USAGE and "transcription.device" in device.stderr
-    compute = run(["records", "list"], tmp_path, CONVEYOR_TRANSCRIPTION__COMPUTE_TYPE="int4")
-    assert compute.returncode == ExitCode.USAGE and "transcription.compute_type" in compute.stderr
-    url = run(["records", "list"], tmp_path, CONVEYOR_DATABASE__URL=f"mysql://u:{SECRET}@h/db")
-    assert url.returncode == ExitCode.USAGE and "database.url" in url.stderr
+    device = invoke("records", "list", CONVEYOR_TRANSCRIPTION__DEVICE="gpu")
+    assert device.exit_code == ExitCode.USAGE and "transcription.device" in device.stderr
+    compute = invoke("records", "list", CONVEYOR_TRANSCRIPTION__COMPUTE_TYPE="int4")
+    assert compute.exit_code == ExitCode.USAGE and "transcription.compute_type" in compute.stderr
+    url = invoke("records", "list", CONVEYOR_DATABASE__URL=f"mysql://u:{SECRET}@h/db")
+    assert url.exit_code == ExitCode.USAGE and "database.url" in url.stderr
     assert SECRET not in url.stderr and "***" in url.stderr
 
 
@@ -81,14 +88,14 @@ def test_a_compute_type_the_device_cannot_run_stops_the_worker_before_any_record
     assert device_problem(TranscriptionSettings()) is None
     cuda = device_problem(TranscriptionSettings(device="cuda"))
     assert (cuda is None) == (ctranslate2.get_cuda_device_count() > 0)
-    result = run(["worker"], tmp_path, CONVEYOR_TRANSCRIPTION__COMPUTE_TYPE=unsupported[0])
-    assert result.returncode == ExitCode.USAGE, result.stderr
+    result = invoke("worker", CONVEYOR_TRANSCRIPTION__COMPUTE_TYPE=unsupported[0])
+    assert result.exit_code == ExitCode.USAGE, result.stderr
     assert "[transcription] compute_type" in result.stderr
 
 
 def test_commands_say_which_database_and_storage_they_use(tmp_path: Path) -> None:
-    result = run(["records", "list"], tmp_path)
-    assert result.returncode == 0
+    result = invoke("records", "list")
+    assert result.exit_code == 0
     database = tmp_path.resolve() / "conveyor-data" / "conveyor.db"
     assert f"database sqlite:///{database}" in result.stderr
     assert f"storage {tmp_path.resolve() / 'conveyor-data'}" in result.stderr
@@ -102,10 +109,10 @@ def test_commands_say_which_database_and_storage_they_use(tmp_path: Path) -> Non
     ],
 )
 def test_an_unreachable_database_is_named_without_its_password(tmp_path: Path, url: str) -> None:
-    result = run(["records", "list"], tmp_path, CONVEYOR_DATABASE__URL=url)
-    assert result.returncode == ExitCode.UNAVAILABLE
+    result = invoke("records", "list", CONVEYOR_DATABASE__URL=url)
+    assert result.exit_code == ExitCode.UNAVAILABLE
     assert "cannot reach the database postgresql://conveyor" in result.stderr
-    assert SECRET not in result.stdout + result.stderr
+    assert SECRET not in result.output
     assert "Traceback" not in result.stderr
 
 

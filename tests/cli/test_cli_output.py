@@ -8,18 +8,11 @@ import json
 from pathlib import Path
 
 import pytest
-from cli_run import ANSI, clean_env, run
-from typer.testing import CliRunner, Result
+from cli_run import ANSI, invoke, run
 
-from conveyor.cli.app import app
 from conveyor.cli.exits import ExitCode
 
 BRACKETS = "[bold]note [pipeline] [b]"  # no slash: it is a file name
-
-
-def _cli(*args: str, **env: str) -> Result:
-    """``conveyor ARGS…`` in this process (cwd and environment as a user's shell has them)."""
-    return CliRunner().invoke(app, list(args), env=clean_env(**env))
 
 
 def test_bracketed_names_and_settings_are_printed_as_written(
@@ -28,21 +21,21 @@ def test_bracketed_names_and_settings_are_printed_as_written(
     monkeypatch.chdir(tmp_path)
     audio = tmp_path / f"{BRACKETS}.wav"
     audio.symlink_to(corpus / "audio" / "jfk.wav")
-    result = _cli("ingest", "--title", "[red]x[/red]", str(audio), CONVEYOR_PIPELINE__WORKERS="0")
+    result = invoke("ingest", "--title", "[red]x[/red]", str(audio), CONVEYOR_PIPELINE__WORKERS="0")
     assert result.exit_code == 0, result.stderr
     assert "[pipeline] workers = 0" in result.stderr
-    shown = _cli("records", "show", "1")
+    shown = invoke("records", "show", "1")
     assert f"{BRACKETS}.wav" in shown.stdout and "[red]x[/red]" in shown.stdout
-    listing = _cli("records", "list")
+    listing = invoke("records", "list")
     assert f"{BRACKETS}.wav" in listing.stdout
     photo = tmp_path / f"{BRACKETS}.jpg"
     photo.symlink_to(corpus / "media" / "exif-samples__Canon_40D.jpg")
-    assert _cli("albums", "create", "[Trip] 2026").exit_code == 0
-    added = _cli("media", "add", "[Trip] 2026", str(photo), CONVEYOR_MEDIA__SHORT_WORKERS="0")
+    assert invoke("albums", "create", "[Trip] 2026").exit_code == 0
+    added = invoke("media", "add", "[Trip] 2026", str(photo), CONVEYOR_MEDIA__SHORT_WORKERS="0")
     assert added.exit_code == 0, added.stderr
-    items = _cli("media", "list", "[Trip] 2026")
+    items = invoke("media", "list", "[Trip] 2026")
     assert f"{BRACKETS}.jpg" in items.stdout
-    albums = _cli("albums", "list")
+    albums = invoke("albums", "list")
     assert "[Trip] 2026" in albums.stdout
 
 
@@ -51,9 +44,9 @@ def test_json_outputs_are_plain_json_even_on_a_colour_terminal(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     corrupt = corpus / "audio" / "corrupt_bad_header.wav"
-    _cli("ingest", str(corrupt))  # halts undecodable at once
-    _cli("albums", "create", "a")
-    _cli("media", "add", "a", str(corpus / "media" / "exif-samples__Canon_40D.jpg"))
+    invoke("ingest", str(corrupt))  # halts undecodable at once
+    invoke("albums", "create", "a")
+    invoke("media", "add", "a", str(corpus / "media" / "exif-samples__Canon_40D.jpg"))
     colour = {"FORCE_COLOR": "1", "TTY_COMPATIBLE": "1"}  # what a terminal would get
     record = run(["records", "show", "1", "--json"], tmp_path, **colour)
     assert not ANSI.search(record.stdout)
@@ -72,13 +65,13 @@ def test_wrong_kinds_are_refused_at_intake_naming_the_other_command(
     monkeypatch.chdir(tmp_path)
     photo = corpus / "media" / "exif-samples__Canon_40D.jpg"
     audio = corpus / "audio" / "jfk.wav"
-    ingest = _cli("ingest", str(photo))
+    ingest = invoke("ingest", str(photo))
     assert ingest.exit_code == ExitCode.HALTED
     assert "`conveyor media add ALBUM" in ingest.stderr
     assert "1 file: 0 accepted as records (0 done, 0 halted), 1 refused" in ingest.stderr
-    assert _cli("records", "list").stdout == ""  # no halted record left behind
-    _cli("albums", "create", "a")
-    media = _cli("media", "add", "a", str(audio), str(photo))
+    assert invoke("records", "list").stdout == ""  # no halted record left behind
+    invoke("albums", "create", "a")
+    media = invoke("media", "add", "a", str(audio), str(photo))
     assert media.exit_code == ExitCode.HALTED
     assert f"`conveyor ingest {audio}`" in media.stderr
     assert "2 files: 1 accepted as items (1 done, 0 halted), 1 refused" in media.stderr
@@ -88,7 +81,7 @@ def test_another_owners_album_hints_at_owner_and_empty_lists_say_how_to_add(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    cli = _cli
+    cli = invoke
     records = cli("records", "list")
     assert records.stdout == "" and "conveyor ingest FILE" in records.stderr
     albums = cli("albums", "list")
