@@ -286,6 +286,58 @@ def test_m2_poster_skips_black_opening(tmp_path: Path) -> None:
     assert luma_frames(dst)[0].mean() > 40
 
 
+def make_live_webm(path: Path, *, seconds: int = 4, fps: int = 10, black: float = 1.5) -> None:
+    """A VP8 + Opus WebM written as a live recorder writes it: no duration, no cues.
+
+    The first ``black`` seconds are black; frame ``i`` after them is :func:`pattern` ``i`` (blue
+    channel ``7 i mod 256``), so a poster tells which frame it was taken from.
+    """
+    width, height = 160, 120
+    with av.open(str(path), "w", format="webm", container_options={"live": "1"}) as out:
+        video = out.add_stream("libvpx", rate=fps)
+        video.width, video.height, video.pix_fmt = width, height, "yuv420p"
+        video.bit_rate = 2_000_000
+        sound = out.add_stream("libopus", rate=48_000)
+        sound.layout = "mono"
+        for i in range(seconds * fps):
+            dark = i < black * fps
+            rgb = np.zeros((height, width, 3), np.uint8) if dark else pattern(width, height, i)
+            frame = av.VideoFrame.from_ndarray(rgb, format="rgb24").reformat(format="yuv420p")
+            frame.pts, frame.time_base = i, Fraction(1, fps)
+            out.mux(video.encode(frame))
+        out.mux(video.encode(None))
+        total = seconds * 48_000
+        for start in range(0, total, 960):
+            t = (np.arange(start, start + 960) / 48_000).astype(np.float32)
+            tone = (0.3 * np.sin(2 * np.pi * 440 * t)).astype(np.float32)[np.newaxis, :]
+            chunk = av.AudioFrame.from_ndarray(tone, format="flt", layout="mono")
+            chunk.sample_rate, chunk.pts = 48_000, start
+            out.mux(sound.encode(chunk))
+        out.mux(sound.encode(None))
+
+
+def test_m1_live_webm_without_duration_is_measured_and_posters_spread_over_it(
+    tmp_path: Path,
+) -> None:
+    src = tmp_path / "recorded.webm"
+    make_live_webm(src)
+    with av.open(str(src)) as container:
+        assert container.duration is None  # the case: the header says nothing
+        assert container.streams.video[0].duration is None
+    info = probe_video(src)
+    assert info.mime_type == "video/webm"
+    assert info.duration == pytest.approx(4.0, abs=0.1)
+    # 0 %, 10 % and 25 % fall in the black opening; 50 % (2.0 s = frame 20) is the first picture.
+    dst = tmp_path / "poster.jpg"
+    extract_poster(src, dst, info)
+    with av.open(str(dst)) as container:
+        rgb = next(container.decode(video=0)).to_ndarray(format="rgb24").astype(np.float32)
+    blue = float(rgb[60:, 80:, 2].mean())  # away from the white block of pattern()
+    assert blue == pytest.approx(20 * 7, abs=9), blue  # frames 19 and 21 are 7 apart
+    pb = make_playback(src, tmp_path / "playback.mp4", info, **limits())
+    assert_playable(pb, info, max_height=1080)
+
+
 # --------------------------------------------------------------------------- playback
 
 

@@ -31,7 +31,8 @@ class VideoInfo:
         width: upright display width in pixels (after the rotation below).
         height: upright display height in pixels.
         rotation: degrees clockwise the stored frames must turn to be upright: 0, 90, 180, 270.
-        duration: seconds, from the container (the header's claim).
+        duration: seconds: the container's claim, else (a WebM written live, a stream dump)
+            measured from the end of the last packet of the video and audio streams.
         video_codec: FFmpeg codec name, e.g. ``h264``, ``hevc``.
         audio_codec: FFmpeg codec name of the first audio track, None without audio.
         container: PyAV format name, e.g. ``mov,mp4,m4a,3gp,3g2,mj2``.
@@ -90,7 +91,7 @@ def probe_video(src: Path) -> VideoInfo:
             width=width,
             height=height,
             rotation=rotation,
-            duration=container_duration(container, video),
+            duration=container_duration(container, video) or _measured_duration(src),
             video_codec=str(video.codec_context.name),
             audio_codec=str(audio.codec_context.name) if audio is not None else None,
             container=str(container.format.name),
@@ -119,6 +120,30 @@ def _rotation_of(frame: Any) -> int:
     # clockwise turn that makes the frame upright (FFmpeg's autorotate does the same).
     ccw = float(frame.rotation or 0)
     return round(-ccw / 90.0) % 4 * 90
+
+
+def _measured_duration(src: Path) -> float:
+    """Seconds from the first packet's start to the last one's end, over video and audio.
+
+    For files whose header holds no duration (a MediaRecorder WebM, Matroska written live, raw
+    stream dumps): the packets are demuxed, not decoded, so this reads the file once at disk speed.
+    """
+    container, video = open_video(src)
+    with container:
+        streams = [s for s in (video, audio_stream(container)) if s is not None]
+        start: float | None = None
+        end = 0.0
+        try:
+            for packet in container.demux(streams):
+                stamp = packet.pts if packet.pts is not None else packet.dts
+                if stamp is None or packet.time_base is None:
+                    continue  # the demuxer's end-of-stream marker
+                at = float(stamp * packet.time_base)
+                start = at if start is None else min(start, at)
+                end = max(end, at + float((packet.duration or 0) * packet.time_base))
+        except av.FFmpegError:
+            pass  # a damaged tail: the packets read so far give the duration
+    return max(0.0, end - start) if start is not None else 0.0
 
 
 def container_duration(container: Any, video: Any) -> float:
