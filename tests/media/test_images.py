@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pillow_heif
@@ -17,7 +18,14 @@ from PIL import Image, ImageCms
 
 from conveyor.config import MediaSettings
 from conveyor.errors import MediaError
-from conveyor.media.images import ImageInfo, ImageVariant, hevc, make_image_variants, probe_image
+from conveyor.media.images import (
+    ImageInfo,
+    ImageVariant,
+    av1,
+    hevc,
+    make_image_variants,
+    probe_image,
+)
 
 CORPUS = (Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "media").resolve()
 SETTINGS = MediaSettings()
@@ -62,6 +70,7 @@ REFUSED: dict[str, str] = {
 }
 HEIC = "immich-test-assets__IMG_2682.heic"
 HDR = "immich-test-assets__10bit-HDR-P3-nclx.avif"
+DATA = Path(__file__).resolve().parent / "data"
 
 # Reading the corpus in place is a hard requirement; fail loudly rather than skip.
 assert CORPUS.is_dir(), f"shared media corpus missing at {CORPUS}"
@@ -275,6 +284,44 @@ def test_hdr_pq_avif_is_tone_mapped(tmp_path: Path) -> None:
     assert luma.std() > 40  # contrast kept: a PQ signal shown as sRGB looks flat and grey
     naive = _pixels(pyvips.Image.thumbnail(str(CORPUS / HDR), 320), thumb.width, thumb.height)
     assert rgb.std() > naive.std() * 1.3
+
+
+@pytest.mark.parametrize("path", ["dav1d", "libvips"])
+def test_m1_hdr_avif_preview_keeps_the_tone_mapping_of_the_full_size_decode(
+    path: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both decode paths give the pixels the libvips path gave before the dav1d path existed.
+
+    The reference is that path's 2560 px preview (full-size libheif decode, resize of 16-bit
+    R'G'B', tone map) averaged over 20×20 blocks. dav1d's path resizes Y'CbCr before the
+    R'G'B' conversion; they differ by rounding and by where out-of-range values are clipped.
+    """
+    taken: list[bool] = []
+    real = av1.decode_av1_hdr
+
+    def spy(*args: Any) -> pyvips.Image | None:
+        taken.append(True)
+        return real(*args)
+
+    monkeypatch.setattr(av1, "decode_av1_hdr", spy)
+    if path == "libvips":
+        monkeypatch.setattr(av1, "takes_fast_path", lambda item: False)
+    preview = make_image_variants(
+        CORPUS / HDR,
+        tmp_path,
+        sizes={"preview": 2560},
+        image_format="webp",
+        quality=95,
+        max_pixels=MAX_PIXELS,
+    )[0]
+    assert taken == ([True] if path == "dav1d" else [])
+    assert (preview.width, preview.height) == (1685, 2560)
+    pixels = np.asarray(_load(preview.path).numpy(), dtype=np.float64)[:2560, :1680]
+    blocks = pixels.reshape(128, 20, 84, 20, 3).mean(axis=(1, 3))
+    reference = np.load(DATA / "hdr_avif_preview_20x.npy").astype(np.float64)
+    difference = np.abs(blocks - reference)
+    assert difference.mean() < 1.0, difference.mean()
+    assert difference.max() < 4.0, difference.max()
 
 
 def test_alpha_kept_in_webp_and_avif(tmp_path: Path) -> None:

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pyvips
 from sqlalchemy import Connection, RowMapping
 
 from conveyor.config import MediaSettings
@@ -104,6 +105,11 @@ class MediaSteps:
     def __init__(self, store: LocalStore, settings: MediaSettings) -> None:
         self.store = store
         self.settings = settings
+        # libvips gives every image pipeline one thread per CPU; with several short-lane workers
+        # each running one, that oversubscribes the CPUs and multiplies the per-thread buffers
+        # (tens of MB on a 20 MP photo). Share the CPUs out instead.
+        cpus = os.cpu_count() or 1
+        pyvips.concurrency_set(max(1, cpus // max(1, settings.short_workers)))
 
     @property
     def sizes(self) -> dict[str, int]:

@@ -4,13 +4,16 @@ libvips 8.18 has no PQ/HLG operation (only UltraHDR gain maps), so the transfer 
 PQ/HLG → linear light with BT.2408 reference white (203 cd/m²) at 1.0, primaries (P3, BT.2020) →
 BT.709 by matrix, values above a knee rolled off with an exponential shoulder, then the sRGB
 curve. An SDR ``nclx`` with wide primaries gets the matrix only. Every function builds a lazy
-libvips pipeline; nothing is computed until the caller renders it.
+libvips pipeline (the per-channel curves as 65536-entry tables); nothing is computed until the
+caller renders it.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 
+import numpy as np
 import pyvips
 
 from conveyor.media.images.isobmff import Nclx
@@ -23,6 +26,7 @@ __all__ = [
     "shrink_heif",
     "to_bt709_primaries",
     "to_srgb8",
+    "tone_map",
 ]
 
 # nclx code points (ITU-T H.273).
@@ -46,6 +50,8 @@ PRIMARIES_TO_BT709: dict[int, list[list[float]]] = {
 
 _REFERENCE_WHITE_NITS = 203.0  # BT.2408 HDR reference white; maps to SDR 1.0
 _KNEE = 0.75  # below this (linear, 1.0 = reference white) HDR values pass unchanged
+_LINEAR_TOP = 100.0  # linear light (1.0 = reference white) above which all maps to white
+_ENCODING_GAMMA = 2.4  # the display table's index is linear ** (1 / this)
 
 
 def is_hdr(nclx: Nclx | None) -> bool:
@@ -106,30 +112,75 @@ def hdr_to_srgb(image: pyvips.Image, nclx: Nclx) -> pyvips.Image:
     """PQ or HLG code values (16-bit) → tone-mapped 8-bit sRGB (see the module docstring)."""
     colour, alpha = _split_alpha(image)
     full = 65535.0 if colour.format == "ushort" else 255.0
-    e = colour.cast("float") / full
-    if nclx.transfer == _TRANSFER_PQ:
-        m1, m2, c1, c2, c3 = 0.1593017578125, 78.84375, 0.8359375, 18.8515625, 18.6875
-        p = e ** (1 / m2)
-        num = p - c1
-        num = (num > 0).ifthenelse(num, 0.0)
-        linear = (num / (c2 - c3 * p)) ** (1 / m1) * (10000.0 / _REFERENCE_WHITE_NITS)
-    else:  # HLG: inverse OETF to scene light, then the 1000 cd/m² OOTF (gamma 1.2, per channel)
-        a, b, c = 0.17883277, 0.28466892, 0.55991073
-        low = e * e / 3.0
-        high = (((e - c) / a).exp() + b) / 12.0
-        scene = (e <= 0.5).ifthenelse(low, high)
-        linear = scene**1.2 * (1000.0 / _REFERENCE_WHITE_NITS)
-    if nclx.primaries in PRIMARIES_TO_BT709:
-        linear = linear.recomb(PRIMARIES_TO_BT709[nclx.primaries])
-        linear = (linear > 0).ifthenelse(linear, 0.0)
-    # Exponential shoulder: identity below the knee, same slope at it, approaches 1.0.
-    span = 1.0 - _KNEE
-    shoulder = _KNEE + span * (1.0 - (-(linear - _KNEE) / span).exp())
-    mapped = (linear > _KNEE).ifthenelse(shoulder, linear)
-    out = mapped.copy(interpretation="scrgb").colourspace("srgb")
+    if colour.format != "ushort":
+        colour = (colour.cast("float") * (65535.0 / full) + 0.5).cast("ushort")
+    out = tone_map(colour, nclx)
     if alpha is not None:
         out = out.bandjoin((alpha.cast("float") * (255.0 / full)).cast("uchar"))
     return out
+
+
+def tone_map(code: pyvips.Image, nclx: Nclx) -> pyvips.Image:
+    """PQ or HLG R'G'B' code values (3 bands, ushort, 65535 = peak) → tone-mapped 8-bit sRGB.
+
+    Two tables do the per-channel work: the transfer function (16-bit code value → linear light)
+    before the primaries matrix, and shoulder + sRGB curve after it, indexed by linear light
+    encoded with a 1/2.4 power so that dark tones keep their precision. Every step reads its
+    input once, so the whole chain streams from the decoder to 8 bits without an intermediate
+    image (libvips recomputes an input once per reader).
+
+    Args:
+        code: non-linear code values, 0 = black, 65535 = the transfer's peak (10000 cd/m² for
+            PQ, the nominal peak for HLG).
+        nclx: the colour box: its transfer (PQ or HLG) and primaries are applied.
+    """
+    linear = code.maplut(_transfer_table(nclx.transfer))
+    if nclx.primaries in PRIMARIES_TO_BT709:
+        linear = linear.recomb(PRIMARIES_TO_BT709[nclx.primaries])
+    encoded = linear.clamp(min=0.0, max=_LINEAR_TOP) ** (1.0 / _ENCODING_GAMMA)
+    index = (encoded * (65535.0 / _LINEAR_TOP ** (1.0 / _ENCODING_GAMMA)) + 0.5).cast("ushort")
+    return index.maplut(_display_table()).copy(interpretation="srgb")
+
+
+def _display_table() -> pyvips.Image:
+    """65536-entry uchar table: encoded linear light → shoulder → sRGB 8-bit."""
+    return pyvips.Image.new_from_memory(_display_values(), 65536, 1, 1, "uchar")
+
+
+@functools.cache
+def _display_values() -> bytes:
+    x = np.arange(65536, dtype=np.float64) / 65535.0 * _LINEAR_TOP ** (1.0 / _ENCODING_GAMMA)
+    linear = x**_ENCODING_GAMMA
+    # Exponential shoulder: identity below the knee, same slope at it, approaches 1.0.
+    span = 1.0 - _KNEE
+    with np.errstate(over="ignore"):
+        shoulder = _KNEE + span * (1.0 - np.exp(-(linear - _KNEE) / span))
+    mapped = np.where(linear > _KNEE, shoulder, linear)
+    srgb = np.where(mapped <= 0.0031308, 12.92 * mapped, 1.055 * np.power(mapped, 1 / 2.4) - 0.055)
+    return bytes(np.clip(np.rint(srgb * 255.0), 0, 255).astype(np.uint8).tobytes())
+
+
+def _transfer_table(transfer: int) -> pyvips.Image:
+    """65536-entry table: 16-bit PQ/HLG code value → linear light, 1.0 = reference white."""
+    # new_from_memory does not copy: the bytes must outlive the image, so they stay cached.
+    return pyvips.Image.new_from_memory(_transfer_values(transfer), 65536, 1, 1, "float")
+
+
+@functools.cache
+def _transfer_values(transfer: int) -> bytes:
+    e = np.arange(65536, dtype=np.float64) / 65535.0
+    if transfer == _TRANSFER_PQ:
+        m1, m2, c1, c2, c3 = 0.1593017578125, 78.84375, 0.8359375, 18.8515625, 18.6875
+        p = e ** (1 / m2)
+        num = np.maximum(p - c1, 0.0)
+        linear = (num / (c2 - c3 * p)) ** (1 / m1) * (10000.0 / _REFERENCE_WHITE_NITS)
+    else:  # HLG: inverse OETF to scene light, then the 1000 cd/m² OOTF (gamma 1.2, per channel)
+        a, b, c = 0.17883277, 0.28466892, 0.55991073
+        with np.errstate(over="ignore"):
+            high = (np.exp((e - c) / a) + b) / 12.0
+        scene = np.where(e <= 0.5, e * e / 3.0, high)
+        linear = scene**1.2 * (1000.0 / _REFERENCE_WHITE_NITS)
+    return np.ascontiguousarray(linear, dtype=np.float32).tobytes()
 
 
 def to_bt709_primaries(image: pyvips.Image, primaries: int) -> pyvips.Image:

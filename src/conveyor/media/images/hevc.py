@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pillow_heif
 import pyvips
 
 from conveyor.errors import MediaError
@@ -66,6 +65,9 @@ def decode_hevc(src: Path, target: int, nclx: Nclx | None, max_pixels: int) -> p
             "undecodable", f"{src.name} cannot be decoded (damaged or truncated): data past its end"
         )
     hdr = is_hdr(nclx)
+    # Imported here: its libheif, libde265 and x265 cost every worker ~5 MB otherwise.
+    import pillow_heif
+
     try:
         # Lazy: the header is parsed here, the pixels are decoded when .data is read.
         heif = pillow_heif.open_heif(src, convert_hdr_to_8bit=not hdr)

@@ -17,7 +17,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Nclx", "heif_brand", "heif_extents_in_file", "heif_nclx", "sequence_frames"]
+__all__ = [
+    "Nclx",
+    "PrimaryItem",
+    "heif_brand",
+    "heif_extents_in_file",
+    "heif_nclx",
+    "primary_item",
+    "sequence_frames",
+]
 
 _HEIF_BRANDS = {b"avif", b"avis", b"heic", b"heix", b"heim", b"heis", b"hevc", b"hevx", b"mif1"}
 _BOX_LIMIT = 1 << 22  # a meta or moov box larger than 4 MiB is not a photo's
@@ -34,6 +42,30 @@ class Nclx:
 
     primaries: int
     transfer: int
+    matrix: int = 2  # unspecified
+    full_range: bool = False
+
+
+@dataclass(frozen=True)
+class PrimaryItem:
+    """The primary image item of a HEIF/AVIF file, as far as a direct decode needs it.
+
+    Attributes:
+        item_type: e.g. ``av01`` (AV1), ``hvc1`` (HEVC), ``grid`` (tiles of other items).
+        extents: (file offset, length) of its coded data, in order; empty unless the data sits
+            in the file itself (``iloc`` construction method 0).
+        config: payload of its ``av1C`` box (empty when absent).
+        nclx: its ``nclx`` colour, None when absent.
+        transforms: ``irot``/``imir``/``clap`` properties it has (applied by libheif only).
+        has_auxiliary: another item (alpha, depth, gain map) refers to it as ``auxl``.
+    """
+
+    item_type: bytes
+    extents: tuple[tuple[int, int], ...]
+    config: bytes
+    nclx: Nclx | None
+    transforms: tuple[bytes, ...]
+    has_auxiliary: bool
 
 
 def heif_brand(src: Path) -> bool:
@@ -71,10 +103,92 @@ def heif_nclx(src: Path) -> Nclx | None:
     for index in _item_properties(meta, *iprp[b"ipma"], item=primary):
         if 1 <= index <= len(properties):
             kind, ps, pe = properties[index - 1]
-            if kind == b"colr" and pe - ps >= 10 and meta[ps : ps + 4] == b"nclx":
-                prim, transfer = struct.unpack_from(">HH", meta, ps + 4)
-                return Nclx(prim, transfer)
+            nclx = _nclx(meta, kind, ps, pe)
+            if nclx is not None:
+                return nclx
     return None
+
+
+def _nclx(meta: bytes, kind: bytes, start: int, end: int) -> Nclx | None:
+    if kind != b"colr" or end - start < 10 or meta[start : start + 4] != b"nclx":
+        return None
+    prim, transfer, matrix = struct.unpack_from(">HHH", meta, start + 4)
+    full = end - start >= 11 and bool(meta[start + 10] & 0x80)
+    return Nclx(prim, transfer, matrix, full)
+
+
+def primary_item(src: Path) -> PrimaryItem | None:
+    """The primary item of a HEIF/AVIF file; None when the boxes are missing or malformed."""
+    try:
+        meta = _read_top_box(src, b"meta", limit=_BOX_LIMIT)
+    except OSError:
+        return None
+    if meta is None or len(meta) < 4:
+        return None
+    children = {t: (s, e) for t, s, e in _boxes(meta, 4, len(meta))}
+    if not {b"pitm", b"iinf", b"iloc", b"iprp"} <= set(children):
+        return None
+    try:
+        s, _ = children[b"pitm"]
+        primary = struct.unpack_from(">H" if meta[s] == 0 else ">I", meta, s + 4)[0]
+        item_type = _item_types(meta, *children[b"iinf"]).get(primary)
+        method, extents = _iloc(meta, *children[b"iloc"]).get(primary, (-1, []))
+        s, e = children[b"iprp"]
+        iprp = {t: (ps, pe) for t, ps, pe in _boxes(meta, s, e)}
+        properties = list(_boxes(meta, *iprp[b"ipco"]))
+        mine = [
+            properties[index - 1]
+            for index in _item_properties(meta, *iprp[b"ipma"], item=primary)
+            if 1 <= index <= len(properties)
+        ]
+        references = _references(meta, *children[b"iref"]) if b"iref" in children else []
+    except (KeyError, ValueError, IndexError, struct.error):
+        return None
+    if item_type is None:
+        return None
+    config = next((meta[ps:pe] for kind, ps, pe in mine if kind == b"av1C"), b"")
+    nclx = next((n for kind, ps, pe in mine if (n := _nclx(meta, kind, ps, pe)) is not None), None)
+    return PrimaryItem(
+        item_type=item_type,
+        extents=tuple(extents) if method == 0 else (),
+        config=bytes(config),
+        nclx=nclx,
+        transforms=tuple(k for k, _, _ in mine if k in (b"irot", b"imir", b"clap")),
+        has_auxiliary=any(kind == b"auxl" and primary in to for kind, _, to in references),
+    )
+
+
+def _item_types(data: bytes, start: int, end: int) -> dict[int, bytes]:
+    """item id → item type of the ``infe`` entries (versions 2 and 3) of an ``iinf`` box."""
+    count_size = 2 if data[start] == 0 else 4
+    types = {}
+    for kind, ps, pe in _boxes(data, start + 4 + count_size, end):
+        if kind != b"infe" or pe - ps < 12 or data[ps] < 2:
+            continue
+        if data[ps] == 2:
+            (item,) = struct.unpack_from(">H", data, ps + 4)
+            types[item] = data[ps + 8 : ps + 12]
+        else:
+            (item,) = struct.unpack_from(">I", data, ps + 4)
+            types[item] = data[ps + 10 : ps + 14]
+    return types
+
+
+def _references(data: bytes, start: int, end: int) -> list[tuple[bytes, int, list[int]]]:
+    """(type, from item, to items) of an ``iref`` box."""
+    width = 2 if data[start] == 0 else 4
+    fmt = ">H" if width == 2 else ">I"
+    found = []
+    for kind, ps, pe in _boxes(data, start + 4, end):
+        (source,) = struct.unpack_from(fmt, data, ps)
+        (count,) = struct.unpack_from(">H", data, ps + width)
+        targets = [
+            struct.unpack_from(fmt, data, ps + width + 2 + i * width)[0]
+            for i in range(count)
+            if ps + width + 2 + (i + 1) * width <= pe
+        ]
+        found.append((kind, int(source), [int(t) for t in targets]))
+    return found
 
 
 def heif_extents_in_file(src: Path) -> bool:
@@ -93,7 +207,26 @@ def heif_extents_in_file(src: Path) -> bool:
     iloc = next(((s, e) for k, s, e in _boxes(meta, 4, len(meta)) if k == b"iloc"), None)
     if iloc is None:
         return False
-    data, pos, end = meta, iloc[0], iloc[1]
+    try:
+        items = _iloc(meta, *iloc)
+    except ValueError:
+        return False
+    return all(
+        offset + length <= size
+        for method, extents in items.values()
+        if method == 0
+        for offset, length in extents
+        if length
+    )
+
+
+def _iloc(data: bytes, start: int, end: int) -> dict[int, tuple[int, list[tuple[int, int]]]]:
+    """item id → (construction method, [(offset, length)]) of an ``iloc`` box.
+
+    Raises:
+        ValueError: the box is shorter than its fields say.
+    """
+    pos = start
 
     def read(width: int) -> int:
         nonlocal pos
@@ -103,25 +236,24 @@ def heif_extents_in_file(src: Path) -> bool:
         pos += width
         return value
 
-    try:
-        version = read(1)
-        read(3)  # flags
-        sizes = read(2)
-        offset_size, length_size = sizes >> 12, (sizes >> 8) & 15
-        base_size, index_size = (sizes >> 4) & 15, (sizes & 15 if version in (1, 2) else 0)
-        for _ in range(read(2 if version < 2 else 4)):
-            read(2 if version < 2 else 4)  # item id
-            method = read(2) & 15 if version in (1, 2) else 0
-            read(2)  # data reference index
-            base = read(base_size)
-            for _ in range(read(2)):
-                read(index_size)
-                offset, length = base + read(offset_size), read(length_size)
-                if method == 0 and length and offset + length > size:
-                    return False
-    except ValueError:
-        return False
-    return True
+    version = read(1)
+    read(3)  # flags
+    sizes = read(2)
+    offset_size, length_size = sizes >> 12, (sizes >> 8) & 15
+    base_size, index_size = (sizes >> 4) & 15, (sizes & 15 if version in (1, 2) else 0)
+    items = {}
+    for _ in range(read(2 if version < 2 else 4)):
+        item = read(2 if version < 2 else 4)
+        method = read(2) & 15 if version in (1, 2) else 0
+        read(2)  # data reference index
+        base = read(base_size)
+        extents = []
+        for _ in range(read(2)):
+            read(index_size)
+            offset, length = base + read(offset_size), read(length_size)
+            extents.append((offset, length))
+        items[item] = (method, extents)
+    return items
 
 
 def sequence_frames(src: Path) -> int:

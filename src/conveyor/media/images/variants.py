@@ -27,16 +27,17 @@ import pyvips
 
 from conveyor.errors import MediaError
 from conveyor.files import write_atomic
-from conveyor.media.images import hevc
+from conveyor.media.images import av1, hevc
 from conveyor.media.images.colour import (
     PRIMARIES_TO_BT709,
     has_icc,
+    is_hdr,
     shrink_heif,
     to_bt709_primaries,
     to_srgb8,
 )
 from conveyor.media.images.header import FAIL_ON, Header, field, open_header, undecodable
-from conveyor.media.images.isobmff import heif_nclx
+from conveyor.media.images.isobmff import heif_nclx, primary_item
 
 __all__ = ["ImageVariant", "make_image_variants"]
 
@@ -139,6 +140,12 @@ def _decode(src: Path, head: Header, target: int, max_pixels: int) -> pyvips.Ima
     # fallback profile) asking for sRGB output would cost an identity ICC transform (30× slower).
     to_srgb = {"output_profile": "srgb"} if has_icc(head.image) else {}
     try:
+        if head.loader == "heifload" and nclx is not None and is_hdr(nclx):
+            item = primary_item(src)
+            if item is not None and av1.takes_fast_path(item):
+                fast = av1.decode_av1_hdr(src, item, target)
+                if fast is not None:
+                    return to_srgb8(fast).copy_memory()
         if head.loader == "heifload":
             # HEIF has no shrink-on-load; loading explicitly also covers brands that libvips's
             # sniffer misses (thumbnail() re-sniffs the file).
