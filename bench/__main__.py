@@ -169,8 +169,16 @@ def _vipsthumbnail(binary: str, files: list[str]) -> Run:
     with tempfile.TemporaryDirectory(prefix="conveyor-bench-") as out:
         return _sum_runs(
             [
+                # "N>": shrink only, as Conveyor does (vipsthumbnail enlarges by default).
                 run(
-                    [binary, "--size", str(size), "-o", f"{out}/%s-{size}.webp[Q=80,strip]", *files]
+                    [
+                        binary,
+                        "--size",
+                        f"{size}>",
+                        "-o",
+                        f"{out}/%s-{size}.webp[Q=80,strip]",
+                        *files,
+                    ]
                 )
                 for size in SIZES
             ]

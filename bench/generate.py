@@ -89,16 +89,18 @@ def recording(cache: Path, hours: float) -> Path:
                 source = inp.streams.audio[0]
                 if stream is None:
                     stream = out.add_stream_from_template(source)
+                first: int | None = None
                 last = 0
                 for packet in inp.demux(source):
-                    if packet.dts is None:
+                    if packet.dts is None or packet.pts is None:
                         continue
+                    first = packet.dts if first is None else first
                     last = max(last, packet.pts + (packet.duration or 0))
                     packet.pts += offset
                     packet.dts += offset
                     packet.stream = stream
                     out.mux(packet)
-                offset += last
+                offset += last - (first or 0)  # the encoder's priming packet starts below 0
     tmp.rename(path)
     return path
 
