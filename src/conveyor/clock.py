@@ -1,7 +1,11 @@
-"""Time as the engine sees it: seconds since the Unix epoch, as a float.
+"""Time as Conveyor sees it: seconds since the Unix epoch, as a float.
 
 Every time the engine stores (claim expiry, stage entry, retry pause) is such a number (P4 asks
-for the expiry "written as a number"). Tests inject :class:`conveyor.testing.FakeClock`.
+for the expiry "written as a number"). Which clock writes it (D17): every time that decides who
+may act is read from the *database's* clock inside the statement that acts, so a worker's own
+clock (:class:`SystemClock`) only dates facts (an upload's ``created_at``) and decides how long
+to sleep. A test clock (:class:`conveyor.testing.FakeClock`) sets ``drives_database_time`` and
+then stands in for the database's clock, so tests move time without waiting.
 """
 
 from __future__ import annotations
@@ -16,13 +20,20 @@ __all__ = ["Clock", "SystemClock", "iso_utc", "seconds"]
 class Clock(Protocol):
     """A source of the current time in epoch seconds."""
 
+    @property
+    def drives_database_time(self) -> bool:
+        """True when the engine's statements must use this clock instead of the database's."""
+        ...
+
     def now(self) -> float:
         """Return the current time, seconds since the epoch."""
         ...
 
 
 class SystemClock:
-    """The wall clock."""
+    """This host's wall clock; the engine's statements read the database's clock instead."""
+
+    drives_database_time = False
 
     def now(self) -> float:
         """Return ``time.time()``."""

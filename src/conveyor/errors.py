@@ -9,7 +9,9 @@
     ├── Conflict               the action does not fit the record's state (resume of a running one)
     ├── RejectedInput          an upload we will not accept (empty, not media, too large)
     │   └── UnsupportedMedia   content is not a kind we process
-    ├── MediaError             a file we accepted cannot be processed; carries a halt reason
+    ├── Unprocessable          a step's input can never be processed; the record halts with
+    │   │                      the error's reason (the engine's word, no domain named)
+    │   └── MediaError         a file we accepted cannot be processed
     └── ClaimLost              a step's claim was re-issued or released while it ran (P2, P6)
 
 A lost claim is normally a value (``save_if_held`` returns False); ``ClaimLost`` exists so a long
@@ -27,6 +29,7 @@ __all__ = [
     "MediaError",
     "NotFound",
     "RejectedInput",
+    "Unprocessable",
     "UnsupportedMedia",
 ]
 
@@ -67,12 +70,12 @@ class UnsupportedMedia(RejectedInput):
     """The content is not a media kind we process (sniffed, never from the extension)."""
 
 
-class MediaError(ConveyorError):
-    """A file cannot be processed; the record is halted with ``reason``.
+class Unprocessable(ConveyorError):
+    """A step's input can never be processed: retrying cannot help, so the executor halts the
+    record with ``reason`` and ``message`` instead of counting a failure (P8).
 
     Attributes:
-        reason: machine reason, e.g. ``undecodable``, ``no_audio``, ``empty_audio``,
-            ``unsupported_media``, ``too_many_pixels``.
+        reason: machine halt reason, e.g. ``undecodable``.
         message: a sentence a person can read.
     """
 
@@ -80,6 +83,16 @@ class MediaError(ConveyorError):
         super().__init__(message)
         self.reason = reason
         self.message = message
+
+
+class MediaError(Unprocessable):
+    """A file cannot be processed; the record is halted with ``reason``.
+
+    Attributes:
+        reason: machine reason, e.g. ``undecodable``, ``no_audio``, ``empty_audio``,
+            ``unsupported_media``, ``too_many_pixels``.
+        message: a sentence a person can read.
+    """
 
 
 class ClaimLost(ConveyorError):

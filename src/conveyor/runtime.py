@@ -12,18 +12,21 @@ from pathlib import Path
 
 from sqlalchemy import Engine
 
-from conveyor.audio.domain import AUDIO_LANE, AudioSteps, build_audio_domain
+from conveyor.audio.domain import AUDIO, AudioSteps, build_audio_domain
 from conveyor.clock import Clock, SystemClock
 from conveyor.config import Settings
 from conveyor.db.engine import make_engine
 from conveyor.db.migrate import upgrade
 from conveyor.db.notify import Notifier
-from conveyor.media.domain import LONG_LANE, SHORT_LANE, MediaSteps, build_media_domain
+from conveyor.media.domain import MEDIA, MediaSteps, build_media_domain
 from conveyor.objects import LocalStore
-from conveyor.pipeline import Domain, WorkerPool
+from conveyor.pipeline import Declaration, Domain, WorkerPool
 from conveyor.providers.base import RecognitionProvider
 
-__all__ = ["Runtime", "default_model_cache"]
+__all__ = ["DECLARATIONS", "Runtime", "default_model_cache"]
+
+DECLARATIONS: tuple[Declaration, ...] = (AUDIO, MEDIA)
+"""Every domain this build knows; lanes and their settings derive from these (D11)."""
 
 
 def default_model_cache() -> Path:
@@ -144,12 +147,13 @@ class Runtime:
         return [self.audio, self.media]
 
     def lanes(self) -> dict[str, int]:
-        """Lane → worker count: ``[pipeline] workers`` for audio, ``[media]`` short/long (M7)."""
-        return {
-            AUDIO_LANE: self.settings.pipeline.workers,
-            SHORT_LANE: self.settings.media.short_workers,
-            LONG_LANE: self.settings.media.long_workers,
-        }
+        """Lane → worker count, from each declared lane's settings key (D8, M7)."""
+        counts: dict[str, int] = {}
+        for declaration in DECLARATIONS:
+            for lane in declaration.lanes:
+                section, key = lane.workers_key.split(".")
+                counts[lane.name] = int(getattr(getattr(self.settings, section), key))
+        return counts
 
     def pool(self, lanes: dict[str, int] | None = None) -> WorkerPool:
         """A worker pool over every domain (not started)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from pathlib import Path
 
 from conveyor.providers.base import (
@@ -15,15 +16,21 @@ from conveyor.providers.base import (
     Transcript,
 )
 
-__all__ = ["FakeClock", "FakeProvider"]
+__all__ = ["FakeClock", "FakeProvider", "OffsetClock"]
 
 
 class FakeClock:
     """A :class:`conveyor.clock.Clock` whose time moves only by :meth:`advance` or :meth:`set`.
 
+    It stands in for the database's clock (``drives_database_time``): the engine's statements
+    bind its time where they would read the database's, so a test moves every lease, retry
+    pause and stuck countdown by moving this clock (D17).
+
     Args:
         start: the initial time in epoch seconds.
     """
+
+    drives_database_time = True
 
     def __init__(self, start: float = 1_800_000_000.0) -> None:
         self._now = start
@@ -43,6 +50,26 @@ class FakeClock:
         """Jump to ``when`` (epoch seconds)."""
         with self._lock:
             self._now = when
+
+
+class OffsetClock:
+    """A worker's wall clock that runs ``offset`` seconds off; the database's clock does not.
+
+    Models a worker host whose clock is wrong (D17): everything the worker dates itself is
+    off, while the engine's statements still read the database's time.
+
+    Args:
+        offset: seconds added to ``time.time()`` (negative: behind).
+    """
+
+    drives_database_time = False
+
+    def __init__(self, offset: float) -> None:
+        self.offset = offset
+
+    def now(self) -> float:
+        """Return this host's time, off by ``offset`` seconds."""
+        return time.time() + self.offset
 
 
 class FakeProvider:

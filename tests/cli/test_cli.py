@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from cli_run import run
 
+from conveyor.audio.intake import accept_audio
 from conveyor.cli.exits import ExitCode
+from conveyor.config import DatabaseSettings, Settings, StorageSettings
+from conveyor.runtime import Runtime
+from conveyor.testing import FakeClock
 
 
 def test_ingest_prints_the_transcript_on_the_embedded_default(tmp_path: Path, corpus: Path) -> None:
@@ -79,3 +84,28 @@ def test_transcript_printed_to_a_pipe_is_not_wrapped(tmp_path: Path, corpus: Pat
         "ask not what your country can do for you, ask what you can do for your country."
         in result.stdout
     )
+
+
+def test_d3_records_stats_shows_the_backlog_per_domain_and_stage(
+    tmp_path: Path, corpus: Path
+) -> None:
+    data = tmp_path / "conveyor-data"
+    settings = Settings(
+        database=DatabaseSettings(url=f"sqlite:///{data / 'conveyor.db'}"),
+        storage=StorageSettings(root=data),
+    )
+    runtime = Runtime(settings, FakeClock(start=1_000_000.0))  # accepted long ago
+    runtime.migrate()
+    for _ in range(2):
+        accept_audio(
+            runtime.engine, runtime.store, runtime.clock, corpus / "audio" / "jfk.wav", owner="ann"
+        )
+    runtime.engine.dispose()
+    result = run(["records", "stats", "--json"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    rows = {(r["domain"], r["stage"]): r for r in json.loads(result.stdout)}
+    assert rows["audio", "uploaded"]["waiting"] == 2
+    assert rows["audio", "uploaded"]["oldest_seconds"] > 3600 * 24 * 365  # real time since
+    assert rows["media", "uploaded"]["waiting"] == 0
+    table = run(["records", "stats"], tmp_path)
+    assert table.returncode == 0 and "uploaded" in table.stdout and " d" in table.stdout

@@ -49,6 +49,7 @@ from conveyor.api.schemas import ErrorBody, Health
 from conveyor.api.state import ApiState, State
 from conveyor.media.broadcast import AlbumBroadcast
 from conveyor.pipeline import WorkerPool
+from conveyor.pipeline.metrics import BACKLOG
 from conveyor.runtime import Runtime
 
 __all__ = ["create_app"]
@@ -110,6 +111,8 @@ def create_app(runtime: Runtime, *, run_workers: bool = True) -> FastAPI:
         run_workers=run_workers,
         broadcast=AlbumBroadcast(runtime.engine, runtime.notifier),
     )
+    # Backlog by domain and stage in /metrics (D3), also in an API-only process.
+    BACKLOG.watch(runtime.engine, runtime.domains(), runtime.clock)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -165,7 +168,8 @@ def create_app(runtime: Runtime, *, run_workers: bool = True) -> FastAPI:
         responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}},
     )
     def metrics() -> Response:
-        """Step outcomes by domain and stage (D13), HTTP requests by route. No token needed."""
+        """Step outcomes by domain and stage (D13), backlog by domain and stage (D3), HTTP
+        requests by route. No token needed."""
         return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
 
     return app

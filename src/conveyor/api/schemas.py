@@ -8,9 +8,12 @@ they stay right behind a reverse proxy.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from conveyor.audio.domain import AUDIO
+from conveyor.media.domain import MEDIA
 
 __all__ = [
     "PLAIN_TEXT",
@@ -40,8 +43,13 @@ __all__ = [
 # Text the databases can store: no NUL (PostgreSQL refuses it in text columns).
 PLAIN_TEXT = r"^[^\x00]*$"
 
-AudioStage = Literal["uploaded", "normalized", "submitted", "transcribed", "done"]
-MediaStage = Literal["uploaded", "transcoding", "done"]
+if TYPE_CHECKING:
+    AudioStage = str
+    MediaStage = str
+else:
+    # Derived from each domain's one declaration (D11): a new stage needs no edit here.
+    AudioStage = Literal[AUDIO.stage_names]
+    MediaStage = Literal[MEDIA.stage_names]
 Role = Literal["original", "thumb", "medium", "preview", "poster", "playback"]
 
 

@@ -38,7 +38,17 @@ from conveyor.audio.normalize import normalize_audio
 from conveyor.config import PipelineSettings, TranscriptionSettings
 from conveyor.db.tables import audio_records
 from conveyor.objects import LocalStore, file_by_id, put_file_row
-from conveyor.pipeline import Advance, Domain, Fail, Halt, Postpone, Stage, StepContext
+from conveyor.pipeline import (
+    Advance,
+    Declaration,
+    Domain,
+    Fail,
+    Halt,
+    Lane,
+    Postpone,
+    Stage,
+    StepContext,
+)
 from conveyor.pipeline.outcomes import Outcome
 from conveyor.pipeline.redact import redact
 from conveyor.providers.base import (
@@ -49,7 +59,7 @@ from conveyor.providers.base import (
     SubmitOutcomeUnknown,
 )
 
-__all__ = ["AUDIO_LANE", "OWNED_FIELDS", "AudioSteps", "build_audio_domain"]
+__all__ = ["AUDIO", "AUDIO_LANE", "OWNED_FIELDS", "AudioSteps", "build_audio_domain"]
 
 AUDIO_LANE = "audio"
 # Seconds of audio below which a recording is treated as empty (10 ms: a single Whisper frame).
@@ -389,20 +399,32 @@ class AudioSteps:
         )
 
 
+AUDIO = Declaration(
+    name="audio",
+    table=audio_records,
+    stages=[
+        Stage("uploaded", lane=AUDIO_LANE, work="own", lease=120, heartbeat=True),
+        Stage("normalized", lane=AUDIO_LANE, work="own", lease=120),
+        Stage("submitted", lane=AUDIO_LANE, work="foreign", lease=120),
+        Stage("transcribed", lane=AUDIO_LANE, work="own", lease=120),
+        Stage("done"),
+    ],
+    lanes=[Lane(AUDIO_LANE, "pipeline.workers")],
+    order_by=[audio_records.c.created_at],
+    owned_fields=OWNED_FIELDS,
+)
+"""The audio domain, declared once (D11): stages, lanes, leases, own vs foreign work (D3)."""
+
+
 def build_audio_domain(steps: AudioSteps) -> Domain:
-    """Declare the audio stages once (D11); leases in seconds, own vs foreign work (D3)."""
-    return Domain(
-        name="audio",
-        table=audio_records,
-        stages=[
-            Stage("uploaded", steps.normalize, AUDIO_LANE, "own", lease=120, heartbeat=True),
-            Stage("normalized", steps.submit, AUDIO_LANE, "own", lease=120),
-            Stage("submitted", steps.collect, AUDIO_LANE, "foreign", lease=120),
-            Stage("transcribed", steps.finish, AUDIO_LANE, "own", lease=120),
-            Stage("done"),
-        ],
-        order_by=[audio_records.c.created_at],
-        owned_fields=OWNED_FIELDS,
+    """The audio domain with its steps bound (start-up fails if one is missing)."""
+    return AUDIO.bind(
+        {
+            "uploaded": steps.normalize,
+            "normalized": steps.submit,
+            "submitted": steps.collect,
+            "transcribed": steps.finish,
+        }
     )
 
 

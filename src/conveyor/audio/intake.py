@@ -8,13 +8,12 @@ from typing import BinaryIO
 
 from sqlalchemy import Engine
 
-from conveyor.audio import queries
 from conveyor.clock import Clock
+from conveyor.db.tables import audio_records
 from conveyor.errors import RejectedInput, UnsupportedMedia
 from conveyor.objects import LocalStore, put_file_row
 from conveyor.objects.sniff import sniff
-from conveyor.pipeline import queries as pipeline_queries
-from conveyor.pipeline.lifecycle import entry_values
+from conveyor.pipeline.lifecycle import admit
 
 __all__ = ["accept_audio"]
 
@@ -84,26 +83,22 @@ def accept_audio(
                 sha256=stored.sha256,
                 now=now,
             )
-            record_id = queries.insert_record(
+            record_id = admit(
                 conn,
-                owner=owner.strip(),
-                title=title,
-                created_at=now,
-                original_name=original_name,
-                original_file_id=file_id,
-                raw_pcm=raw_pcm,
-                language=language,
-                **entry_values("uploaded", now),
-            )
-            pipeline_queries.insert_event(
-                conn,
+                audio_records,
                 domain="audio",
-                record_id=record_id,
                 stage="uploaded",
-                outcome="accepted",
-                outcome_text=f"{original_name or 'upload'}: {stored.size} bytes, {sniffed.mime}",
-                origin="human",
-                now=now,
+                fields={
+                    "owner": owner.strip(),
+                    "title": title,
+                    "created_at": now,
+                    "original_name": original_name,
+                    "original_file_id": file_id,
+                    "raw_pcm": raw_pcm,
+                    "language": language,
+                },
+                clock=clock,
+                note=f"{original_name or 'upload'}: {stored.size} bytes, {sniffed.mime}",
             )
     except BaseException:
         store.delete(key)

@@ -27,7 +27,6 @@ if TYPE_CHECKING:
 
 __all__ = ["OWNER_HELP", "audio_hint", "ingest", "media_hint"]
 
-_STAGES = ["uploaded", "normalized", "submitted", "transcribed", "done"]
 
 #: The --owner help of every command that adds or finds things by owner.
 OWNER_HELP = (
@@ -77,6 +76,7 @@ def ingest(
     """Transcribe recordings: accept, run the pipeline until each is done or halted, print."""
     from conveyor.audio import queries
     from conveyor.audio.cards import record_card, transcript_of
+    from conveyor.audio.domain import AUDIO
     from conveyor.audio.intake import accept_audio
     from conveyor.cli.records import print_card
     from conveyor.cli.startup import check_recognizer
@@ -126,7 +126,9 @@ def ingest(
     try:
         with progress_display("stage") as progress:
             tasks = {
-                rid: progress.add_task(f"record {rid}", total=len(_STAGES) - 1, stage="uploaded")
+                rid: progress.add_task(
+                    f"record {rid}", total=len(AUDIO.stage_names) - 1, stage="uploaded"
+                )
                 for rid in ids
             }
             pending = set(ids)
@@ -138,7 +140,7 @@ def ingest(
                         halted = row["halted_at"] is not None
                         label = f"halted: {row['halt_reason']}" if halted else row["stage"]
                         progress.update(
-                            tasks[rid], completed=_STAGES.index(row["stage"]), stage=label
+                            tasks[rid], completed=AUDIO.stage_names.index(row["stage"]), stage=label
                         )
                         if halted or row["stage"] == "done":
                             pending.discard(rid)

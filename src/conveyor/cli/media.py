@@ -250,6 +250,7 @@ def media_add(
 def _follow(engine: Any, ids: list[int], stop: Any, *, waits_for_playback: bool) -> None:
     """Show each item's progress until it is done or halted (videos: playback too)."""
     from conveyor.media import queries
+    from conveyor.media.domain import MEDIA
 
     with progress_display("state") as progress:
         tasks: dict[int, Any] = {}
@@ -265,7 +266,7 @@ def _follow(engine: Any, ids: list[int], stop: Any, *, waits_for_playback: bool)
                         tasks[item_id] = progress.add_task(name, total=total, state="uploaded")
                     halted = item["halted_at"] is not None
                     stage = item["stage"]
-                    done_steps = {"uploaded": 0, "transcoding": 1, "done": 2}[stage]
+                    done_steps = MEDIA.stage_names.index(stage)
                     if halted:
                         label = f"halted: {item['halt_reason']}"
                     elif stage == "transcoding":

@@ -1,4 +1,4 @@
-"""``conveyor records``: list, show, events, resume: the operator's tools (P9, P11)."""
+"""``conveyor records``: list, show, events, resume, stats: the operator's tools (P9, P11, D3)."""
 
 from __future__ import annotations
 
@@ -208,3 +208,41 @@ def _record(runtime: Runtime, conn: Any, record_id: int) -> RowMapping:
     if row is None:
         raise fail(f"record {record_id} does not exist", ExitCode.NOT_FOUND)
     return row
+
+
+def _age(seconds: float) -> str:
+    """A backlog age for people: ``45 s``, ``12 min``, ``3.5 h``, ``2.1 d``."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 172800:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} d"
+
+
+@app.command()
+def stats(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON.")] = False,
+) -> None:
+    """Show the backlog of every domain: records waiting and the age of the oldest, per stage.
+
+    Waiting means not halted and not held by a running step. Time spent waiting for a worker is
+    backlog and never makes a record stuck.
+    """
+    from conveyor.pipeline.metrics import backlog_of
+
+    runtime = make_runtime()
+    rows = backlog_of(runtime.engine, runtime.domains(), runtime.clock)
+    if as_json:
+        print_json(
+            [
+                {"domain": d, "stage": s, "waiting": n, "oldest_seconds": round(age, 3)}
+                for d, s, n, age in rows
+            ]
+        )
+        return
+    out = table("domain", "stage", "waiting", "oldest")
+    for domain, stage, count, age in rows:
+        out.add_row(domain, stage, str(count), _age(age) if count else "")
+    console.print(out)

@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 
-__all__ = ["is_postgresql", "make_engine", "normalize_url"]
+__all__ = ["asynchronous_commit", "is_postgresql", "make_engine", "normalize_url"]
 
 # Seconds a SQLite writer waits for the lock before giving up; long, because a burst of
 # workers on one file is normal, and an error here would only be retried.
@@ -49,7 +49,20 @@ def make_engine(url: str, *, pool_size: int = 10) -> Engine:
     parsed = normalize_url(url)
     if parsed.get_backend_name() == "sqlite":
         return _sqlite_engine(parsed)
-    return create_engine(parsed, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
+    # No pre-ping: it costs a round trip per checkout; a connection that died is invalidated on
+    # its first failing statement and the caller (a worker loop) retries with a fresh one.
+    return create_engine(parsed, pool_size=pool_size, max_overflow=pool_size)
+
+
+def asynchronous_commit(conn: Connection) -> None:
+    """Let the open transaction of ``conn`` commit without waiting for its WAL flush.
+
+    For claim transactions only: a claim lost in a crash merely expires (P4), while outcomes
+    keep the synchronous commit. PostgreSQL only; SQLite's ``synchronous=NORMAL`` in WAL mode
+    already commits without a sync.
+    """
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql("SET LOCAL synchronous_commit TO OFF")
 
 
 def _sqlite_engine(url: URL) -> Engine:

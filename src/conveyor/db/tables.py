@@ -23,7 +23,9 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    and_,
 )
+from sqlalchemy.sql import ColumnElement
 
 __all__ = [
     "album_events",
@@ -57,7 +59,9 @@ metadata = MetaData(
 def queue_columns() -> list[Column[object]]:
     """The pipeline's columns, identical on every record table (P1-P10, D3, D6).
 
-    ``stage`` is the reached stage; ``state_entered_at`` when it was entered (stuck watchdog);
+    ``stage`` is the reached stage; ``state_entered_at`` when it was entered (backlog age);
+    ``work_started_at`` the first claim in this stage, where the stuck countdown starts (D3: time
+    spent waiting for a worker is backlog, not stuck), None until then;
     ``claim_token``/``claim_expires_at`` the current claim (fencing token, lease end);
     ``attempts`` failures in this stage; ``retry_at`` the retry pause; ``halted_at``,
     ``halt_reason``, ``halt_error`` the halt flag (P8).
@@ -65,6 +69,7 @@ def queue_columns() -> list[Column[object]]:
     return [
         Column("stage", String(32), nullable=False),
         Column("state_entered_at", Double, nullable=False),
+        Column("work_started_at", Double, nullable=True),
         Column("claim_token", String(32), nullable=True),
         Column("claim_expires_at", Double, nullable=True),
         Column("attempts", Integer, nullable=False, server_default="0"),
@@ -134,8 +139,22 @@ audio_records = Table(
     Column("no_speech", Boolean, nullable=True),
     Column("detected_language", String(16), nullable=True),
     *queue_columns(),
-    Index("ix_audio_records_claim", "stage", "halted_at", "created_at"),
     Index("ix_audio_records_owner", "owner", "id"),
+)
+
+
+def _open_records(table: Table) -> ColumnElement[bool]:
+    # Claimable rows only: the index stays small however many records are done or halted.
+    return and_(table.c.halted_at.is_(None), table.c.stage != "done")
+
+
+# The claim reads this index in its own order (sort value, then id: P5), filtered to open records.
+Index(
+    "ix_audio_records_claim",
+    audio_records.c.created_at,
+    audio_records.c.id,
+    postgresql_where=_open_records(audio_records),
+    sqlite_where=_open_records(audio_records),
 )
 
 texts = Table(
@@ -247,8 +266,16 @@ media_items = Table(
     Column("duration", Double, nullable=True),
     *queue_columns(),
     CheckConstraint("kind IN ('photo', 'video')", name="kind"),
-    Index("ix_media_items_claim", "stage", "halted_at", "uploaded_at"),
     Index("ix_media_items_album", "album_id", "id"),
+)
+
+# Read backwards for "newest first" (M6): uploaded_at DESC, id DESC.
+Index(
+    "ix_media_items_claim",
+    media_items.c.uploaded_at,
+    media_items.c.id,
+    postgresql_where=_open_records(media_items),
+    sqlite_where=_open_records(media_items),
 )
 
 # An item's objects by role; one row per (item, role) so a retried step replaces (M1-M3).

@@ -36,12 +36,13 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pyvips
-from sqlalchemy import Connection, RowMapping
+from sqlalchemy import Connection
 
 from conveyor.config import MediaSettings
 from conveyor.db.tables import media_items
@@ -52,13 +53,14 @@ from conveyor.media.images import make_image_variants, probe_image
 from conveyor.media.intake import owner_message
 from conveyor.media.video import extract_poster, make_playback, probe_video
 from conveyor.objects import LocalStore, file_by_id, put_file_row
-from conveyor.pipeline import Advance, Domain, Halt, Stage, StepContext
+from conveyor.pipeline import Advance, Declaration, Domain, Halt, Lane, Stage, StepContext
 from conveyor.pipeline.outcomes import Outcome, Writes
 
 __all__ = [
     "IMAGE_ROLES",
     "LONG_LANE",
     "LONG_LEASE",
+    "MEDIA",
     "OWNED_FIELDS",
     "ROLES",
     "SHORT_LANE",
@@ -199,7 +201,7 @@ class MediaSteps:
 
     # --- helpers ----------------------------------------------------------------------------
 
-    def _photo_fields(self, item: RowMapping, original: Path) -> dict[str, Any]:
+    def _photo_fields(self, item: Mapping[str, Any], original: Path) -> dict[str, Any]:
         """Intake stored the upright size and capture time from the header: nothing to redo.
 
         Only an item without them (written before intake stored them) has its header read here.
@@ -327,26 +329,31 @@ def _epoch(when: Any) -> float | None:
     return None if when is None else float(when.timestamp())
 
 
-def build_media_domain(steps: MediaSteps, *, long_lease: float = LONG_LEASE) -> Domain:
-    """Declare the media stages once (D11): image work short, playback long (M7, M8).
+MEDIA = Declaration(
+    name="media",
+    noun="item",
+    table=media_items,
+    stages=[
+        Stage("uploaded", lane=SHORT_LANE, work="own", lease=SHORT_LEASE, heartbeat=True),
+        Stage("transcoding", lane=LONG_LANE, work="own", lease=LONG_LEASE, heartbeat=True),
+        Stage("done"),
+    ],
+    lanes=[Lane(SHORT_LANE, "media.short_workers"), Lane(LONG_LANE, "media.long_workers")],
+    # Newest upload first, then the newer id among equal upload times (M6); the id here is
+    # the engine's tie-break too (P5).
+    order_by=[media_items.c.uploaded_at.desc(), media_items.c.id.desc()],
+    owned_fields=OWNED_FIELDS,
+)
+"""The photo/video domain, declared once (D11): image work short, playback long (M7, M8)."""
 
-    Order: newest upload first, then the newer id among equal upload times (M6); the engine
-    appends the primary key as its own tie-break (P5), which never decides here.
+
+def build_media_domain(steps: MediaSteps, *, long_lease: float = LONG_LEASE) -> Domain:
+    """The media domain with its steps bound.
 
     Args:
         long_lease: lease of the transcoding stage in seconds (renewed every third of it).
     """
-    return Domain(
-        name="media",
-        noun="item",
-        table=media_items,
-        stages=[
-            Stage("uploaded", steps.variants, SHORT_LANE, "own", lease=SHORT_LEASE, heartbeat=True),
-            Stage(
-                "transcoding", steps.playback, LONG_LANE, "own", lease=long_lease, heartbeat=True
-            ),
-            Stage("done"),
-        ],
-        order_by=[media_items.c.uploaded_at.desc(), media_items.c.id.desc()],
-        owned_fields=OWNED_FIELDS,
+    return MEDIA.bind(
+        {"uploaded": steps.variants, "transcoding": steps.playback},
+        leases={"transcoding": long_lease},
     )

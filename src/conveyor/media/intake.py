@@ -25,14 +25,14 @@ from typing import BinaryIO, Literal
 from sqlalchemy import Engine
 
 from conveyor.clock import Clock
+from conveyor.db.tables import media_items
 from conveyor.errors import MediaError, NotFound, RejectedInput, UnsupportedMedia
 from conveyor.media import queries
 from conveyor.media.images import probe_image
 from conveyor.media.video import probe_video
 from conveyor.objects import LocalStore, put_file_row
 from conveyor.objects.sniff import sniff
-from conveyor.pipeline import queries as pipeline_queries
-from conveyor.pipeline.lifecycle import entry_values
+from conveyor.pipeline.lifecycle import admit
 
 __all__ = ["Probed", "accept_media", "owner_message", "probe_upload"]
 
@@ -183,33 +183,29 @@ def accept_media(
                 duration=probed.duration,
                 now=now,
             )
-            item_id = queries.insert_item(
+            item_id = admit(
                 conn,
-                owner=owner,
-                album_id=album_id,
-                kind=probed.kind,
-                original_name=original_name,
-                uploaded_at=now,
-                captured_at=probed.captured_at,
-                width=probed.width,
-                height=probed.height,
-                duration=probed.duration,
-                **entry_values("uploaded", now),
-            )
-            queries.put_object(conn, item_id, "original", file_id)
-            pipeline_queries.insert_event(
-                conn,
+                media_items,
                 domain="media",
-                record_id=item_id,
                 stage="uploaded",
-                outcome="accepted",
-                outcome_text=(
+                fields={
+                    "owner": owner,
+                    "album_id": album_id,
+                    "kind": probed.kind,
+                    "original_name": original_name,
+                    "uploaded_at": now,
+                    "captured_at": probed.captured_at,
+                    "width": probed.width,
+                    "height": probed.height,
+                    "duration": probed.duration,
+                },
+                clock=clock,
+                note=(
                     f"{original_name or 'upload'}: {probed.kind}, {stored.size} bytes, "
                     f"{probed.mime_type}, {probed.width}×{probed.height}"
                 ),
-                origin="human",
-                now=now,
             )
+            queries.put_object(conn, item_id, "original", file_id)
     except BaseException:
         store.delete(key)
         raise

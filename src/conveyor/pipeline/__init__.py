@@ -2,7 +2,8 @@
 
 Public surface::
 
-    Stage, Domain, Step            declare a domain once (D11)
+    Declaration, Lane              declare a domain once, steps bound at start-up (D11)
+    Stage, Domain, Step            a domain's stages and the runnable domain
     StepContext                    what a step receives
     Advance, Postpone, Fail, Halt  what a step returns (P6-P10, D6)
     Executor                       runs one claimed step
@@ -15,15 +16,17 @@ from conveyor.pipeline.executor import Executor, StepContext
 from conveyor.pipeline.lifecycle import resume
 from conveyor.pipeline.outcomes import Advance, Fail, Halt, Outcome, Postpone
 from conveyor.pipeline.pool import WorkerPool
-from conveyor.pipeline.stages import Domain, Stage, Step, Work
+from conveyor.pipeline.stages import Declaration, Domain, Lane, Stage, Step, Work
 
 __all__ = [
     "Advance",
     "Claim",
+    "Declaration",
     "Domain",
     "Executor",
     "Fail",
     "Halt",
+    "Lane",
     "Outcome",
     "Postpone",
     "Stage",

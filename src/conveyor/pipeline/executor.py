@@ -1,8 +1,13 @@
-"""Run one step for one claim: claim, read, watchdog, call, save if held (P1-P12, D3).
+"""Run steps for claims: claim a batch, read it, watchdog, call, save if held (P1-P12, D3).
 
-A worker calls :meth:`Executor.run_once` in a loop. Every path ends in exactly one of: no work
-(returns False, no noise, P12), a conditional save, or a lost claim that writes nothing and is
-logged once and counted (P6).
+A worker calls :meth:`Executor.run_batch` in a loop on the one connection it holds. Every path
+ends in exactly one of: no work (0, no noise, P12), a conditional save, a release (stop, or a
+buffered claim whose lease would run low before its turn), or a lost claim that writes nothing
+and is logged once and counted (P6).
+
+Round trips per batch of K records: one claim transaction (the claim statement, then one read
+of all K records), the steps, and one save transaction holding every outcome, each write still
+guarded by its own token. Long steps (heartbeat stages) and slow lanes run with K = 1.
 """
 
 from __future__ import annotations
@@ -11,18 +16,21 @@ import logging
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Engine, RowMapping
+from sqlalchemy import Connection, Engine, Row, Select, Update
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.sql import ColumnElement
 
 from conveyor.clock import Clock
 from conveyor.config import PipelineSettings
-from conveyor.errors import ClaimLost, DeclarationError, MediaError
+from conveyor.db.engine import asynchronous_commit
+from conveyor.errors import ClaimLost, DeclarationError, Unprocessable
 from conveyor.pipeline import queries
-from conveyor.pipeline.claims import Claim, mint_token
-from conveyor.pipeline.lifecycle import Applied, apply_outcome
+from conveyor.pipeline.claims import Claim
+from conveyor.pipeline.lifecycle import Applied, Planned, plan_outcome, report, save_planned
 from conveyor.pipeline.metrics import CLAIMS_LOST, STEP_OUTCOMES, STEP_SECONDS
 from conveyor.pipeline.outcomes import Fail, Halt, Outcome
 from conveyor.pipeline.redact import redact
@@ -32,6 +40,12 @@ __all__ = ["Executor", "StepContext", "StopRequested"]
 
 log = logging.getLogger("conveyor.pipeline")
 T = TypeVar("T")
+
+# Seconds of step work one claimed batch should hold at most: the batch size follows the
+# lane's measured step time, so fast lanes claim many records per statement and slow ones one.
+_BATCH_SECONDS = 0.05
+# Weight of the newest step time in the lane's moving average.
+_EMA_WEIGHT = 0.2
 
 
 class StopRequested(Exception):
@@ -48,17 +62,25 @@ class StepContext:
         record: every column of the record, read after the claim (D7).
         claim: this step's claim (id, token).
         engine: the database, for the step's own reads.
-        clock: the engine's clock.
+        clock: the engine's clock (dates facts; decisions use the database's, D17).
+        db_time: the database's time when the record was read, epoch seconds.
     """
 
     domain: Domain
     stage: Stage
-    record: RowMapping
+    record: Mapping[str, Any]
     claim: Claim
     engine: Engine
     clock: Clock
+    db_time: float = 0.0
     lost: threading.Event = field(default_factory=threading.Event)
     stopping: threading.Event = field(default_factory=threading.Event)
+    now_sql: ColumnElement[float] | None = None
+
+    def _now(self) -> ColumnElement[float]:
+        if self.now_sql is None:
+            self.now_sql = queries.now_of(self.clock)
+        return self.now_sql
 
     def check(self) -> None:
         """Raise if the step should stop now.
@@ -73,14 +95,14 @@ class StepContext:
             raise StopRequested()
 
     def heartbeat(self) -> None:
-        """Extend the lease by the stage's lease from now, if the claim still holds.
+        """Extend the lease to the stage's lease from the database's now, if the claim holds.
 
         Raises:
             ClaimLost: the claim is gone; the step must stop without writing.
         """
         with self.engine.begin() as conn:
             held = queries.extend_claim(
-                conn, self.domain, self.claim, self.clock.now() + self.stage.lease
+                conn, self.domain, self.claim, self._now(), self.stage.lease
             )
         if not held:
             self.lost.set()
@@ -95,11 +117,29 @@ class StepContext:
             ClaimLost: the claim is gone; nothing was written.
         """
         with self.engine.connect() as conn, conn.begin() as tx:
-            if not queries.touch_if_held(conn, self.domain, self.claim, self.clock.now()):
+            if not queries.touch_if_held(conn, self.domain, self.claim, self._now()):
                 tx.rollback()
                 self.lost.set()
                 raise ClaimLost(f"{self.domain.noun} {self.claim.record_id}: claim lost")
             return writes(conn)
+
+
+@dataclass
+class _Lane:
+    """A lane's statements, built once, and its measured step time."""
+
+    stages: list[Stage]
+    claim: Update
+    read: Select[Any]
+    heartbeat: bool
+    step_seconds: float | None = None
+
+
+@dataclass
+class _Pending:
+    plan: Planned
+    stage: Stage
+    attempts: int
 
 
 class Executor:
@@ -107,8 +147,9 @@ class Executor:
 
     Args:
         engine: the database.
-        clock: time source (FakeClock in tests).
-        settings: ``[pipeline]`` settings (limits, attempts, back-off).
+        clock: time source: the database's clock for decisions unless it is a test clock that
+            drives the database's time (D17).
+        settings: ``[pipeline]`` settings (limits, attempts, back-off, ``claim_batch``).
         stopping: set when the pool stops; long steps see it through :meth:`StepContext.check`.
         on_advance: called after a record advanced (to wake workers of other lanes).
         on_pause: called with the pause in seconds after a postpone or a retryable failure,
@@ -131,14 +172,70 @@ class Executor:
         self.stopping = stopping or threading.Event()
         self.on_advance = on_advance
         self.on_pause = on_pause
+        self.now = queries.now_of(clock)
+        self._lanes: dict[tuple[str, str], _Lane | None] = {}
+        self._reads: dict[str, Select[Any]] = {}
+        self._held: dict[tuple[str, int, str], tuple[Domain, Claim]] = {}
+        self._held_lock = threading.Lock()
+
+    # -- claims ---------------------------------------------------------------------------
+
+    def _read(self, domain: Domain) -> Select[Any]:
+        if domain.name not in self._reads:
+            self._reads[domain.name] = queries.read_statement(domain, self.now)
+        return self._reads[domain.name]
+
+    def _lane(self, domain: Domain, lane: str) -> _Lane | None:
+        key = (domain.name, lane)
+        if key not in self._lanes:
+            stages = domain.lane_stages(lane)
+            self._lanes[key] = (
+                _Lane(
+                    stages,
+                    queries.claim_statement(domain, stages, self.now),
+                    self._read(domain),
+                    any(s.heartbeat for s in stages),
+                )
+                if stages
+                else None
+            )
+        return self._lanes[key]
+
+    def batch_size(self, domain: Domain, lane: str) -> int:
+        """How many records the next claim of ``lane`` takes: bounded by ``claim_batch`` and by
+        the lane's step time, so no lease runs low while a claim waits in the batch."""
+        state = self._lane(domain, lane)
+        if state is None or state.step_seconds is None:
+            return 1
+        fits = int(_BATCH_SECONDS / max(state.step_seconds, 1e-6))
+        return max(1, min(self.settings.claim_batch, fits))
 
     def claim(self, domain: Domain, lane: str) -> Claim | None:
         """Claim the next record of ``domain`` in ``lane``; None when there is no work (P12)."""
-        stages = domain.lane_stages(lane)
-        if not stages:
+        state = self._lane(domain, lane)
+        if state is None:
             return None
-        with self.engine.begin() as conn:
-            return queries.claim_one(conn, domain, stages, self.clock.now(), mint_token())
+        with self.engine.connect() as conn, conn.begin():
+            asynchronous_commit(conn)
+            claims = queries.claim_with(conn, state.claim, 1)
+        return claims[0] if claims else None
+
+    def held_claims(self) -> list[tuple[Domain, Claim]]:
+        """Claims this executor holds right now (for a pool that stops)."""
+        with self._held_lock:
+            return list(self._held.values())
+
+    def _hold(self, domain: Domain, claims: Sequence[Claim]) -> None:
+        with self._held_lock:
+            for c in claims:
+                self._held[(domain.name, c.record_id, c.token)] = (domain, c)
+
+    def _drop(self, domain: Domain, claims: Sequence[Claim]) -> None:
+        with self._held_lock:
+            for c in claims:
+                self._held.pop((domain.name, c.record_id, c.token), None)
+
+    # -- running --------------------------------------------------------------------------
 
     def run_once(self, domain: Domain, lane: str) -> bool:
         """Claim one record of ``domain`` in ``lane`` and run its step.
@@ -146,17 +243,39 @@ class Executor:
         Returns:
             False when there was no work now (P12), True when a record was handled.
         """
-        claim = self.claim(domain, lane)
-        if claim is None:
-            return False
-        self.run_claimed(domain, claim)
-        return True
+        with self.engine.connect() as conn:
+            return self.run_batch(conn, domain, lane, limit=1) > 0
 
-    def stuck_limit(self, stage: Stage) -> float:
-        """The time-in-stage limit of ``stage``: own or foreign work (D3)."""
-        if stage.work == "foreign":
-            return self.settings.foreign_work_limit
-        return self.settings.own_work_limit
+    def run_batch(
+        self, conn: Connection, domain: Domain, lane: str, *, limit: int | None = None
+    ) -> int:
+        """Claim up to ``limit`` records of ``domain`` in ``lane`` in one statement, run them.
+
+        Args:
+            conn: the worker's connection, outside any transaction.
+            limit: records to claim; :meth:`batch_size` when None.
+
+        Returns:
+            How many records were claimed (0: no work now, P12).
+        """
+        state = self._lane(domain, lane)
+        if state is None:
+            return 0
+        count = limit if limit is not None else self.batch_size(domain, lane)
+        with conn.begin():
+            asynchronous_commit(conn)
+            claims = queries.claim_with(conn, state.claim, count)
+            rows = queries.read_claimed(conn, state.read, [c.record_id for c in claims])
+        if not claims:
+            return 0
+        self._hold(domain, claims)
+        try:
+            tokens = {c.record_id: c for c in claims}
+            pairs = [(tokens[int(r.id)], r) for r in rows if int(r.id) in tokens]
+            self._run_rows(conn, domain, state, pairs)
+        finally:
+            self._drop(domain, claims)
+        return len(claims)
 
     def run_claimed(self, domain: Domain, claim: Claim) -> Applied | None:
         """Run the step for an existing claim and write its outcome if the claim holds.
@@ -165,23 +284,75 @@ class Executor:
             What was written, or None when the claim was released (stop) or vanished.
         """
         with self.engine.connect() as conn:
-            record = queries.read_record(conn, domain, claim.record_id)
-        if record is None or record["claim_token"] != claim.token:
-            self._lost(domain, record["stage"] if record else "?", claim)
+            with conn.begin():
+                rows = queries.read_claimed(conn, self._read(domain), [claim.record_id])
+            if not rows:
+                self._lost(domain, "?", claim)
+                return None
+            state = self._lane(domain, domain.stage(rows[0].stage).lane)
+            assert state is not None
+            return self._run_rows(conn, domain, state, [(claim, rows[0])])[0]
+
+    def stuck_limit(self, stage: Stage) -> float:
+        """The time-in-stage limit of ``stage``: own or foreign work (D3)."""
+        if stage.work == "foreign":
+            return self.settings.foreign_work_limit
+        return self.settings.own_work_limit
+
+    def _run_rows(
+        self,
+        conn: Connection,
+        domain: Domain,
+        state: _Lane,
+        pairs: Sequence[tuple[Claim, Row[Any]]],
+    ) -> list[Applied | None]:
+        results: list[Applied | None] = [None] * len(pairs)
+        pending: list[tuple[int, _Pending]] = []
+        claimed = time.monotonic()
+        for index, (claim, row) in enumerate(pairs):
+            stage = domain.stage(row.stage)
+            if self.stopping.is_set() or (
+                index > 0 and time.monotonic() - claimed > stage.lease / 2
+            ):
+                # Bounded prefetch: give back what waited too long rather than let it expire.
+                rest = [c for c, _ in pairs[index:]]
+                self._flush(conn, domain, pending, results)
+                pending = []
+                with conn.begin():
+                    queries.release_claims(conn, domain, rest, self.now)
+                break
+            item = self._prepare(conn, domain, state, claim, row)
+            if item is not None:
+                pending.append((index, item))
+            if stage.heartbeat:
+                self._flush(conn, domain, pending, results)
+                pending = []
+        self._flush(conn, domain, pending, results)
+        return results
+
+    def _prepare(
+        self, conn: Connection, domain: Domain, state: _Lane, claim: Claim, row: Row[Any]
+    ) -> _Pending | None:
+        """Watchdog and step for one claimed record; the outcome planned, not yet saved."""
+        record = dict(row._mapping)
+        db_time = float(record.pop("_db_now"))
+        if record["claim_token"] != claim.token:
+            self._lost(domain, str(record["stage"]), claim)
             return None
         stage = domain.stage(record["stage"])
-        now = self.clock.now()
-        in_stage = now - float(record["state_entered_at"])
+        attempts = int(record["attempts"])
+        started_at = record["work_started_at"]
+        in_stage = 0.0 if started_at is None else db_time - float(started_at)
         limit = self.stuck_limit(stage)
         if in_stage > limit:
-            # D3, P10: the claimer halts a record that overstayed its stage.
+            # D3, P10: the claimer halts a record whose work overstayed its stage.
             outcome: Outcome = Halt(
                 "stuck",
-                f"in stage {stage.name} for {in_stage:.0f} s, over the {stage.work} work limit "
-                f"of {limit:.0f} s",
+                f"in stage {stage.name} for {in_stage:.0f} s since its first claim, over the "
+                f"{stage.work} work limit of {limit:.0f} s",
             )
-            return self._finish(domain, stage, claim, record, outcome)
-        assert stage.step is not None  # claim_one selects only non-terminal stages
+            return self._plan(domain, stage, claim, outcome, attempts)
+        assert stage.step is not None  # the claim selects only non-terminal stages
         ctx = StepContext(
             domain=domain,
             stage=stage,
@@ -189,7 +360,9 @@ class Executor:
             claim=claim,
             engine=self.engine,
             clock=self.clock,
+            db_time=db_time,
             stopping=self.stopping,
+            now_sql=self.now,
         )
         beat = _Heartbeat(ctx) if stage.heartbeat else None
         started = time.monotonic()
@@ -201,11 +374,13 @@ class Executor:
             self._lost(domain, stage.name, claim)
             return None
         except StopRequested:
-            with self.engine.begin() as conn:
-                queries.release_claim(conn, domain, claim, self.clock.now())
+            # Released while the heartbeat still runs, so a beat racing the release sees the
+            # claim gone instead of extending a claim nobody will save.
+            with conn.begin():
+                queries.release_claim(conn, domain, claim, self.now)
             log.info("%s %s released on stop", domain.noun, claim.record_id)
             return None
-        except MediaError as exc:
+        except Unprocessable as exc:
             outcome = Halt(exc.reason, exc.message)
         except Exception as exc:
             # D16: the message may quote credentials, so it is logged only redacted.
@@ -222,45 +397,101 @@ class Executor:
         finally:
             if beat:
                 beat.stop()
-            STEP_SECONDS.labels(domain.name, stage.name).observe(time.monotonic() - started)
+            elapsed = time.monotonic() - started
+            STEP_SECONDS.labels(domain.name, stage.name).observe(elapsed)
+            state.step_seconds = (
+                elapsed
+                if state.step_seconds is None
+                else state.step_seconds + _EMA_WEIGHT * (elapsed - state.step_seconds)
+            )
         if ctx.lost.is_set():
             self._lost(domain, stage.name, claim)
             return None
-        return self._finish(domain, stage, claim, record, outcome)
+        return self._plan(domain, stage, claim, outcome, attempts)
 
-    def _finish(
-        self, domain: Domain, stage: Stage, claim: Claim, record: RowMapping, outcome: Outcome
-    ) -> Applied | None:
+    def _plan(
+        self, domain: Domain, stage: Stage, claim: Claim, outcome: Outcome, attempts: int
+    ) -> _Pending:
         try:
-            applied = self._apply(domain, stage, claim, record, outcome)
+            plan = self._plan_one(domain, stage, claim, outcome, attempts)
         except DeclarationError as exc:
             log.error("%s: %s", domain.name, exc)
-            applied = self._apply(domain, stage, claim, record, Halt("step_error", str(exc)))
+            plan = self._plan_one(domain, stage, claim, Halt("step_error", str(exc)), attempts)
+        return _Pending(plan, stage, attempts)
+
+    def _plan_one(
+        self, domain: Domain, stage: Stage, claim: Claim, outcome: Outcome, attempts: int
+    ) -> Planned:
+        return plan_outcome(
+            domain,
+            claim,
+            stage.name,
+            outcome,
+            now=self.now,
+            max_attempts=self.settings.max_attempts,
+            retry_base=self.settings.retry_base,
+            retry_max=self.settings.retry_max,
+            attempts=attempts,
+        )
+
+    # -- saving ---------------------------------------------------------------------------
+
+    def _flush(
+        self,
+        conn: Connection,
+        domain: Domain,
+        pending: Sequence[tuple[int, _Pending]],
+        results: list[Applied | None],
+    ) -> None:
+        """Save pending outcomes in one transaction; on any error, one at a time."""
+        if not pending:
+            return
+        try:
+            with conn.begin():
+                held = save_planned(conn, domain, [p.plan for _, p in pending], self.now)
+        except Exception:
+            if conn.invalidated:
+                raise
+            held = [self._save_alone(conn, domain, p) for _, p in pending]
+        for (index, item), ok in zip(pending, held, strict=True):
+            results[index] = self._report(domain, item, ok)
+
+    def _save_alone(self, conn: Connection, domain: Domain, item: _Pending) -> bool:
+        """Save one outcome; a save that raises is a failed attempt with its error (retried,
+        then halted ``attempts_exhausted`` with that error)."""
+        try:
+            with conn.begin():
+                return save_planned(conn, domain, [item.plan], self.now)[0]
+        except DeclarationError as exc:
+            log.error("%s: %s", domain.name, exc)
+            outcome: Fail | Halt = Halt("step_error", str(exc))
+        except DBAPIError as exc:
+            if exc.connection_invalidated:
+                raise
+            outcome = Fail(f"saving the outcome failed: {_describe(exc)}")
+        except Exception as exc:
+            outcome = Fail(f"saving the outcome failed: {_describe(exc)}")
+        log.error(
+            "%s %s: %s",
+            domain.noun,
+            item.plan.claim.record_id,
+            redact(outcome.error),
+        )
+        item.plan = self._plan_one(domain, item.stage, item.plan.claim, outcome, item.attempts)
+        with conn.begin():
+            return save_planned(conn, domain, [item.plan], self.now)[0]
+
+    def _report(self, domain: Domain, item: _Pending, held: bool) -> Applied | None:
+        applied = report(domain, item.plan, held)
         if not applied.held:
-            self._lost(domain, stage.name, claim)
+            self._lost(domain, item.stage.name, item.plan.claim)
             return None
-        STEP_OUTCOMES.labels(domain.name, stage.name, applied.outcome).inc()
+        STEP_OUTCOMES.labels(domain.name, item.stage.name, applied.outcome).inc()
         if applied.outcome == "advanced" and self.on_advance is not None:
             self.on_advance()
         if applied.retry_in is not None and self.on_pause is not None:
             self.on_pause(applied.retry_in)
         return applied
-
-    def _apply(
-        self, domain: Domain, stage: Stage, claim: Claim, record: RowMapping, outcome: Outcome
-    ) -> Applied:
-        return apply_outcome(
-            self.engine,
-            domain,
-            claim,
-            stage.name,
-            outcome,
-            clock=self.clock,
-            max_attempts=self.settings.max_attempts,
-            retry_base=self.settings.retry_base,
-            retry_max=self.settings.retry_max,
-            attempts=int(record["attempts"]),
-        )
 
     def _lost(self, domain: Domain, stage: str, claim: Claim) -> None:
         # P6: logged once, counted, nothing written.
@@ -271,6 +502,13 @@ class Executor:
             claim.record_id,
             stage,
         )
+
+
+def _describe(exc: BaseException) -> str:
+    """The error's kind and the first line of its message (a driver's message is multi-line)."""
+    cause = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
+    lines = str(cause).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}".rstrip(": ")
 
 
 class _Heartbeat:

@@ -1,21 +1,27 @@
 """The only ways a record moves: apply a step's outcome, halt, resume (P6-P10, D3, D6).
 
-Each function performs one transaction whose record write is conditional on the claim token;
-a lost claim writes nothing (the transaction is rolled back, extra writes included) and is
-reported as ``False`` (P6).
+An outcome is first *planned* (policy: which fields, which pause, which event), then *saved* in a
+transaction whose record write is conditional on the claim token; a lost claim writes nothing
+(its extra writes are never run) and is reported as ``held`` False (P6). Several planned outcomes
+may be saved in one transaction, each still guarded by its own token.
+
+Every time written here is the database's (D17): ``now`` is the SQL expression of
+:func:`conveyor.pipeline.queries.now_of`.
 """
 
 from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine, Table
+from sqlalchemy.sql import ColumnElement
 
 from conveyor.clock import Clock
+from conveyor.db.notify import announce_work
 from conveyor.errors import Conflict, DeclarationError, NotFound
 from conveyor.pipeline import queries
 from conveyor.pipeline.claims import Claim
@@ -23,7 +29,18 @@ from conveyor.pipeline.outcomes import Advance, Fail, Halt, Outcome, Postpone, W
 from conveyor.pipeline.redact import redact
 from conveyor.pipeline.stages import Domain
 
-__all__ = ["Applied", "apply_outcome", "entry_values", "resume", "retry_pause"]
+__all__ = [
+    "Applied",
+    "Planned",
+    "admit",
+    "apply_outcome",
+    "entry_values",
+    "plan_outcome",
+    "report",
+    "resume",
+    "retry_pause",
+    "save_planned",
+]
 
 log = logging.getLogger("conveyor.pipeline")
 
@@ -40,9 +57,77 @@ class Applied:
     """Seconds until the record is claimable again (postpone, retryable failure)."""
 
 
-def entry_values(stage: str, now: float) -> dict[str, Any]:
-    """Queue columns of a record that intake creates at ``stage`` (unclaimed, not halted)."""
+@dataclass(frozen=True)
+class Planned:
+    """An outcome turned into the writes that save it, not yet saved.
+
+    Attributes:
+        claim: the claim whose token guards the write.
+        stage: the stage the step found the record in.
+        outcome: ``advanced``, ``postponed``, ``failed`` or ``halted``.
+        values: record columns to set to plain values.
+        times: record columns to set to the database's now plus so many seconds (D17).
+        writes: extra writes of the step, run in the save's transaction while the claim holds.
+        event_text: the journal text; postpones write no event.
+        target: the stage an advance moves to.
+        halt: the halt, for the log (P11).
+        retry_in: seconds of the retry pause written, if any.
+    """
+
+    claim: Claim
+    stage: str
+    outcome: str
+    values: dict[str, Any]
+    times: dict[str, float]
+    writes: Writes | None = None
+    event_text: str | None = None
+    target: str | None = None
+    halt: Halt | None = None
+    retry_in: float | None = None
+
+
+def entry_values(stage: str, now: ColumnElement[float] | float) -> dict[str, Any]:
+    """Queue columns of a record that intake creates at ``stage`` (unclaimed, not halted).
+
+    ``now`` should be :func:`~conveyor.pipeline.queries.now_of` the intake's clock, so that a
+    record's first time is the database's like every later one (D17).
+    """
     return {"stage": stage, "state_entered_at": now, "attempts": 0, "updated_at": now}
+
+
+def admit(
+    conn: Connection,
+    table: Table,
+    *,
+    domain: str,
+    stage: str,
+    fields: Mapping[str, Any],
+    clock: Clock,
+    note: str,
+) -> int:
+    """Admit a new record at ``stage``, in the caller's open transaction: the one way in.
+
+    Writes the record (``fields`` plus unclaimed, unhalted queue columns dated by the
+    database's clock, D17), its ``accepted`` journal row with origin ``human`` (D14), and tells
+    idle workers of other processes (PostgreSQL, at commit).
+
+    Returns:
+        The new record's id.
+    """
+    now = queries.now_of(clock)
+    record_id = queries.insert_record(conn, table, {**fields, **entry_values(stage, now)})
+    queries.insert_event(
+        conn,
+        domain=domain,
+        record_id=record_id,
+        stage=stage,
+        outcome="accepted",
+        outcome_text=note,
+        origin="human",
+        now=now,
+    )
+    announce_work(conn)
+    return record_id
 
 
 def retry_pause(attempts: int, base: float, cap: float) -> float:
@@ -65,8 +150,189 @@ def _check_owned(domain: Domain, fields: Mapping[str, Any]) -> None:
         )
 
 
+def plan_outcome(
+    domain: Domain,
+    claim: Claim,
+    stage: str,
+    outcome: Outcome,
+    *,
+    now: ColumnElement[float],
+    max_attempts: int,
+    retry_base: float,
+    retry_max: float,
+    attempts: int,
+) -> Planned:
+    """Decide the writes of ``outcome`` for the record held by ``claim`` found in ``stage``.
+
+    Args:
+        attempts: the record's failure count as read when the step started.
+
+    Raises:
+        DeclarationError: the step wrote a field its domain does not own (P7), or advanced to a
+            stage that is not later than the current one.
+    """
+    if isinstance(outcome, Fail) and attempts + 1 >= max_attempts:
+        outcome = Halt(
+            "attempts_exhausted", f"failed {attempts + 1} times; last error: {outcome.error}"
+        )
+    # Every outcome gives the claim back: the record is claimable again once its pause ends.
+    release: dict[str, Any] = {"claim_token": None, "claim_expires_at": None}
+    if isinstance(outcome, Advance):
+        _check_owned(domain, outcome.fields)
+        target = outcome.to or domain.next_stage(stage).name
+        if not domain.is_later(stage, target):
+            raise DeclarationError(f"{domain.name}: cannot advance from {stage!r} to {target!r}")
+        values = {
+            **outcome.fields,
+            "stage": target,
+            "work_started_at": None,
+            "attempts": 0,
+            "retry_at": None,
+            **release,
+        }
+        return Planned(
+            claim,
+            stage,
+            "advanced",
+            values,
+            {"state_entered_at": 0.0, "updated_at": 0.0},
+            outcome.writes,
+            outcome.note or f"{stage} → {target}",
+            target=target,
+        )
+    if isinstance(outcome, Postpone):
+        _check_owned(domain, outcome.fields)
+        # D6: stage, state_entered_at and the stuck countdown stay; waiting is not a failure.
+        return Planned(
+            claim,
+            stage,
+            "postponed",
+            {**outcome.fields, "attempts": 0, **release},
+            {"retry_at": outcome.delay, "updated_at": 0.0},
+            outcome.writes,
+            retry_in=outcome.delay,
+        )
+    if isinstance(outcome, Fail):
+        failures = attempts + 1
+        pause = retry_pause(failures, retry_base, retry_max)
+        return Planned(
+            claim,
+            stage,
+            "failed",
+            {"attempts": failures, **release},
+            {"retry_at": pause, "updated_at": 0.0},
+            event_text=redact(outcome.error),
+            retry_in=pause,
+        )
+    halt = Halt(outcome.reason, redact(outcome.error) or "", writes=outcome.writes)
+    return Planned(
+        claim,
+        stage,
+        "halted",
+        {"halt_reason": halt.reason, "halt_error": halt.error, **release},
+        {"halted_at": 0.0, "updated_at": 0.0},
+        halt.writes,
+        f"{halt.reason}: {halt.error}",
+        halt=halt,
+    )
+
+
+class BatchMismatch(Exception):
+    """A batched save matched fewer rows than it had plans: some claim was lost; the caller
+    rolls back and saves the plans one at a time to learn which."""
+
+
+def save_planned(
+    conn: Connection, domain: Domain, plans: Sequence[Planned], now: ColumnElement[float]
+) -> list[bool]:
+    """Save planned outcomes in the open transaction of ``conn``, each guarded by its token.
+
+    A plan whose claim is gone writes nothing, its extra writes included (P6). The journal rows
+    of the saved ones are written together (D14). When one of them advances a record into
+    another lane, waiting workers of other processes are told, in this transaction (PostgreSQL).
+
+    Returns:
+        For each plan, whether its claim held (its outcome was written).
+
+    Raises:
+        DeclarationError: extra writes returned fields the domain does not own (P7).
+        Exception: whatever an extra write or the save raised; the caller rolls back.
+    """
+    held: list[bool] = []
+    events: list[dict[str, Any]] = []
+    hand_off = False
+    groups: dict[tuple[tuple[str, ...], tuple[str, ...]], list[Planned]] = {}
+    for plan in plans:
+        if plan.writes is not None:
+            # Guard first so that extra writes never land for a lost claim.
+            if not queries.touch_if_held(conn, domain, plan.claim, now):
+                held.append(False)
+                continue
+            extra = plan.writes(conn) or {}
+            _check_owned(domain, extra)
+            ok = (
+                queries.save_many(
+                    conn, domain, now, [plan.claim], [{**plan.values, **extra}], plan.times
+                )
+                == 1
+            )
+            held.append(ok)
+        else:
+            groups.setdefault((tuple(sorted(plan.values)), tuple(sorted(plan.times))), []).append(
+                plan
+            )
+            held.append(True)  # settled below, all at once
+    for group in groups.values():
+        matched = queries.save_many(
+            conn, domain, now, [p.claim for p in group], [p.values for p in group], group[0].times
+        )
+        if matched != len(group):
+            if len(plans) > 1:
+                raise BatchMismatch(f"{matched} of {len(group)} claims held")
+            held = [False]
+    for plan, ok in zip(plans, held, strict=True):
+        if not ok:
+            continue
+        if plan.target is not None and (
+            domain.stage(plan.target).lane != domain.stage(plan.stage).lane
+        ):
+            hand_off = True
+        if plan.outcome != "postponed":
+            events.append(
+                {
+                    "domain": domain.name,
+                    "record_id": plan.claim.record_id,
+                    "stage": plan.stage,
+                    "outcome": plan.outcome,
+                    "outcome_text": plan.event_text,
+                    "origin": "pipeline",
+                }
+            )
+    queries.insert_events(conn, events, now)
+    if hand_off:
+        announce_work(conn)
+    return held
+
+
+def report(domain: Domain, plan: Planned, held: bool) -> Applied:
+    """What a save did, logging a halt (P11: the operator learns of it from the log)."""
+    if not held:
+        return Applied(held=False, outcome="lost")
+    if plan.halt is not None:
+        log.warning(
+            "%s %s halted at %s: %s: %s",
+            domain.noun,
+            plan.claim.record_id,
+            plan.stage,
+            plan.halt.reason,
+            plan.halt.error,
+        )
+        return Applied(held=True, outcome=plan.outcome, halt_reason=plan.halt.reason)
+    return Applied(held=True, outcome=plan.outcome, retry_in=plan.retry_in)
+
+
 def apply_outcome(
-    engine: Engine,
+    engine: Engine | Connection,
     domain: Domain,
     claim: Claim,
     stage: str,
@@ -78,110 +344,33 @@ def apply_outcome(
     retry_max: float,
     attempts: int,
 ) -> Applied:
-    """Write ``outcome`` for the record held by ``claim``, which the step found in ``stage``.
-
-    Args:
-        attempts: the record's failure count as read when the step started.
+    """Plan and save one outcome in its own transaction (see :func:`plan_outcome`).
 
     Returns:
         :class:`Applied`; ``held`` False when the claim was gone and nothing was written.
 
     Raises:
-        DeclarationError: the step wrote a field its domain does not own (P7), or advanced to a
-            stage that is not later than the current one.
+        DeclarationError: as :func:`plan_outcome`.
     """
-    now = clock.now()
-    if isinstance(outcome, Fail) and attempts + 1 >= max_attempts:
-        outcome = Halt(
-            "attempts_exhausted", f"failed {attempts + 1} times; last error: {outcome.error}"
-        )
-    if isinstance(outcome, Fail):
-        outcome = Fail(redact(outcome.error) or "")
-    elif isinstance(outcome, Halt):
-        outcome = Halt(outcome.reason, redact(outcome.error) or "", writes=outcome.writes)
-    writes: Writes | None = None
-    values: dict[str, Any]
-    event_text: str | None
-    if isinstance(outcome, Advance):
-        _check_owned(domain, outcome.fields)
-        target = outcome.to or domain.next_stage(stage).name
-        if not domain.is_later(stage, target):
-            raise DeclarationError(f"{domain.name}: cannot advance from {stage!r} to {target!r}")
-        values = {
-            **outcome.fields,
-            "stage": target,
-            "state_entered_at": now,
-            "attempts": 0,
-            "retry_at": None,
-        }
-        writes = outcome.writes
-        name, event_text = "advanced", outcome.note or f"{stage} → {target}"
-    elif isinstance(outcome, Postpone):
-        _check_owned(domain, outcome.fields)
-        # D6: stage and state_entered_at stay; waiting is not a failure, so attempts reset.
-        values = {
-            **outcome.fields,
-            "attempts": 0,
-            "retry_at": now + outcome.delay,
-        }
-        writes = outcome.writes
-        name, event_text = "postponed", None
-    elif isinstance(outcome, Fail):
-        failures = attempts + 1
-        values = {
-            "attempts": failures,
-            "retry_at": now + retry_pause(failures, retry_base, retry_max),
-        }
-        name, event_text = "failed", outcome.error
-    else:
-        values = {
-            "halted_at": now,
-            "halt_reason": outcome.reason,
-            "halt_error": outcome.error,
-        }
-        writes = outcome.writes
-        name, event_text = "halted", f"{outcome.reason}: {outcome.error}"
-    # Every outcome gives the claim back: the record is claimable again once its pause ends.
-    values.update(claim_token=None, claim_expires_at=None, updated_at=now)
-
-    with engine.connect() as conn, conn.begin() as tx:
-        if writes is not None:
-            # Guard first so that extra writes never land for a lost claim.
-            if not queries.touch_if_held(conn, domain, claim, now):
-                tx.rollback()
-                return Applied(held=False, outcome="lost")
-            extra = writes(conn) or {}
-            _check_owned(domain, extra)
-            values.update(extra)
-        if not queries.save_if_held(conn, domain, claim, values):
-            tx.rollback()
-            return Applied(held=False, outcome="lost")
-        if name != "postponed":
-            queries.insert_event(
-                conn,
-                domain=domain.name,
-                record_id=claim.record_id,
-                stage=stage,
-                outcome=name,
-                outcome_text=event_text,
-                origin="pipeline",
-                now=now,
-            )
-    if isinstance(outcome, Halt):
-        # P11: the operator learns of a halt from the log and the journal.
-        log.warning(
-            "%s %s halted at %s: %s: %s",
-            domain.noun,
-            claim.record_id,
-            stage,
-            outcome.reason,
-            outcome.error,
-        )
-        return Applied(held=True, outcome=name, halt_reason=outcome.reason)
-    retry_at = values.get("retry_at")
-    return Applied(
-        held=True, outcome=name, retry_in=None if retry_at is None else float(retry_at) - now
+    now = queries.now_of(clock)
+    plan = plan_outcome(
+        domain,
+        claim,
+        stage,
+        outcome,
+        now=now,
+        max_attempts=max_attempts,
+        retry_base=retry_base,
+        retry_max=retry_max,
+        attempts=attempts,
     )
+    if isinstance(engine, Connection):
+        with engine.begin():
+            (held,) = save_planned(engine, domain, [plan], now)
+    else:
+        with engine.begin() as conn:
+            (held,) = save_planned(conn, domain, [plan], now)
+    return report(domain, plan, held)
 
 
 def resume(engine: Engine, domain: Domain, record_id: int, *, clock: Clock) -> str:
@@ -196,7 +385,7 @@ def resume(engine: Engine, domain: Domain, record_id: int, *, clock: Clock) -> s
         NotFound: no such record.
         Conflict: the record is not halted.
     """
-    now = clock.now()
+    now = queries.now_of(clock)
     with engine.begin() as conn:
         stage = queries.resume_halted(conn, domain, record_id, now)
         if stage is None:

@@ -15,14 +15,14 @@ import logging
 import threading
 from collections.abc import Mapping, Sequence
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from conveyor.clock import Clock
 from conveyor.config import PipelineSettings
 from conveyor.db.notify import Notifier
 from conveyor.pipeline import queries
-from conveyor.pipeline.claims import Claim
 from conveyor.pipeline.executor import Executor
+from conveyor.pipeline.metrics import BACKLOG
 from conveyor.pipeline.stages import Domain
 
 __all__ = ["WorkerPool"]
@@ -64,16 +64,15 @@ class WorkerPool:
         self.notifier = notifier or Notifier(engine)
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._held: dict[str, tuple[Domain, Claim]] = {}
-        self._held_lock = threading.Lock()
+        self._executors: list[Executor] = []
         for lane in self.lanes:
             if not any(d.lane_stages(lane) for d in self.domains):
                 log.info("lane %r has workers but no stages", lane)
 
     @property
     def executor(self) -> Executor:
-        """A fresh executor bound to this pool's stop flag."""
-        return Executor(
+        """A fresh executor bound to this pool's stop flag and wake-ups."""
+        executor = Executor(
             self.engine,
             self.clock,
             self.settings,
@@ -81,6 +80,8 @@ class WorkerPool:
             on_advance=self.notifier.wake_local,
             on_pause=self._wake_after_pause,
         )
+        self._executors.append(executor)
+        return executor
 
     def _wake_after_pause(self, delay: float) -> None:
         # Only short pauses get a timer; long ones are found by the regular poll.
@@ -90,10 +91,14 @@ class WorkerPool:
     def start(self) -> None:
         """Start every worker thread."""
         self.notifier.start_listening()
+        BACKLOG.watch(self.engine, self.domains, self.clock)
         for lane, count in self.lanes.items():
             for index in range(count):
                 thread = threading.Thread(
-                    target=self._work, args=(lane,), name=f"conveyor-{lane}-{index}", daemon=True
+                    target=self._work,
+                    args=(lane, self.executor),
+                    name=f"conveyor-{lane}-{index}",
+                    daemon=True,
                 )
                 thread.start()
                 self._threads.append(thread)
@@ -115,11 +120,11 @@ class WorkerPool:
         deadline = self.settings.stop_grace if grace is None else grace
         for thread in self._threads:
             thread.join(timeout=deadline)
-        with self._held_lock:
-            leftovers = list(self._held.values())
+        leftovers = [held for executor in self._executors for held in executor.held_claims()]
+        now = queries.now_of(self.clock)
         for domain, claim in leftovers:
             with self.engine.begin() as conn:
-                queries.release_claim(conn, domain, claim, self.clock.now())
+                queries.release_claim(conn, domain, claim, now)
             log.info("%s %s released on stop", domain.noun, claim.record_id)
         self.notifier.close()
 
@@ -128,33 +133,26 @@ class WorkerPool:
         for thread in self._threads:
             thread.join()
 
-    def _work(self, lane: str) -> None:
-        executor = self.executor
+    def _work(self, lane: str, executor: Executor) -> None:
         domains = [d for d in self.domains if d.lane_stages(lane)]
+        while not self._stopping.is_set():
+            try:
+                # One connection per worker loop: no checkout per statement.
+                with self.engine.connect() as conn:
+                    self._loop(conn, lane, executor, domains)
+            except Exception:
+                log.exception("worker of lane %s: unexpected error", lane)
+                self._stopping.wait(_ERROR_BACKOFF)
+
+    def _loop(
+        self, conn: Connection, lane: str, executor: Executor, domains: Sequence[Domain]
+    ) -> None:
         while not self._stopping.is_set():
             since = self.notifier.generation
             worked = False
             for domain in domains:
                 if self._stopping.is_set():
                     break
-                try:
-                    worked = self._run_one(executor, domain, lane) or worked
-                except Exception:
-                    log.exception("worker of lane %s: unexpected error", lane)
-                    self._stopping.wait(_ERROR_BACKOFF)
+                worked = executor.run_batch(conn, domain, lane) > 0 or worked
             if not worked:
                 self.notifier.wait(since, self.settings.poll_interval)
-
-    def _run_one(self, executor: Executor, domain: Domain, lane: str) -> bool:
-        claim = executor.claim(domain, lane)
-        if claim is None:
-            return False
-        key = f"{domain.name}:{claim.record_id}:{claim.token}"
-        with self._held_lock:
-            self._held[key] = (domain, claim)
-        try:
-            executor.run_claimed(domain, claim)
-        finally:
-            with self._held_lock:
-                self._held.pop(key, None)
-        return True

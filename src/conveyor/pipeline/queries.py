@@ -2,6 +2,10 @@
 
 Every write that acts on behalf of a claim is conditional on ``claim_token = :token`` and
 reports whether it matched (P6). None of these statements touches owner fields (P7).
+
+Time (D17): every statement takes ``now``, a SQL expression from :func:`now_of`: the database's
+clock in production, a bound test clock in tests. A worker's own clock never enters a statement
+that decides who may act.
 """
 
 from __future__ import annotations
@@ -9,65 +13,156 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, RowMapping, case, insert, literal, or_, select, update
+from sqlalchemy import (
+    Connection,
+    Double,
+    Integer,
+    Row,
+    RowMapping,
+    Select,
+    Table,
+    Update,
+    bindparam,
+    case,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
+from sqlalchemy.sql import ColumnElement
+from sqlalchemy.sql.elements import UnaryExpression
 
+from conveyor.clock import Clock
+from conveyor.db.now import db_now, db_token
 from conveyor.db.tables import record_events
 from conveyor.pipeline.claims import Claim
 from conveyor.pipeline.stages import Domain, Stage
 
 __all__ = [
-    "claim_one",
+    "CLOCK_STEP_TOLERANCE",
+    "backlog",
+    "claim_order",
+    "claim_statement",
+    "claim_with",
     "extend_claim",
     "insert_event",
+    "insert_events",
+    "insert_record",
+    "now_of",
+    "read_claimed",
     "read_record",
+    "read_statement",
     "release_claim",
+    "release_claims",
     "resume_halted",
     "save_if_held",
+    "save_many",
     "touch_if_held",
 ]
 
+# Seconds the database's clock may step back before a retry pause or a lease reaching further
+# ahead than any the engine writes is taken for a leftover of the old time (D17): a clock set
+# back an hour must not freeze every waiting record for an hour. Smaller steps only delay.
+CLOCK_STEP_TOLERANCE = 60.0
 
-def claim_one(
-    conn: Connection, domain: Domain, stages: Sequence[Stage], now: float, token: str
-) -> Claim | None:
-    """Claim the first eligible record in ``stages``, in ONE statement (P1, P3-P5).
 
-    Eligible: in one of ``stages``, not halted, past its retry pause, and unclaimed or with an
-    expired claim. Order: the domain's sort value, then the primary key. The lease is computed
-    from the record's own stage at claim time (P4). PostgreSQL skips rows another claimer has
-    locked; SQLite serialises writers (``BEGIN IMMEDIATE``), so the clause is dropped there.
+def now_of(clock: Clock) -> ColumnElement[float]:
+    """The current time as the engine's statements read it (D17).
 
     Returns:
-        The claim, or None when there is no work now (P12).
+        The database's clock (:class:`~conveyor.db.now.db_now`), or, for a clock with
+        ``drives_database_time`` (``FakeClock``), its time bound at each execution.
+    """
+    if clock.drives_database_time:
+        return bindparam("_now", type_=Double(), callable_=clock.now)
+    return db_now()
+
+
+def claim_order(domain: Domain) -> list[ColumnElement[Any]]:
+    """The domain's sort value(s), then the primary key as tie-break unless already there (P5)."""
+    pk = domain.table.c.id
+    order = list(domain.order_by)
+    last = order[-1] if order else None
+    inner = last.element if isinstance(last, UnaryExpression) else last
+    if inner is not pk:
+        order.append(pk)
+    return order
+
+
+def claim_statement(domain: Domain, stages: Sequence[Stage], now: ColumnElement[float]) -> Update:
+    """The claim of up to ``:_limit`` records in ``stages``, as ONE statement (P1, P3-P5).
+
+    Eligible: in one of ``stages``, not halted, past its retry pause, and unclaimed or with an
+    expired claim. Order: the domain's sort value, then the primary key. Every claimed row gets
+    a token of its own, made by the database, and a lease from its own stage (P4). The first
+    claim in a stage starts the stuck countdown (``work_started_at``, D3). PostgreSQL skips rows
+    another claimer has locked; SQLite serialises writers, so the clause is dropped there.
+
+    Build it once per lane and run it with :func:`claim_with`.
     """
     table = domain.table
-    names = [s.name for s in stages]
+    longest = max(s.lease for s in stages)
     eligible = (
         select(table.c.id)
         .where(
-            table.c.stage.in_(names),
+            table.c.stage.in_([s.name for s in stages]),
             table.c.halted_at.is_(None),
-            or_(table.c.retry_at.is_(None), table.c.retry_at <= now),
-            or_(table.c.claim_token.is_(None), table.c.claim_expires_at <= now),
+            or_(
+                table.c.retry_at.is_(None),
+                table.c.retry_at <= now,
+                # The clock went back since the pause was written (D17): the pause is over.
+                table.c.updated_at > now + CLOCK_STEP_TOLERANCE,
+            ),
+            or_(
+                table.c.claim_token.is_(None),
+                table.c.claim_expires_at <= now,
+                table.c.claim_expires_at > now + (longest + CLOCK_STEP_TOLERANCE),
+            ),
         )
-        .order_by(*domain.order_by, table.c.id)
-        .limit(1)
+        .order_by(*claim_order(domain))
+        .limit(bindparam("_limit", type_=Integer()))
         .with_for_update(skip_locked=True)
-        .scalar_subquery()
     )
-    lease = case(
-        {s.name: literal(now + s.lease) for s in stages}, value=table.c.stage, else_=literal(now)
-    )
-    stmt = (
+    lease = case({s.name: now + s.lease for s in stages}, value=table.c.stage, else_=now)
+    return (
         update(table)
-        .where(table.c.id == eligible)
-        .values(claim_token=token, claim_expires_at=lease)
+        .where(table.c.id.in_(eligible))
+        .values(
+            claim_token=db_token(),
+            claim_expires_at=lease,
+            work_started_at=func.coalesce(table.c.work_started_at, now),
+        )
         .returning(table.c.id, table.c.claim_token)
     )
-    row = conn.execute(stmt).first()
-    if row is None:
-        return None
-    return Claim(record_id=int(row[0]), token=str(row[1]))
+
+
+def claim_with(conn: Connection, statement: Update, limit: int) -> list[Claim]:
+    """Run a :func:`claim_statement`; the claims in no particular order, [] when no work (P12)."""
+    rows = conn.execute(statement, {"_limit": limit}).all()
+    return [Claim(record_id=int(r[0]), token=str(r[1])) for r in rows]
+
+
+def read_statement(domain: Domain, now: ColumnElement[float]) -> Select[Any]:
+    """Every column of the records ``:_ids``, in claim order, and the database's time."""
+    table = domain.table
+    return (
+        select(*table.c, now.label("_db_now"))
+        .where(table.c.id.in_(bindparam("_ids", expanding=True)))
+        .order_by(*claim_order(domain))
+    )
+
+
+def read_claimed(conn: Connection, statement: Select[Any], ids: Sequence[int]) -> list[Row[Any]]:
+    """Read claimed records in one query (D7: an ordinary read after the claim)."""
+    return list(conn.execute(statement, {"_ids": list(ids)}).all())
+
+
+def insert_record(conn: Connection, table: Table, values: Mapping[str, Any]) -> int:
+    """Insert one record row (plain values or SQL expressions); returns its id."""
+    result = conn.execute(insert(table).values(**values))
+    assert result.inserted_primary_key is not None
+    return int(result.inserted_primary_key[0])
 
 
 def read_record(conn: Connection, domain: Domain, record_id: int) -> RowMapping | None:
@@ -77,7 +172,7 @@ def read_record(conn: Connection, domain: Domain, record_id: int) -> RowMapping 
 
 
 def save_if_held(conn: Connection, domain: Domain, claim: Claim, values: Mapping[str, Any]) -> bool:
-    """Write ``values`` to the claimed record only if ``claim`` still holds (P6).
+    """Write ``values`` (plain values or SQL expressions) only if ``claim`` still holds (P6).
 
     Returns:
         True when the row matched (the write happened), False when the claim is gone.
@@ -91,28 +186,103 @@ def save_if_held(conn: Connection, domain: Domain, claim: Claim, values: Mapping
     return result.rowcount == 1
 
 
-def touch_if_held(conn: Connection, domain: Domain, claim: Claim, now: float) -> bool:
+_SAVES: dict[tuple[str, int, tuple[str, ...], tuple[str, ...]], tuple[object, Update]] = {}
+
+
+def _save_statement(
+    domain: Domain, now: ColumnElement[float], plain: tuple[str, ...], times: tuple[str, ...]
+) -> Update:
+    """The guarded update of ``plain`` columns and ``now``-relative ``times``, built once."""
+    key = (domain.table.name, id(now), plain, times)
+    cached = _SAVES.get(key)
+    if cached is not None and cached[0] is now:
+        return cached[1]
+    if len(_SAVES) > 512:  # statements of executors long gone
+        _SAVES.clear()
+    table = domain.table
+    values: dict[str, Any] = {name: bindparam(name) for name in plain}
+    values.update({name: now + bindparam(f"_t_{name}", type_=Double()) for name in times})
+    statement = (
+        update(table)
+        .where(table.c.id == bindparam("_id"), table.c.claim_token == bindparam("_token"))
+        .values(values)
+    )
+    _SAVES[key] = (now, statement)
+    return statement
+
+
+def save_many(
+    conn: Connection,
+    domain: Domain,
+    now: ColumnElement[float],
+    claims: Sequence[Claim],
+    values: Sequence[Mapping[str, Any]],
+    times: Mapping[str, float],
+) -> int:
+    """Write each claim's ``values`` (same columns for all) and the columns ``times`` (the
+    database's now plus so many seconds), each only while its own claim holds (P6), as one
+    statement run for many.
+
+    Returns:
+        How many of the claims held (rows written).
+    """
+    if not claims:
+        return 0
+    statement = _save_statement(domain, now, tuple(sorted(values[0])), tuple(sorted(times)))
+    offsets = {f"_t_{name}": seconds for name, seconds in times.items()}
+    params = [
+        {**v, **offsets, "_id": c.record_id, "_token": c.token}
+        for c, v in zip(claims, values, strict=True)
+    ]
+    result = conn.execute(statement, params if len(params) > 1 else params[0])
+    return int(result.rowcount)
+
+
+def touch_if_held(
+    conn: Connection, domain: Domain, claim: Claim, now: ColumnElement[float]
+) -> bool:
     """Lock and touch the claimed row if the claim holds; the guard for writes made mid-step."""
     return save_if_held(conn, domain, claim, {"updated_at": now})
 
 
-def extend_claim(conn: Connection, domain: Domain, claim: Claim, expires_at: float) -> bool:
-    """Move the lease end of a held claim to ``expires_at`` (heartbeat); False when lost."""
-    return save_if_held(conn, domain, claim, {"claim_expires_at": expires_at})
+def extend_claim(
+    conn: Connection, domain: Domain, claim: Claim, now: ColumnElement[float], lease: float
+) -> bool:
+    """Heartbeat: move the lease end of a held claim to ``now + lease``; False when lost."""
+    return save_if_held(conn, domain, claim, {"claim_expires_at": now + lease})
 
 
-def release_claim(conn: Connection, domain: Domain, claim: Claim, now: float) -> bool:
+def release_claim(
+    conn: Connection, domain: Domain, claim: Claim, now: ColumnElement[float]
+) -> bool:
     """Give a held claim back so the record is claimable at once (graceful stop)."""
-    return save_if_held(
-        conn, domain, claim, {"claim_token": None, "claim_expires_at": None, "updated_at": now}
+    return release_claims(conn, domain, [claim], now) == 1
+
+
+def release_claims(
+    conn: Connection, domain: Domain, claims: Sequence[Claim], now: ColumnElement[float]
+) -> int:
+    """Give held claims back (one statement run for many); returns how many still held."""
+    if not claims:
+        return 0
+    table = domain.table
+    result = conn.execute(
+        update(table)
+        .where(table.c.id == bindparam("_id"), table.c.claim_token == bindparam("_token"))
+        .values(claim_token=None, claim_expires_at=None, updated_at=now),
+        [{"_id": c.record_id, "_token": c.token} for c in claims],
     )
+    return int(result.rowcount)
 
 
-def resume_halted(conn: Connection, domain: Domain, record_id: int, now: float) -> str | None:
+def resume_halted(
+    conn: Connection, domain: Domain, record_id: int, now: ColumnElement[float]
+) -> str | None:
     """Clear every guard of a halted record in one statement (P9).
 
     Clears the halt fields, the claim token and expiry, the failure count and the retry pause,
-    and re-sets ``state_entered_at``; the stage is kept.
+    and re-sets ``state_entered_at``; the stuck countdown starts again at the next claim (D3);
+    the stage is kept.
 
     Returns:
         The stage the record continues from, or None when the record is missing or not halted.
@@ -130,6 +300,7 @@ def resume_halted(conn: Connection, domain: Domain, record_id: int, now: float) 
             attempts=0,
             retry_at=None,
             state_entered_at=now,
+            work_started_at=None,
             updated_at=now,
         )
         .returning(table.c.stage)
@@ -146,7 +317,7 @@ def insert_event(
     outcome: str,
     outcome_text: str | None,
     origin: str,
-    now: float,
+    now: ColumnElement[float] | float,
 ) -> None:
     """Append one row to the ``record_events`` journal (D14)."""
     conn.execute(
@@ -160,3 +331,35 @@ def insert_event(
             created_at=now,
         )
     )
+
+
+def insert_events(
+    conn: Connection, rows: Sequence[Mapping[str, Any]], now: ColumnElement[float]
+) -> None:
+    """Append several journal rows at once (``domain``, ``record_id``, ``stage``, ``outcome``,
+    ``outcome_text``, ``origin`` each), all dated ``now`` (D14)."""
+    if rows:
+        conn.execute(insert(record_events).values(created_at=now), list(rows))
+
+
+def backlog(
+    conn: Connection, domain: Domain, now: ColumnElement[float]
+) -> list[tuple[str, int, float]]:
+    """Records waiting per non-terminal stage: ``(stage, count, oldest age in seconds)``.
+
+    Waiting: not halted and not held by a live claim (D3: backlog is shown, never halted). The
+    age is measured from ``state_entered_at`` on the database's clock (D17).
+    """
+    table = domain.table
+    open_stages = [s.name for s in domain.stages if not s.terminal]
+    rows = conn.execute(
+        select(table.c.stage, func.count(), func.max(now - table.c.state_entered_at))
+        .where(
+            table.c.stage.in_(open_stages),
+            table.c.halted_at.is_(None),
+            or_(table.c.claim_token.is_(None), table.c.claim_expires_at <= now),
+        )
+        .group_by(table.c.stage)
+    ).all()
+    found = {str(r[0]): (int(r[1]), max(0.0, float(r[2] or 0.0))) for r in rows}
+    return [(name, *found.get(name, (0, 0.0))) for name in open_stages]

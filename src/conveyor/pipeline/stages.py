@@ -8,8 +8,8 @@ which time limit the stuck watchdog applies (own or foreign work, D3).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
 from sqlalchemy import ColumnElement, Table
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from conveyor.pipeline.executor import StepContext
     from conveyor.pipeline.outcomes import Outcome
 
-__all__ = ["Domain", "Stage", "Step", "Work"]
+__all__ = ["Declaration", "Domain", "Lane", "Stage", "Step", "Work"]
 
 Work = Literal["own", "foreign"]
 Step = Callable[["StepContext"], "Outcome"]
@@ -148,3 +148,92 @@ class Domain:
     def terminal_stages(self) -> list[str]:
         """Names of the stages that no step leaves."""
         return [s.name for s in self.stages if s.terminal]
+
+
+@dataclass(frozen=True)
+class Lane:
+    """A lane: workers that run the steps of its stages, as many as one setting says (M7).
+
+    Args:
+        name: the lane's name (``audio``, ``short``, ``long``).
+        workers_key: the setting that gives its worker count, ``section.key``
+            (e.g. ``pipeline.workers``).
+    """
+
+    name: str
+    workers_key: str
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """A domain declared once, without its steps: the one place a stage is added (D11).
+
+    The runtime's lanes, the CLI's progress and the API's stage enums all derive from it; the
+    domain's steps are bound at start-up with :meth:`bind`.
+
+    Args:
+        name: short name used in events and metrics.
+        noun: what people call one row (``record``, ``item``).
+        table: the record table.
+        stages: every stage in order, without steps; the last one is terminal.
+        lanes: the lanes its stages run in, with their settings keys.
+        order_by: the claim sort value(s) (P5).
+        owned_fields: the only columns steps may write (P7).
+
+    Raises:
+        DeclarationError: a stage names a lane that is not declared.
+    """
+
+    name: str
+    table: Table
+    stages: Sequence[Stage]
+    lanes: Sequence[Lane]
+    order_by: Sequence[ColumnElement[object]]
+    owned_fields: frozenset[str]
+    noun: str = "record"
+
+    def __post_init__(self) -> None:
+        declared = {lane.name for lane in self.lanes}
+        for stage in self.stages[:-1]:
+            if stage.lane not in declared:
+                raise DeclarationError(
+                    f"domain {self.name!r}: stage {stage.name!r} runs in undeclared lane "
+                    f"{stage.lane!r}"
+                )
+
+    @property
+    def stage_names(self) -> tuple[str, ...]:
+        """Every stage's name, in order (the API's and CLI's stage enums)."""
+        return tuple(s.name for s in self.stages)
+
+    def bind(
+        self, steps: Mapping[str, Step], *, leases: Mapping[str, float] | None = None
+    ) -> Domain:
+        """The runnable domain: each non-terminal stage gets its step.
+
+        Args:
+            steps: stage name → step, for every stage but the last.
+            leases: stage name → lease in seconds, overriding the declared one.
+
+        Raises:
+            DeclarationError: a step is missing or names no stage (start-up fails).
+        """
+        names = set(self.stage_names)
+        unknown = set(steps) - names
+        if unknown:
+            raise DeclarationError(f"domain {self.name!r}: steps for unknown stages {unknown}")
+        bound: list[Stage] = []
+        for stage in self.stages[:-1]:
+            if stage.name not in steps:
+                raise DeclarationError(f"domain {self.name!r}: stage {stage.name!r} has no step")
+            lease = (leases or {}).get(stage.name, stage.lease)
+            bound.append(replace(stage, step=steps[stage.name], lease=lease))
+        bound.append(replace(self.stages[-1], step=None))
+        return Domain(
+            name=self.name,
+            noun=self.noun,
+            table=self.table,
+            stages=bound,
+            order_by=self.order_by,
+            owned_fields=self.owned_fields,
+        )

@@ -1,0 +1,527 @@
+"""Drain rate of the pipeline engine beside its floor and two other queues, in one run.
+
+Every case drains ``--records`` no-op records (a one-stage domain whose step only advances) and
+reports records per second, CPU per record (this process and its children; on PostgreSQL also
+the server's, from /proc), statements and round trips per record (thread cases, counted at the
+driver), the ratio to the raw floor and to the other queue, and the load average.
+
+Cases, on SQLite and (with ``--postgres URL``) PostgreSQL, at 1 and 4 workers:
+
+* ``conveyor threads``: one :class:`~conveyor.pipeline.WorkerPool` with W worker threads.
+* ``conveyor processes``: W processes, each a pool with one worker.
+* ``floor``: W threads on the bare driver, each looping "one-statement claim (``UPDATE …
+  RETURNING``, SKIP LOCKED on PostgreSQL), then a token-checked done", one commit each; and the
+  same claiming 10 per statement.
+* ``huey`` (SQLite) / ``pgqueuer`` (PostgreSQL), when installed (``pip install -e .[bench]``):
+  a no-op task, W thread workers (huey) or W queue managers (pgqueuer).
+
+Run: ``.venv/bin/python bench/bench_engine.py [--records 20000] [--postgres postgresql://…]``.
+The PostgreSQL database is used as given: the engine schema is migrated there, and the tables
+``bench_jobs``, ``bench_floor`` and pgqueuer's own are dropped and re-created.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import functools
+import multiprocessing
+import os
+import resource
+import sqlite3
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import (
+    Column,
+    Double,
+    Engine,
+    Index,
+    Integer,
+    MetaData,
+    Table,
+    event,
+    func,
+    insert,
+    select,
+    text,
+)
+
+from conveyor.clock import SystemClock
+from conveyor.config import PipelineSettings
+from conveyor.db.engine import make_engine
+from conveyor.db.migrate import upgrade
+from conveyor.db.tables import queue_columns
+from conveyor.pipeline import Advance, Domain, Stage, StepContext, WorkerPool
+from conveyor.pipeline.outcomes import Outcome
+
+bench_metadata = MetaData()
+bench_jobs = Table(
+    "bench_jobs",
+    bench_metadata,
+    Column("id", Integer, primary_key=True),
+    Column("sort_value", Double, nullable=False),
+    *queue_columns(),
+)
+# The claim index every record table has: the claim's order over open records only.
+_open = (bench_jobs.c.halted_at.is_(None)) & (bench_jobs.c.stage != "done")
+Index(
+    "ix_bench_jobs_claim",
+    bench_jobs.c.sort_value,
+    bench_jobs.c.id,
+    postgresql_where=_open,
+    sqlite_where=_open,
+)
+LANE = "bench"
+
+
+def noop(_ctx: StepContext) -> Outcome:
+    return Advance()
+
+
+def bench_domain() -> Domain:
+    return Domain(
+        name="bench",
+        table=bench_jobs,
+        stages=[Stage("new", noop, lane=LANE, lease=60), Stage("done")],
+        order_by=[bench_jobs.c.sort_value],
+        owned_fields=frozenset(),
+    )
+
+
+@dataclass
+class Result:
+    database: str
+    case: str
+    workers: int
+    records: int
+    seconds: float
+    cpu: float
+    server_cpu: float | None = None
+    statements: int | None = None
+    round_trips: int | None = None
+
+    @property
+    def rate(self) -> float:
+        return self.records / self.seconds
+
+
+# -- measuring ----------------------------------------------------------------------------
+
+
+def _own_cpu() -> float:
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _postgres_cpu() -> float:
+    """CPU seconds of every process named ``postgres`` on this machine (server side)."""
+    total = 0
+    tick = os.sysconf("SC_CLK_TCK")
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        name = stat[stat.index("(") + 1 : stat.rindex(")")]
+        if name.startswith("postgres"):
+            fields = stat[stat.rindex(")") + 2 :].split()
+            total += int(fields[11]) + int(fields[12])
+    return total / tick
+
+
+def measure(
+    database: str,
+    case: str,
+    workers: int,
+    records: int,
+    run: Callable[[], None],
+    counted: Engine | None = None,
+) -> Result:
+    counts = {"statements": 0, "round_trips": 0}
+    lock = threading.Lock()
+
+    def on_statement(*_a: Any) -> None:
+        with lock:
+            counts["statements"] += 1
+            counts["round_trips"] += 1
+
+    def on_control(*_a: Any) -> None:
+        with lock:
+            counts["round_trips"] += 1
+
+    if counted is not None:
+        event.listen(counted, "before_cursor_execute", on_statement)
+        for name in ("begin", "commit", "rollback"):
+            event.listen(counted, name, on_control)
+    server = _postgres_cpu() if database == "postgresql" else None
+    cpu = _own_cpu()
+    started = time.perf_counter()
+    try:
+        run()
+    finally:
+        seconds = time.perf_counter() - started
+        if counted is not None:
+            event.remove(counted, "before_cursor_execute", on_statement)
+            for name in ("begin", "commit", "rollback"):
+                event.remove(counted, name, on_control)
+    return Result(
+        database,
+        case,
+        workers,
+        records,
+        seconds,
+        _own_cpu() - cpu,
+        None if server is None else _postgres_cpu() - server,
+        counts["statements"] if counted is not None else None,
+        counts["round_trips"] if counted is not None else None,
+    )
+
+
+# -- Conveyor -----------------------------------------------------------------------------
+
+
+def seed_jobs(engine: Engine, records: int) -> None:
+    bench_metadata.drop_all(engine)
+    bench_metadata.create_all(engine)
+    now = time.time()
+    rows = [
+        {
+            "sort_value": float(i),
+            "stage": "new",
+            "state_entered_at": now,
+            "attempts": 0,
+            "updated_at": now,
+        }
+        for i in range(records)
+    ]
+    with engine.begin() as conn:
+        conn.execute(text("DELETE FROM record_events WHERE domain = 'bench'"))
+        for start in range(0, records, 5000):
+            conn.execute(insert(bench_jobs), rows[start : start + 5000])
+
+
+def open_jobs(engine: Engine) -> int:
+    with engine.connect() as conn:
+        return int(
+            conn.execute(
+                select(func.count()).select_from(bench_jobs).where(bench_jobs.c.stage != "done")
+            ).scalar_one()
+        )
+
+
+def wait_drained(engine: Engine, poll: float = 0.1) -> None:
+    while open_jobs(engine):
+        time.sleep(poll)
+
+
+def bench_settings() -> PipelineSettings:
+    return PipelineSettings(poll_interval=0.05, stop_grace=10.0)
+
+
+def conveyor_threads(url: str, engine: Engine, workers: int, records: int, db: str) -> Result:
+    seed_jobs(engine, records)
+    counted = make_engine(url, pool_size=workers + 2)
+    pool = WorkerPool(
+        counted, [bench_domain()], {LANE: workers}, clock=SystemClock(), settings=bench_settings()
+    )
+
+    def run() -> None:
+        pool.start()
+        wait_drained(engine)
+        pool.stop()  # inside the measurement: the counters must not change under a worker
+
+    try:
+        return measure(db, "conveyor threads", workers, records, run, counted)
+    finally:
+        counted.dispose()
+
+
+def conveyor_processes(url: str, engine: Engine, workers: int, records: int, db: str) -> Result:
+    seed_jobs(engine, records)
+    ctx = multiprocessing.get_context("spawn")
+    ready = ctx.Barrier(workers + 1)
+    drained = ctx.Event()
+    procs = [
+        ctx.Process(target=_process_worker, args=(url, ready, drained)) for _ in range(workers)
+    ]
+    for proc in procs:
+        proc.start()
+
+    def run() -> None:
+        ready.wait()
+        wait_drained(engine)
+        drained.set()
+        for proc in procs:
+            proc.join()
+
+    return measure(db, "conveyor processes", workers, records, run)
+
+
+def _process_worker(url: str, ready: Any, drained: Any) -> None:
+    """One process, one pool with one worker, until the parent sees every record done."""
+    engine = make_engine(url, pool_size=3)
+    pool = WorkerPool(
+        engine, [bench_domain()], {LANE: 1}, clock=SystemClock(), settings=bench_settings()
+    )
+    engine.connect().close()
+    ready.wait()
+    pool.start()
+    drained.wait()
+    pool.stop()
+    engine.dispose()
+
+
+# -- the floor: the bare driver -----------------------------------------------------------
+
+
+def _floor_sql(postgres: bool, per_statement: int) -> tuple[str, str]:
+    lock = " FOR UPDATE SKIP LOCKED" if postgres else ""
+    token = (
+        "replace(CAST(gen_random_uuid() AS TEXT), '-', '')"
+        if postgres
+        else "lower(hex(randomblob(16)))"
+    )
+    mark = "%s" if postgres else "?"
+    claim = (
+        f"UPDATE bench_floor SET token = {token} WHERE id IN (SELECT id FROM bench_floor "
+        f"WHERE stage = 'new' AND token IS NULL ORDER BY sort_value, id LIMIT {per_statement}"
+        f"{lock}) RETURNING id, token"
+    )
+    done = (
+        f"UPDATE bench_floor SET stage = 'done', token = NULL WHERE id = {mark} AND token = {mark}"
+    )
+    return claim, done
+
+
+def seed_floor(connect: Callable[[], Any], records: int) -> None:
+    conn = connect()
+    cur = conn.cursor()
+    cur.execute("DROP TABLE IF EXISTS bench_floor")
+    cur.execute(
+        "CREATE TABLE bench_floor (id INTEGER PRIMARY KEY, sort_value DOUBLE PRECISION NOT NULL, "
+        "stage VARCHAR(32) NOT NULL, token VARCHAR(32))"
+    )
+    cur.execute("CREATE INDEX ix_bench_floor ON bench_floor (sort_value, id) WHERE stage = 'new'")
+    mark = "%s" if "psycopg" in type(conn).__module__ else "?"
+    cur.executemany(
+        f"INSERT INTO bench_floor (id, sort_value, stage) VALUES ({mark}, {mark}, 'new')",
+        [(i + 1, float(i)) for i in range(records)],
+    )
+    conn.commit()
+    conn.close()
+
+
+def floor(
+    connect: Callable[[], Any], workers: int, records: int, db: str, per_statement: int
+) -> Result:
+    seed_floor(connect, records)
+    claim, done = _floor_sql(db == "postgresql", per_statement)
+
+    def worker() -> None:
+        conn = connect()
+        cur = conn.cursor()
+        while True:
+            cur.execute(claim)
+            rows = cur.fetchall()
+            conn.commit()
+            if not rows:
+                break
+            for row in rows:
+                cur.execute(done, (row[0], row[1]))
+                conn.commit()
+        conn.close()
+
+    def run() -> None:
+        threads = [threading.Thread(target=worker) for _ in range(workers)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+    case = "floor, 1 claim a statement" if per_statement == 1 else "floor, 10 claims a statement"
+    return measure(db, case, workers, records, run)
+
+
+# -- other queues -------------------------------------------------------------------------
+
+
+def huey_case(folder: Path, workers: int, records: int, mode: str) -> Result | None:
+    try:
+        from huey import SqliteHuey  # type: ignore[import-untyped]
+        from huey.consumer import Consumer  # type: ignore[import-untyped]
+    except ImportError:
+        return None
+    path = folder / f"huey-{workers}-{mode}.db"
+    huey = SqliteHuey(filename=str(path), results=False)
+
+    @huey.task()  # type: ignore[untyped-decorator]
+    def nothing() -> None:
+        return None
+
+    for _ in range(records):
+        nothing()
+    consumer = Consumer(huey, workers=workers, worker_type=mode, periodic=False)
+
+    def run() -> None:
+        thread = threading.Thread(target=consumer.run, daemon=True)
+        thread.start()
+        while huey.pending_count():
+            time.sleep(0.02)
+        consumer.stop(graceful=True)
+
+    case = "huey threads" if mode == "thread" else "huey processes"
+    return measure("sqlite", case, workers, records, run)
+
+
+def pgqueuer_case(dsn: str, workers: int, records: int) -> Result | None:
+    try:
+        import psycopg
+        from pgqueuer.db import PsycopgDriver
+        from pgqueuer.qm import QueueManager
+        from pgqueuer.queries import Queries
+        from pgqueuer.types import QueueExecutionMode
+    except ImportError:
+        return None
+
+    async def prepare() -> None:
+        conn = await psycopg.AsyncConnection.connect(dsn, autocommit=True)
+        queries = Queries(PsycopgDriver(conn))
+        with contextlib.suppress(Exception):  # not installed yet
+            await queries.uninstall()
+        await queries.install()
+        for start in range(0, records, 5000):
+            count = min(5000, records - start)
+            await queries.enqueue(["noop"] * count, [None] * count, [0] * count)
+        await conn.close()
+
+    async def drain() -> None:
+        async def one() -> None:
+            conn = await psycopg.AsyncConnection.connect(dsn, autocommit=True)
+            manager = QueueManager(Queries(PsycopgDriver(conn)))
+
+            @manager.entrypoint("noop")
+            async def nothing(_job: Any) -> None:
+                return None
+
+            await manager.run(batch_size=10, mode=QueueExecutionMode.drain)
+            await conn.close()
+
+        await asyncio.gather(*(one() for _ in range(workers)))
+
+    asyncio.run(prepare())
+    return measure(
+        "postgresql", "pgqueuer (asyncio)", workers, records, lambda: asyncio.run(drain())
+    )
+
+
+# -- report -------------------------------------------------------------------------------
+
+
+def report(results: list[Result]) -> None:
+    print(f"load average before the report: {os.getloadavg()}")
+    header = (
+        f"{'database':<11}{'case':<31}{'W':>3}{'rec/s':>10}{'x floor':>9}{'x other':>9}"
+        f"{'ms/rec':>8}{'CPU ms/rec':>11}{'server':>8}{'stmts':>7}{'trips':>7}"
+    )
+    print(header)
+    for r in results:
+        floor_rate = next(
+            (
+                f.rate
+                for f in results
+                if f.database == r.database
+                and f.workers == r.workers
+                and f.case == "floor, 1 claim a statement"
+            ),
+            None,
+        )
+        other = next(
+            (
+                o.rate
+                for o in results
+                if o.database == r.database
+                and o.workers == r.workers
+                and o.case in ("huey threads", "pgqueuer (asyncio)")
+            ),
+            None,
+        )
+        stmts = "" if r.statements is None else f"{r.statements / r.records:.2f}"
+        trips = "" if r.round_trips is None else f"{r.round_trips / r.records:.2f}"
+        server = "" if r.server_cpu is None else f"{1000 * r.server_cpu / r.records:.2f}"
+        print(
+            f"{r.database:<11}{r.case:<31}{r.workers:>3}{r.rate:>10.0f}"
+            f"{(r.rate / floor_rate if floor_rate else 0):>9.2f}"
+            f"{(r.rate / other if other else 0):>9.2f}"
+            f"{1000 * r.seconds / r.records:>8.3f}"
+            f"{1000 * r.cpu / r.records:>11.3f}{server:>8}{stmts:>7}{trips:>7}"
+        )
+
+
+def _sqlite_connect(path: Path) -> Any:
+    conn = sqlite3.connect(path, timeout=60, check_same_thread=False)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    return conn
+
+
+def _postgres_connect(dsn: str) -> Any:
+    import psycopg
+
+    return psycopg.connect(dsn)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=20000)
+    parser.add_argument("--postgres", help="a PostgreSQL URL to measure as well")
+    parser.add_argument("--workers", default="1,4", help="worker counts, comma-separated")
+    args = parser.parse_args()
+    counts = [int(w) for w in args.workers.split(",")]
+    results: list[Result] = []
+    print(f"load average at start: {os.getloadavg()}, {os.cpu_count()} CPUs")
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        databases = [("sqlite", f"sqlite:///{folder / 'bench.db'}")]
+        if args.postgres:
+            databases.append(("postgresql", args.postgres))
+        for db, url in databases:
+            engine = make_engine(url, pool_size=4)
+            upgrade(engine)
+            for workers in counts:
+                dsn = engine.url.set(drivername="postgresql").render_as_string(False)
+                connect: Callable[[], Any] = (
+                    functools.partial(_sqlite_connect, folder / "floor.db")
+                    if db == "sqlite"
+                    else functools.partial(_postgres_connect, dsn)
+                )
+
+                for per in (1, 10):
+                    results.append(floor(connect, workers, args.records, db, per))
+                    print(results[-1])
+                if db == "sqlite":
+                    other = huey_case(folder, workers, args.records, "thread")
+                else:
+                    other = pgqueuer_case(dsn, workers, args.records)
+                if other is not None:
+                    results.append(other)
+                    print(results[-1])
+                results.append(conveyor_threads(url, engine, workers, args.records, db))
+                print(results[-1])
+                results.append(conveyor_processes(url, engine, workers, args.records, db))
+                print(results[-1])
+            engine.dispose()
+    report(results)
+
+
+if __name__ == "__main__":
+    main()
