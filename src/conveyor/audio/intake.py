@@ -40,8 +40,9 @@ def accept_audio(
         owner: the record's owner (required).
         language: ISO 639-1 code the owner says the speech is in; None = detect.
         raw_pcm: the owner says this is headerless 16 kHz mono s16le PCM.
-        strict: refuse content that sniffs as neither audio nor video (HTTP intake) instead of
-            letting ``normalize`` halt it with a readable reason (CLI).
+        strict: refuse content that sniffs as neither audio nor video, as both entry points
+            (HTTP and ``conveyor ingest``) do; without it ``normalize`` halts such content
+            ``not_audio`` (how tests reach that halt).
         max_bytes: size limit in bytes.
         languages: the language codes the recognizer accepts; ``language`` must be one.
 
