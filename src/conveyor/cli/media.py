@@ -105,9 +105,12 @@ def _album_id(runtime: Runtime, conn: Connection, album: str, owner: str) -> int
             f"{', '.join(others)}: pass --owner {others[0]}",
             ExitCode.NOT_FOUND,
         )
+    create = (
+        "" if album.strip().isdigit() else f"create it with `conveyor albums create {album!r}`; "
+    )
     raise fail(
-        f"album {album!r} does not exist for owner {owner!r}; create it with "
-        f"`conveyor albums create {album!r}` (`conveyor albums list` shows every album)",
+        f"album {album!r} does not exist for owner {owner!r}; {create}"
+        "`conveyor albums list` shows every owner's albums",
         ExitCode.NOT_FOUND,
     )
 

@@ -82,7 +82,7 @@ def tokens_list(user: Annotated[str, typer.Argument(metavar="USER", help="Whose 
     try:
         tokens = list_tokens(runtime.engine, user)
     except NotFound as exc:
-        raise fail(str(exc), ExitCode.NOT_FOUND) from None
+        raise fail(f"{exc}; `conveyor users list` shows every user", ExitCode.NOT_FOUND) from None
     if not tokens:
         note(f"user {user!r} has no tokens; create one with `conveyor tokens create {user}`")
         return
