@@ -98,9 +98,12 @@ def list_(
     from conveyor.clock import iso_utc
 
     runtime = make_runtime()
-    stages = [s.name for s in runtime.audio.stages]
-    if stage is not None and stage not in stages:
-        raise fail(f"unknown stage {stage!r}; the stages are {', '.join(stages)}", ExitCode.USAGE)
+    if stage is not None:  # the domain (and PyAV with it) is loaded only to check a stage
+        stages = [s.name for s in runtime.audio.stages]
+        if stage not in stages:
+            raise fail(
+                f"unknown stage {stage!r}; the stages are {', '.join(stages)}", ExitCode.USAGE
+            )
     with runtime.engine.connect() as conn:
         rows = queries.list_records(
             conn, owner=owner, stage=stage, halted=True if halted else None, limit=limit
