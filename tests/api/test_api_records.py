@@ -222,16 +222,16 @@ def test_list_pages_with_a_cursor_and_filters(api: Api, client: TestClient, corp
 def test_any_well_formed_cursor_is_accepted_as_documented(
     api: Api, client: TestClient, corpus: Path
 ) -> None:
-    # Cursors are not signed: a hand-made `r<id>` lists from there, and the README and the
-    # error say "malformed", not "a cursor this server did not give out".
+    # Cursors are not signed: a hand-made `r<id>` lists from there, and the HTTP reference and
+    # the error say "malformed", not "a cursor this server did not give out".
     wav = corpus / "audio" / "sense_and_sensibility_0880.wav"
     ids = [upload(client, api, wav)["id"] for _ in range(3)]
     forged = base64.urlsafe_b64encode(f"r{ids[2]}".encode()).decode().rstrip("=")
     page = client.get(f"/api/records?cursor={forged}", headers=api.alice).json()
     assert [c["id"] for c in page["items"]] == ids[1::-1]
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    assert "did not give out" not in readme
-    assert "| 400 | malformed JSON or multipart, a malformed `cursor`" in readme
+    reference = (Path(__file__).resolve().parents[2] / "docs" / "http.md").read_text()
+    assert "did not give out" not in reference and "we gave" not in reference
+    assert "| 400 | `bad_cursor` | a malformed `cursor`" in reference
     error = assert_error(client.get("/api/records?cursor=!!", headers=api.alice), 400)
     assert "gave out" not in error["message"]
 
