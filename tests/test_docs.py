@@ -92,6 +92,9 @@ def test_every_command_argument_option_and_default_is_in_the_cli_reference() -> 
                 continue
             for opt in [*param.opts, *getattr(param, "secondary_opts", [])]:
                 assert f"`{opt}" in body, f"conveyor {name} {opt} is not in docs/cli.md"
+            if not param.is_flag:
+                value = f"`{param.opts[0]} {param.metavar}"
+                assert value in body, f"conveyor {name}: {value}` is not in docs/cli.md"
             shown = _default_shown(param)
             if shown is not None:
                 assert shown in body, f"conveyor {name} {param.opts[0]}: default {shown}"

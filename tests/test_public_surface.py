@@ -30,7 +30,9 @@ def test_public_surface_names_exist() -> None:
                 missing.append(f"{name}.{symbol}")
     assert missing == []
     # The walk reached the package's modules (a wrong root would check nothing).
-    assert {"conveyor.pipeline.queries.claim_statement", "conveyor.api.app.create_app"} <= set(checked)
+    assert {"conveyor.pipeline.queries.claim_statement", "conveyor.api.app.create_app"} <= set(
+        checked
+    )
 
 
 def test_pipeline_surface() -> None:

@@ -44,10 +44,22 @@ def test_help_speaks_without_spec_ids() -> None:
 
 
 def test_boolean_options_are_flags_that_take_no_value() -> None:
+    runner = CliRunner()
     for name, command in ALL.items():
+        shown = runner.invoke(app, [*name.split(), "--help"], terminal_width=200).output
+        assert "<bool>" not in shown and "\\[" not in shown, (name, shown)
         for param in command.params:
-            if param.param_type_name == "option" and param.type_descriptor.annotation is bool:
+            if param.param_type_name != "option":
+                continue
+            if param.type_descriptor.annotation is bool:
                 assert param.is_flag, f"{name} {param.opts} looks like it takes a value"
+                for opt in [*param.opts, *param.secondary_opts]:
+                    assert re.search(rf"{opt}(,| /|\s{{2,}}|\s*$)", shown, re.M), (name, opt, shown)
+            else:  # a value option names its value, as docs/cli.md writes it
+                assert param.metavar and f"{param.opts[0]} {param.metavar}" in shown, (
+                    name,
+                    param.opts,
+                )
 
 
 def test_help_lists_every_exit_code() -> None:

@@ -36,6 +36,9 @@ app = typer.Typer(
     + ". Reference: docs/cli.md.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    # Plain help and usage errors: flags show no value, nothing is drawn in boxes, and a pipe
+    # gets the same text as a terminal.
+    rich_markup_mode=None,
 )
 db_app = typer.Typer(help="The database schema.", no_args_is_help=True)
 app.add_typer(records.app, name="records")
@@ -77,14 +80,16 @@ def worker(
     workers: Annotated[
         int | None,
         typer.Option(
-            help="Worker threads of the audio lane in this process; default \\[pipeline] "
-            "workers. The photo and video lanes take \\[media] short_workers and long_workers.",
+            metavar="N",
+            help="Worker threads of the audio lane in this process; default [pipeline] "
+            "workers. The photo and video lanes take [media] short_workers and long_workers.",
             min=0,
         ),
     ] = None,
     metrics_port: Annotated[
         int | None,
         typer.Option(
+            metavar="PORT",
             help="Serve this process's Prometheus metrics at http://HOST:PORT/metrics "
             "(0 = any free port); default: no metrics endpoint.",
             min=0,
@@ -92,7 +97,7 @@ def worker(
         ),
     ] = None,
     metrics_host: Annotated[
-        str, typer.Option(help="Address the metrics endpoint listens on.")
+        str, typer.Option(metavar="HOST", help="Address the metrics endpoint listens on.")
     ] = "127.0.0.1",
 ) -> None:
     """Run the workers of every lane until SIGINT/SIGTERM (running steps finish or are released)."""

@@ -60,10 +60,12 @@ def media_hint(path: Path, exc: RejectedInput) -> str | None:
 
 def ingest(
     files: Annotated[list[Path], typer.Argument(metavar="FILES", help="Recordings to transcribe.")],
-    owner: Annotated[str, typer.Option(help=OWNER_HELP)] = "me",
+    owner: Annotated[str, typer.Option(metavar="NAME", help=OWNER_HELP)] = "me",
     language: Annotated[
         str | None,
-        typer.Option(help="Language of the speech (ISO 639-1, e.g. en); default: detect."),
+        typer.Option(
+            metavar="xx", help="Language of the speech (ISO 639-1, e.g. en); default: detect."
+        ),
     ] = None,
     raw_pcm: Annotated[
         bool,
@@ -71,7 +73,7 @@ def ingest(
             "--raw-pcm", help="The files are headerless 16 kHz mono 16-bit little-endian PCM."
         ),
     ] = False,
-    title: Annotated[str | None, typer.Option(help="Title for the records.")] = None,
+    title: Annotated[str | None, typer.Option(metavar="T", help="Title for the records.")] = None,
 ) -> None:
     """Transcribe recordings: accept, run the pipeline until each is done or halted, print."""
     from conveyor.audio import queries

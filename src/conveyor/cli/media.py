@@ -39,7 +39,7 @@ __all__ = ["albums_app", "media_app", "print_item"]
 albums_app = typer.Typer(help="Photo and video albums.", no_args_is_help=True)
 media_app = typer.Typer(help="Photos and videos (items) in albums.", no_args_is_help=True)
 
-Owner = Annotated[str, typer.Option(help=OWNER_HELP)]
+Owner = Annotated[str, typer.Option(metavar="NAME", help=OWNER_HELP)]
 AlbumRef = Annotated[str, typer.Argument(metavar="ALBUM", help="The album's id or name.")]
 ItemId = Annotated[
     int, typer.Argument(metavar="ITEM_ID", help="The item's id (from `conveyor media list ALBUM`).")
@@ -137,7 +137,8 @@ def albums_create(
 @albums_app.command("list")
 def albums_list(
     owner: Annotated[
-        str | None, typer.Option(help="Only this owner's albums; default: every owner's.")
+        str | None,
+        typer.Option(metavar="NAME", help="Only this owner's albums; default: every owner's."),
     ] = None,
 ) -> None:
     """List albums with their item counts."""
@@ -163,7 +164,10 @@ def albums_watch(
     owner: Owner = "me",
     since: Annotated[
         int | None,
-        typer.Option(help="Continue after this event id (0 = whole history); default: from now."),
+        typer.Option(
+            metavar="ID",
+            help="Continue after this event id (0 = whole history); default: from now.",
+        ),
     ] = None,
 ) -> None:
     """Print the album's events live, one JSON object per line, until Ctrl-C."""

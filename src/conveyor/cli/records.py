@@ -83,14 +83,18 @@ def print_card(card: dict[str, Any], transcript: str | None) -> None:
 
 @app.command("list")
 def list_(
-    owner: Annotated[str | None, typer.Option(help="Only this owner's records.")] = None,
+    owner: Annotated[
+        str | None, typer.Option(metavar="NAME", help="Only this owner's records.")
+    ] = None,
     stage: Annotated[
         str | None,
-        typer.Option(help="Only records at this stage (uploaded, normalized, …, done)."),
+        typer.Option(
+            metavar="STAGE", help="Only records at this stage (uploaded, normalized, …, done)."
+        ),
     ] = None,
     halted: Annotated[bool, typer.Option("--halted", help="Only halted records.")] = False,
     limit: Annotated[
-        int, typer.Option(min=1, max=1000, help="At most this many records (1-1000).")
+        int, typer.Option(metavar="N", min=1, max=1000, help="At most this many records (1-1000).")
     ] = 50,
 ) -> None:
     """List records, newest first."""

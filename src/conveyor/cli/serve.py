@@ -39,11 +39,16 @@ def bind(host: str, port: int) -> socket.socket:
 
 def serve(
     host: Annotated[
-        str | None, typer.Option(help="Address to listen on; default \\[api] host.")
+        str | None, typer.Option(metavar="HOST", help="Address to listen on; default [api] host.")
     ] = None,
     port: Annotated[
         int | None,
-        typer.Option(help="TCP port (0 = any free port); default \\[api] port.", min=0, max=65535),
+        typer.Option(
+            metavar="PORT",
+            help="TCP port (0 = any free port); default [api] port.",
+            min=0,
+            max=65535,
+        ),
     ] = None,
     workers: Annotated[
         bool,

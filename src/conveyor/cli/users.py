@@ -53,7 +53,9 @@ def users_list() -> None:
 @tokens_app.command("create")
 def tokens_create(
     user: Annotated[str, typer.Argument(metavar="USER", help="The user the token acts for.")],
-    label: Annotated[str | None, typer.Option(help="A note: which device or script.")] = None,
+    label: Annotated[
+        str | None, typer.Option(metavar="L", help="A note: which device or script.")
+    ] = None,
 ) -> None:
     """Create a token and print it once (only its hash is stored)."""
     from conveyor.accounts import create_token
