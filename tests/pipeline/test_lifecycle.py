@@ -1,0 +1,86 @@
+"""How outcomes move a record, each proven from a state the outcome must change (P6, D3, D11).
+
+Every test runs on SQLite and PostgreSQL; time is the fake clock.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jobs_domain import add_jobs, job, jobs, make_domain
+from sqlalchemy import Engine, update
+
+from conveyor.config import PipelineSettings
+from conveyor.pipeline import Advance, Executor, Fail, StepContext
+from conveyor.pipeline.outcomes import Outcome
+from conveyor.testing import FakeClock
+
+
+def test_d3_advance_resets_failures_pause_and_the_time_in_stage(
+    db: Engine, clock: FakeClock, settings: PipelineSettings
+) -> None:
+    """A record that failed once, then advanced, starts the next stage afresh: its failure count
+    does not carry over (two failures there do not exhaust three attempts)."""
+    first = iter([Fail("flaky"), Advance({"result": "new ok"})])
+    domain = make_domain(new=lambda ctx: next(first), waiting=lambda ctx: Fail("still busy"))
+    (jid,) = add_jobs(db, 1, clock.now())
+    entered = job(db, jid)["state_entered_at"]
+    executor = Executor(db, clock, settings)
+    assert executor.run_once(domain, "default")
+    row = job(db, jid)
+    assert (row["stage"], row["attempts"], row["state_entered_at"]) == ("new", 1, entered)
+    clock.advance(100)
+    advanced_at = clock.now()
+    assert executor.run_once(domain, "default")
+    row = job(db, jid)
+    assert (row["stage"], row["attempts"], row["retry_at"]) == ("waiting", 0, None)
+    assert row["state_entered_at"] == advanced_at != entered
+    for failures in range(1, settings.max_attempts):
+        clock.advance(100)
+        assert executor.run_once(domain, "default")
+        row = job(db, jid)
+        assert (row["attempts"], row["halted_at"]) == (failures, None)
+
+
+def test_p6_a_claim_lost_before_its_step_starts_never_runs_the_step(
+    db: Engine, clock: FakeClock, settings: PipelineSettings
+) -> None:
+    ran: list[int] = []
+
+    def step(ctx: StepContext) -> Outcome:
+        ran.append(ctx.claim.record_id)
+        return Advance({"result": "ran"})
+
+    domain = make_domain(new=step)
+    (jid,) = add_jobs(db, 1, clock.now())
+    executor = Executor(db, clock, settings)
+    claim = executor.claim(domain, "default")
+    assert claim is not None
+    with db.begin() as conn:  # re-issued before the step began (a resume, an expiry)
+        conn.execute(update(jobs).where(jobs.c.id == jid).values(claim_token="e" * 32))
+    assert executor.run_claimed(domain, claim) is None
+    assert ran == []
+    row = job(db, jid)
+    assert (row["stage"], row["result"], row["claim_token"]) == ("new", None, "e" * 32)
+
+
+def test_d11_a_lane_claims_only_its_own_stages_and_never_a_terminal_one(
+    db: Engine, clock: FakeClock, settings: PipelineSettings
+) -> None:
+    domain = make_domain(new_lane="short", waiting_lane="long")
+    at_new, at_waiting, at_done = add_jobs(db, 3, clock.now())
+    with db.begin() as conn:
+        conn.execute(update(jobs).where(jobs.c.id == at_waiting).values(stage="waiting"))
+        conn.execute(update(jobs).where(jobs.c.id == at_done).values(stage="done"))
+    executor = Executor(db, clock, settings)
+
+    def claimed(lane: str) -> list[Any]:
+        got = []
+        while (claim := executor.claim(domain, lane)) is not None:
+            got.append(claim.record_id)
+        return got
+
+    assert claimed("short") == [at_new]
+    assert claimed("long") == [at_waiting]
+    assert claimed("default") == []  # a lane of no stage
+    assert job(db, at_done)["claim_token"] is None
