@@ -211,7 +211,9 @@ def test_tiny_original_is_never_upscaled(tmp_path: Path) -> None:
 def test_no_gps_or_exif_left_in_variants(name: str, tmp_path: Path) -> None:
     original = pyvips.Image.new_from_file(str(CORPUS / name))
     assert any(f.startswith("exif-ifd3-GPS") for f in original.get_fields())  # GPS IFD present
-    for variant in _variants(name, tmp_path):
+    variants = _variants(name, tmp_path)
+    assert [v.role for v in variants] == list(SIZES)  # every variant is checked below
+    for variant in variants:
         data = variant.path.read_bytes()
         assert b"EXIF" not in data
         assert b"Exif" not in data

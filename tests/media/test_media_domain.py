@@ -98,8 +98,10 @@ def test_m1_every_object_is_one_journal_row(
     assert len(journal) == len(refs) == 4 + 6  # photo: 4 roles; video: 6
     assert len({r["key"] for r in journal}) == len(journal)
     by_id = {r["id"]: r for r in journal}
+    checked = []
     for item_id in (photo, video):
         for role, obj in roles_of(engine, item_id).items():
+            checked.append((item_id, role))
             row = by_id[
                 next(r["file_id"] for r in refs if (r["item_id"], r["role"]) == (item_id, role))
             ]
@@ -107,6 +109,7 @@ def test_m1_every_object_is_one_journal_row(
             assert path.stat().st_size == row["size"] == obj["size"], role
             assert row["state"] == "ready"
             assert row["width"] and row["height"], role
+    assert len(checked) == len(journal)  # every object was checked against its file
     assert roles_of(engine, photo)["original"]["mime_type"] == "image/jpeg"
     assert roles_of(engine, video)["playback"]["duration"] == pytest.approx(2.38, abs=0.1)
 
