@@ -5,11 +5,14 @@ Every test runs on SQLite and PostgreSQL; time is the fake clock.
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 from jobs_domain import add_jobs, job, jobs, make_domain
 from sqlalchemy import Engine, update
 
+from conveyor.clock import SystemClock
 from conveyor.config import PipelineSettings
 from conveyor.pipeline import Advance, Executor, Fail, StepContext
 from conveyor.pipeline.outcomes import Outcome
@@ -84,3 +87,39 @@ def test_d11_a_lane_claims_only_its_own_stages_and_never_a_terminal_one(
     assert claimed("long") == [at_waiting]
     assert claimed("default") == []  # a lane of no stage
     assert job(db, at_done)["claim_token"] is None
+
+
+def test_m8_heartbeat_holds_a_claim_past_its_lease_in_real_time(
+    db: Engine, settings: PipelineSettings
+) -> None:
+    """On the real clock a step outlives its 3 s lease more than twice over; a rival that tries
+    all along never gets the record (the beats, every lease / 3, leave 2 s of slack each)."""
+    lease = 3.0
+    clock = SystemClock()
+    started = threading.Event()
+
+    def long_step(ctx: StepContext) -> Outcome:
+        started.set()
+        ends = time.monotonic() + 2.5 * lease
+        while time.monotonic() < ends:
+            ctx.check()
+            time.sleep(0.05)
+        return Advance({"result": "held throughout"})
+
+    domain = make_domain(new=long_step, new_lease=lease, heartbeat=True)
+    (jid,) = add_jobs(db, 1, clock.now())
+    worker = Executor(db, clock, settings)
+    runner = threading.Thread(target=worker.run_once, args=(domain, "default"))
+    runner.start()
+    rival = Executor(db, clock, settings)
+    tries: list[Any] = []
+    try:
+        assert started.wait(60), "the step never started"
+        while runner.is_alive():
+            tries.append(rival.claim(domain, "default"))
+            time.sleep(0.1)
+    finally:
+        runner.join()
+    assert len(tries) >= 10 and tries == [None] * len(tries)  # tried all along, never got it
+    row = job(db, jid)
+    assert (row["stage"], row["result"]) == ("waiting", "held throughout")
