@@ -10,10 +10,11 @@ import time
 from typing import Any
 
 from jobs_domain import add_jobs, job, jobs, make_domain
-from sqlalchemy import Engine, update
+from sqlalchemy import Engine, select, update
 
 from conveyor.clock import SystemClock
 from conveyor.config import PipelineSettings
+from conveyor.db.tables import record_events
 from conveyor.pipeline import Advance, Executor, Fail, StepContext
 from conveyor.pipeline.outcomes import Outcome
 from conveyor.testing import FakeClock
@@ -123,3 +124,40 @@ def test_m8_heartbeat_holds_a_claim_past_its_lease_in_real_time(
     assert len(tries) >= 10 and tries == [None] * len(tries)  # tried all along, never got it
     row = job(db, jid)
     assert (row["stage"], row["result"]) == ("waiting", "held throughout")
+
+
+def test_p6_a_batch_saves_its_held_claims_and_nothing_of_the_one_lost(
+    db: Engine, clock: FakeClock, settings: PipelineSettings
+) -> None:
+    """Three records claimed in one statement; while their steps run, another holder takes the
+    middle one. The save writes the two held outcomes and nothing of the lost one: no stage,
+    no field, no journal row."""
+
+    def step(ctx: StepContext) -> Outcome:
+        if ctx.record["title"] == "job 1":
+            with db.begin() as conn:  # re-issued under the step (P2)
+                conn.execute(
+                    update(jobs)
+                    .where(jobs.c.id == ctx.claim.record_id)
+                    .values(claim_token="e" * 32)
+                )
+        return Advance({"result": "ok"})
+
+    domain = make_domain(new=step)
+    a, b, c = add_jobs(db, 3, clock.now())
+    with db.connect() as conn:
+        assert Executor(db, clock, settings).run_batch(conn, domain, "default", limit=3) == 3
+    rows = [job(db, i) for i in (a, b, c)]
+    assert [(r["stage"], r["result"]) for r in rows] == [
+        ("waiting", "ok"),
+        ("new", None),
+        ("waiting", "ok"),
+    ]
+    assert rows[1]["claim_token"] == "e" * 32
+    with db.connect() as conn:
+        journal = conn.execute(
+            select(record_events.c.record_id, record_events.c.outcome)
+            .where(record_events.c.domain == "jobs")
+            .order_by(record_events.c.record_id)
+        ).all()
+    assert [tuple(r) for r in journal] == [(a, "advanced"), (c, "advanced")]
