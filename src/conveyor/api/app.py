@@ -41,11 +41,13 @@ from starlette.responses import Response
 
 from conveyor import __version__
 from conveyor.api import routes_albums, routes_files, routes_records
+from conveyor.api.auth import AuthMiddleware
 from conveyor.api.errors import error_response, install_error_handlers
 from conveyor.api.limits import BodyLimitMiddleware
 from conveyor.api.metrics import MetricsMiddleware
 from conveyor.api.queries import ping
 from conveyor.api.schemas import ErrorBody, Health
+from conveyor.api.security import SecurityHeadersMiddleware
 from conveyor.api.state import ApiState, State
 from conveyor.media.broadcast import AlbumBroadcast
 from conveyor.pipeline import WorkerPool
@@ -132,12 +134,19 @@ def create_app(runtime: Runtime, *, run_workers: bool = True) -> FastAPI:
         version=__version__,
         description=_DESCRIPTION,
         lifespan=lifespan,
+        # Starlette's trailing-slash redirect builds its Location from the Host header (and
+        # `//host/` paths make it point off-site). No redirect is ever built from a request:
+        # a path with a trailing slash is simply no route (404).
+        redirect_slashes=False,
     )
     app.state.conveyor = state
     _document_one_error_shape(app)
     install_error_handlers(app)
-    app.add_middleware(BodyLimitMiddleware)  # inside the metrics, so its 413s are counted
+    # Outermost last: headers on every answer → metrics → authentication → body limit → routes.
+    app.add_middleware(BodyLimitMiddleware)
+    app.add_middleware(AuthMiddleware)  # before any body is read, even the limit's count
     app.add_middleware(MetricsMiddleware)
+    app.add_middleware(SecurityHeadersMiddleware)
     app.include_router(routes_records.router)
     app.include_router(routes_albums.router)
     app.include_router(routes_files.router)

@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from conveyor.api.errors import error_response
+from conveyor.api.headers import header_int
 
 __all__ = ["MAX_BODY_BYTES", "BodyLimitMiddleware", "is_upload"]
 
@@ -56,8 +57,8 @@ class BodyLimitMiddleware:
         limit = self.limit
         for name, value in scope["headers"]:
             if name == b"content-length":
-                declared = value.strip()
-                if declared.isdigit() and int(declared) > limit:
+                declared = header_int(value.strip())
+                if declared is not None and declared > limit:
                     response = error_response(413, "too_large", _too_large(limit), headers=_CLOSE)
                     await response(scope, receive, send)
                     return

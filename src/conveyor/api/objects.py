@@ -13,6 +13,7 @@ size and modification time when the journal has no digest.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -25,9 +26,10 @@ from starlette.responses import FileResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from conveyor.api.errors import error_response
+from conveyor.api.headers import header_int
 from conveyor.errors import NotFound
 
-__all__ = ["object_response", "parse_range"]
+__all__ = ["is_inline", "object_response", "parse_range"]
 
 _CHUNK = 64 * 1024
 # Objects are private to their owner; caches may keep them but must ask before reuse (ETag).
@@ -54,21 +56,22 @@ def parse_range(header: str, size: int) -> tuple[int, int] | bool | None:
         return None
     first, dash, last = spec.strip().partition("-")
     first, last = first.strip(), last.strip()
-    if not dash or not (first.isdigit() or first == "") or not (last.isdigit() or last == ""):
+    # ASCII digits only (RFC 9110 1*DIGIT): "²" or "١" make the header invalid, so it is
+    # ignored like any other malformed Range.
+    start, final = header_int(first), header_int(last)
+    if not dash or (first and start is None) or (last and final is None):
         return None
-    if first == "":
-        if last == "":
+    if start is None:
+        if final is None:
             return None
-        length = int(last)
-        if length == 0 or size == 0:
+        if final == 0 or size == 0:
             return False
-        return max(0, size - length), size
-    start = int(first)
-    if last and int(last) < start:
+        return max(0, size - final), size
+    if final is not None and final < start:
         return None
     if start >= size:
         return False
-    end = size if last == "" else min(int(last) + 1, size)
+    end = size if final is None else min(final + 1, size)
     return start, end
 
 
@@ -90,10 +93,26 @@ def _etag(row: RowMapping, stat: os.stat_result) -> str:
     return f'"{stat.st_size:x}-{stat.st_mtime_ns:x}"'
 
 
-def _disposition(filename: str | None) -> str:
+# Types a browser shows as media and never runs. Everything else (a raw provider response in
+# JSON, text, an octet-stream) is served as an attachment: downloaded, never rendered in our
+# origin. SVG is absent on purpose: it is an image that can carry script.
+_INLINE_TYPES = re.compile(
+    r"(image/(jpeg|png|gif|webp|avif|heic|heif|tiff|bmp)|audio/[a-z0-9.+-]+|video/[a-z0-9.+-]+)"
+)
+# A stored object is content, not a page: even if a browser rendered one, it could run nothing.
+_OBJECT_CSP = "default-src 'none'; media-src 'self'; img-src 'self'; sandbox"
+
+
+def is_inline(mime: str) -> bool:
+    """True for the media types served ``inline``; every other object is an ``attachment``."""
+    return _INLINE_TYPES.fullmatch(mime.split(";", 1)[0].strip().lower()) is not None
+
+
+def _disposition(mime: str, filename: str | None) -> str:
+    kind = "inline" if is_inline(mime) else "attachment"
     if not filename:
-        return "inline"
-    return f"inline; filename*=utf-8''{quote(filename)}"
+        return kind
+    return f"{kind}; filename*=utf-8''{quote(filename)}"
 
 
 def _matches(header: str, etag: str) -> bool:
@@ -110,7 +129,8 @@ def object_response(
         request: for ``Range``, ``If-Range``, ``If-None-Match``.
         path: the object's file in the store.
         row: its ``files`` row (``mime_type``, ``sha256``).
-        filename: a name for ``Content-Disposition`` (inline).
+        filename: a name for ``Content-Disposition``: ``inline`` for photos, audio and video,
+            ``attachment`` for anything else.
 
     Raises:
         NotFound: the journal names an object the store no longer has.
@@ -125,7 +145,8 @@ def object_response(
         "ETag": etag,
         "Accept-Ranges": "bytes",
         "Cache-Control": _CACHE_CONTROL,
-        "Content-Disposition": _disposition(filename),
+        "Content-Disposition": _disposition(mime, filename),
+        "Content-Security-Policy": _OBJECT_CSP,
     }
     if_none_match = request.headers.get("if-none-match")
     if if_none_match is not None and _matches(if_none_match, etag):

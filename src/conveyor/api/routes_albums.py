@@ -13,6 +13,8 @@ from sqlalchemy import Connection
 
 from conveyor.accounts import token_active
 from conveyor.api.auth import Owner
+from conveyor.api.errors import ApiError
+from conveyor.api.headers import header_int
 from conveyor.api.schemas import PLAIN_TEXT, Album, AlbumCreate, AlbumDetail, ErrorBody, Item
 from conveyor.api.sse import album_stream
 from conveyor.api.state import ApiState, State
@@ -239,9 +241,8 @@ async def album_events(
     def start_id() -> int:
         with runtime.engine.connect() as conn:
             _own_album(conn, album_id, owner.name)
-        header = (last_event_id_header or "").strip()
-        if header.isdigit():
-            return min(int(header), 2**63 - 1)
+        if last_event_id_header is not None:
+            return _last_event_id(last_event_id_header)
         if last_event_id is not None:
             return last_event_id
         return broadcast.latest_id(album_id)
@@ -262,6 +263,22 @@ async def album_events(
         media_type="text/event-stream",
         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
     )
+
+
+def _last_event_id(header: str) -> int:
+    """The ``Last-Event-ID`` a reconnecting client sent: ASCII digits, or 400.
+
+    A value that is not a number is refused rather than read as "no id": silently restarting
+    from the newest event would drop every event the client missed.
+    """
+    value = header_int(header.strip())
+    if value is None or value > 2**63 - 1:
+        raise ApiError(
+            400,
+            "bad_last_event_id",
+            "Last-Event-ID must be the decimal id of an event this stream sent (ASCII digits)",
+        )
+    return value
 
 
 @router.get("/items/{item_id}", response_model=Item, summary="A photo or video", responses=_ERRORS)

@@ -41,6 +41,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.types import Message
 
 from conveyor.api.errors import ApiError
+from conveyor.api.headers import header_int
 from conveyor.api.schemas import ErrorBody
 from conveyor.api.state import state_of
 from conveyor.errors import RejectedInput
@@ -106,10 +107,9 @@ def check_length(request: Request, max_bytes: int) -> None:
     declared = request.headers.get("content-length")
     if declared is None:
         return
-    try:
-        length = int(declared)
-    except ValueError:
-        raise ApiError(400, "bad_request", "Content-Length is not a number") from None
+    length = header_int(declared.strip())
+    if length is None:
+        raise ApiError(400, "bad_request", "Content-Length is not a number")
     allowed = max_bytes + (_MULTIPART_OVERHEAD if _is_multipart(request) else 0)
     if length > allowed:
         raise RejectedInput(

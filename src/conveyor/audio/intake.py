@@ -12,7 +12,14 @@ from conveyor.clock import Clock
 from conveyor.db.tables import audio_records
 from conveyor.errors import RejectedInput, UnsupportedMedia
 from conveyor.objects import LocalStore, put_file_row
-from conveyor.objects.sniff import sniff
+from conveyor.objects.sniff import (
+    OCTET_STREAM,
+    SNIFF_BYTES,
+    Sniffed,
+    is_document,
+    looks_like_pcm,
+    sniff,
+)
 from conveyor.pipeline.lifecycle import admit
 
 __all__ = ["accept_audio"]
@@ -70,10 +77,8 @@ def accept_audio(
         if stored.size == 0:
             raise RejectedInput("empty_file", "the upload is empty (0 bytes)")
         sniffed = sniff(store.path(key))
-        if strict and not raw_pcm and sniffed.kind not in ("audio", "video"):
-            raise UnsupportedMedia(
-                "not_media", f"the upload is not audio (its content looks like {sniffed.mime})"
-            )
+        if strict:
+            _check_content(store.path(key), sniffed, raw_pcm=raw_pcm)
         now = clock.now()
         with engine.begin() as conn:
             file_id = put_file_row(
@@ -105,3 +110,34 @@ def accept_audio(
         store.delete(key)
         raise
     return record_id
+
+
+def _check_content(path: Path, sniffed: Sniffed, *, raw_pcm: bool) -> None:
+    """Refuse (HTTP intake) what cannot be a recording, saying what to do when we can tell.
+
+    Raises:
+        UnsupportedMedia: ``not_media``: raw PCM that sniffs as an image, text, markup, PDF or
+            archive; or content that is neither audio nor video (with the ``raw_pcm=true``
+            hint when its bytes look like headerless samples).
+    """
+    if raw_pcm:
+        if is_document(sniffed):
+            raise UnsupportedMedia(
+                "not_media",
+                f"the upload says raw_pcm=true but its content is {sniffed.mime}, not "
+                "headerless PCM samples",
+            )
+        return
+    if sniffed.kind in ("audio", "video"):
+        return
+    with path.open("rb") as handle:
+        pcm_like = sniffed.mime == OCTET_STREAM and looks_like_pcm(handle.read(SNIFF_BYTES))
+    if pcm_like:
+        raise UnsupportedMedia(
+            "not_media",
+            "the upload has no audio header but looks like headerless PCM samples; if it is "
+            "16 kHz mono signed 16-bit little-endian PCM, send it again with raw_pcm=true",
+        )
+    raise UnsupportedMedia(
+        "not_media", f"the upload is not audio (its content looks like {sniffed.mime})"
+    )

@@ -28,11 +28,12 @@ import numpy.typing as npt
 
 from conveyor.errors import MediaError
 from conveyor.files import atomic_path
-from conveyor.objects.sniff import Sniffed, sniff
+from conveyor.objects.sniff import SNIFF_BYTES, Sniffed, is_document, looks_like_pcm, sniff
 
 __all__ = [
     "MAX_SAMPLE_RATE",
     "MIN_SAMPLE_RATE",
+    "RAW_PCM_HINT",
     "REASONS",
     "SILENCE_DBFS",
     "TARGET_SAMPLE_RATE",
@@ -95,6 +96,13 @@ _DEMUXERS: Final[dict[str, str]] = {
 }
 
 _RAW_FORMAT: Final = "s16le"
+
+#: The halt text of bytes with no header that look like samples (``not_audio``).
+RAW_PCM_HINT: Final = (
+    "The file has no audio header, but its bytes look like headerless PCM samples. If it is "
+    "16 kHz mono signed 16-bit little-endian PCM, send it again with --raw-pcm "
+    "(conveyor ingest) or raw_pcm=true (HTTP upload)."
+)
 
 
 @dataclass(frozen=True)
@@ -172,6 +180,14 @@ def normalize_audio(
         raise ValueError(f"normalize_audio would overwrite its source {src}")
     sniffed = sniff(src)
     if raw_pcm:
+        if is_document(sniffed):
+            # Said to be headerless PCM, yet it is a known non-audio format: decoding it as
+            # samples would "transcribe" an image or a web page into noise.
+            raise MediaError(
+                "not_audio",
+                f"The file is {_what(sniffed)}, not headerless PCM audio; only send raw_pcm "
+                "for 16-bit little-endian samples without a header.",
+            )
         if not MIN_SAMPLE_RATE <= raw_sample_rate <= MAX_SAMPLE_RATE:
             raise ValueError(f"raw_sample_rate {raw_sample_rate} Hz is outside 8000-192000 Hz")
         if not 1 <= raw_channels <= 64:
@@ -195,15 +211,24 @@ def _demuxer_for(src: Path, sniffed: Sniffed) -> str | None:
     """
     if sniffed.kind in ("audio", "video"):
         return _DEMUXERS.get(sniffed.mime)
+    if is_document(sniffed):
+        raise MediaError("not_audio", f"The file is {_what(sniffed)}, not audio.")
+    if src.stat().st_size == 0:
+        raise MediaError("not_audio", "The file is an empty file, not audio.")
+    with src.open("rb") as head:
+        pcm_like = looks_like_pcm(head.read(SNIFF_BYTES))
+    if pcm_like:
+        raise MediaError("not_audio", RAW_PCM_HINT)
+    raise MediaError("not_audio", "The file is not in a recognised audio or video format.")
+
+
+def _what(sniffed: Sniffed) -> str:
+    """How a person names content we do not decode."""
     if sniffed.kind == "image":
-        what = f"an image ({sniffed.mime})"
-    elif sniffed.mime == "text/plain":
-        what = "text"
-    elif src.stat().st_size == 0:
-        what = "an empty file"
-    else:
-        raise MediaError("not_audio", "The file is not in a recognised audio or video format.")
-    raise MediaError("not_audio", f"The file is {what}, not audio.")
+        return f"an image ({sniffed.mime})"
+    if sniffed.mime == "text/plain":
+        return "text"
+    return f"a document ({sniffed.mime})"
 
 
 def _transcode(
@@ -244,30 +269,12 @@ def _transcode(
         codec = str(ctx.codec.canonical_name)
 
         sink = _WavSink(out)
-        resampler = _Resampler(sink)
         try:
-            for packet in container.demux(stream):
-                for frame in packet.decode():
-                    if not rate:
-                        rate = int(frame.sample_rate)
-                        _check_rate(rate)
-                    resampler.push(frame)
-        except av.FFmpegError as exc:
-            # Keep a recording whose tail is damaged: the decoded part is still worth a
-            # transcript. With nothing decoded, the file is simply undecodable.
-            resampler.flush()
-            if sink.samples == 0:
-                raise MediaError(
-                    "undecodable", f"The file ({sniffed.mime}) cannot be decoded: {_why(exc)}."
-                ) from exc
-            log.warning(
-                "%s: decoding stopped after %.3f s: %s; keeping the decoded part",
-                src.name,
-                sink.samples / TARGET_SAMPLE_RATE,
-                _why(exc),
-            )
-        resampler.flush()
-        sink.close()
+            rate = _decode(src, container, stream, rate, sink, sniffed)
+        finally:
+            # Closed on every path: a WAV writer left open is closed by the garbage collector
+            # after `out` is gone ("Exception ignored ... write to closed file").
+            sink.close()
         container_name = str(container.format.name)
 
     if sink.samples == 0:
@@ -285,6 +292,45 @@ def _transcode(
         peak_dbfs=peak_dbfs,
         silent=peak_dbfs < SILENCE_DBFS,
     )
+
+
+def _decode(
+    src: Path,
+    container: av.container.InputContainer,
+    stream: av.AudioStream,
+    rate: int,
+    sink: _WavSink,
+    sniffed: Sniffed,
+) -> int:
+    """Decode ``stream`` into ``sink``, keeping a damaged recording's decoded part.
+
+    Returns:
+        The source sample rate (read from the first frame when the header has none).
+    """
+    resampler = _Resampler(sink)
+    try:
+        for packet in container.demux(stream):
+            for frame in packet.decode():
+                if not rate:
+                    rate = int(frame.sample_rate)
+                    _check_rate(rate)
+                resampler.push(frame)
+    except av.FFmpegError as exc:
+        # Keep a recording whose tail is damaged: the decoded part is still worth a
+        # transcript. With nothing decoded, the file is simply undecodable.
+        resampler.flush()
+        if sink.samples == 0:
+            raise MediaError(
+                "undecodable", f"The file ({sniffed.mime}) cannot be decoded: {_why(exc)}."
+            ) from exc
+        log.warning(
+            "%s: decoding stopped after %.3f s: %s; keeping the decoded part",
+            src.name,
+            sink.samples / TARGET_SAMPLE_RATE,
+            _why(exc),
+        )
+    resampler.flush()
+    return rate
 
 
 def _why(exc: av.FFmpegError) -> str:
