@@ -254,6 +254,12 @@ class ApiSettings(_Section):
     """Largest accepted upload in bytes; larger ones get 413."""
     sse_heartbeat: float = Field(default=15.0, gt=0)
     """Seconds between keep-alive comments on an idle event stream."""
+    upload_idle_timeout: float = Field(default=30.0, gt=0)
+    """Seconds an upload may send nothing before it is refused with 408 (partial data removed)."""
+    uploads_per_owner: int = Field(default=4, ge=1)
+    """Uploads one owner may have arriving at once in one process; more get 429."""
+    streams_per_token: int = Field(default=8, ge=1)
+    """Album event streams one token may hold open at once in one process; more get 429."""
 
 
 def _toml_file() -> Path | None:

@@ -196,7 +196,7 @@ async def upload_item(
 
     # Before reading the body: another owner's album answers 404 without storing a byte.
     await anyio.to_thread.run_sync(check_album)
-    item_id = await receive_upload(request, accept, max_bytes=max_bytes)
+    item_id = await receive_upload(request, accept, max_bytes=max_bytes, owner=owner.name)
     await anyio.to_thread.run_sync(runtime.notifier.publish)
     response.headers["Location"] = f"/api/items/{item_id}"
     return await anyio.to_thread.run_sync(_item_of, state, item_id, owner.name)

@@ -36,7 +36,7 @@ from conveyor.errors import NotFound, RejectedInput
 from conveyor.objects import file_by_id
 from conveyor.pipeline import resume
 
-__all__ = ["UPLOAD_BODY", "card_of", "router"]
+__all__ = ["RECORD_FIELDS", "UPLOAD_BODY", "card_of", "router"]
 
 router = APIRouter(prefix="/api/records", tags=["records"])
 
@@ -49,6 +49,9 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     404: {"model": ErrorBody, "description": "No such record of yours."},
     422: {"model": ErrorBody, "description": "Invalid fields."},
 }
+
+# The text parts a multipart recording upload may carry before its `file` part.
+RECORD_FIELDS = frozenset({"title", "language"})
 
 UPLOAD_BODY: dict[str, Any] = {
     "required": True,
@@ -181,7 +184,9 @@ async def upload_record(
             languages=runtime.languages,
         )
 
-    record_id = await receive_upload(request, accept, max_bytes=max_bytes)
+    record_id = await receive_upload(
+        request, accept, max_bytes=max_bytes, owner=owner.name, fields=RECORD_FIELDS
+    )
     await anyio.to_thread.run_sync(runtime.notifier.publish)
     row = await anyio.to_thread.run_sync(_own_record, state, record_id, owner.name)
     card = card_of(row)

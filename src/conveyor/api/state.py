@@ -6,12 +6,17 @@ import threading
 from dataclasses import dataclass, field
 from typing import Annotated
 
+import anyio
 from fastapi import Depends, Request
 
 from conveyor.media.broadcast import AlbumBroadcast
 from conveyor.runtime import Runtime
 
-__all__ = ["ApiState", "State", "state_of"]
+__all__ = ["UPLOAD_SLOTS", "ApiState", "State", "state_of"]
+
+# Uploads arriving at once per process. Their threads are apart from the ordinary routes', so
+# slow phones on slow links cannot take every thread the other routes need.
+UPLOAD_SLOTS = 32
 
 
 @dataclass
@@ -25,6 +30,9 @@ class ApiState:
         closing: set when the server begins to stop, so event streams end and let it.
         upload_stop_grace: seconds an upload still arriving may go on once ``closing`` is set,
             before it is refused with 503 (less than the server's graceful-shutdown timeout).
+        upload_slots: uploads that may be arriving at once in this process; others wait.
+        upload_threads: the threads those uploads run in, apart from the ordinary routes'.
+        uploads_by_owner: uploads arriving now, by owner (``[api] uploads_per_owner``).
     """
 
     runtime: Runtime
@@ -32,6 +40,13 @@ class ApiState:
     broadcast: AlbumBroadcast
     closing: threading.Event = field(default_factory=threading.Event)
     upload_stop_grace: float = 8.0
+    upload_slots: anyio.CapacityLimiter = field(
+        default_factory=lambda: anyio.CapacityLimiter(UPLOAD_SLOTS)
+    )
+    upload_threads: anyio.CapacityLimiter = field(
+        default_factory=lambda: anyio.CapacityLimiter(UPLOAD_SLOTS)
+    )
+    uploads_by_owner: dict[str, int] = field(default_factory=dict)
 
 
 def state_of(request: Request) -> ApiState:

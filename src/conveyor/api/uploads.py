@@ -13,12 +13,18 @@ Two body shapes:
   order given). Anything else is refused with 400 and nothing is kept, never silently dropped:
   a file part under another name (``no_file`` when it comes first), a second file part, a text
   part after the file (by then the file is streaming to storage; applying later fields would
-  mean holding the whole file back);
+  mean holding the whole file back), a text field the route does not know (``unknown_field``,
+  naming each), one sent twice, more than 16 parts in all;
 * anything else: the body is the file itself (``curl --data-binary @x``); the content type is
   never trusted, the content is sniffed by the intake.
 
 Stopping: on SIGTERM an upload still arriving gets ``ApiState.upload_stop_grace`` seconds
 (8 s, inside uvicorn's 10 s graceful shutdown), then a JSON 503 ``shutting_down``; nothing kept.
+
+Fairness: an owner has at most ``[api] uploads_per_owner`` uploads arriving at once (429 with
+``Retry-After`` beyond); the process has 32 upload slots, and a request waiting for one whose
+client leaves is never processed; an upload that sends nothing for ``[api]
+upload_idle_timeout`` seconds gets 408 ``upload_timeout`` and what it sent is removed.
 
 Size: ``[api] max_upload_bytes`` is checked from ``Content-Length`` before anything is read
 (413 at once) and again while streaming (413, the partial object removed).
@@ -43,7 +49,7 @@ from starlette.types import Message
 from conveyor.api.errors import ApiError
 from conveyor.api.headers import header_int
 from conveyor.api.schemas import ErrorBody
-from conveyor.api.state import state_of
+from conveyor.api.state import ApiState, state_of
 from conveyor.errors import RejectedInput
 
 __all__ = [
@@ -61,20 +67,34 @@ T = TypeVar("T")
 def upload_responses(not_media: str, unprocessable: str) -> dict[int | str, dict[str, Any]]:
     """The OpenAPI error responses every upload route shares, with its own 415/422 wording."""
     return {
-        400: {"model": ErrorBody, "description": "Malformed multipart body."},
+        400: {
+            "model": ErrorBody,
+            "description": "Malformed multipart body, an unknown form field, or cut off.",
+        },
+        408: {
+            "model": ErrorBody,
+            "description": "Sent nothing for `[api] upload_idle_timeout` s; nothing kept.",
+        },
         413: {"model": ErrorBody, "description": "Larger than `[api] max_upload_bytes`."},
         415: {"model": ErrorBody, "description": not_media},
         422: {"model": ErrorBody, "description": unprocessable},
+        429: {
+            "model": ErrorBody,
+            "description": "Over `[api] uploads_per_owner` uploads arriving at once.",
+            "headers": {"Retry-After": {"schema": {"type": "integer"}}},
+        },
+        503: {
+            "model": ErrorBody,
+            "description": "The server is stopping (`shutting_down`) or the database is down.",
+        },
     }
 
 
-# Threads that may sit in uploads at once. Their own limiter, so slow phones on slow links
-# cannot take every thread the ordinary (sync) routes need.
-UPLOAD_THREADS = anyio.CapacityLimiter(32)
 # Room for multipart boundaries and part headers beyond the file itself.
 _MULTIPART_OVERHEAD = 256 * 1024
 _MAX_FIELD_BYTES = 16 * 1024
-_MAX_FIELDS = 16
+# Every part counts, whatever its name: the text fields and the file, with room to spare.
+_MAX_PARTS = 16
 _MAX_FILENAME = 255
 # How often a waiting upload looks at the server's stop flag (seconds).
 _TICK = 0.25
@@ -140,6 +160,8 @@ class BodyChunks:
         *,
         closing: threading.Event | None = None,
         stop_grace: float = 0.0,
+        idle_timeout: float = float("inf"),
+        first: Message | None = None,
     ) -> None:
         self._receive = request.receive
         self._limit = limit
@@ -148,12 +170,28 @@ class BodyChunks:
         self._closing = closing
         self._stop_grace = stop_grace
         self._stop_at: float | None = None
+        self._idle_timeout = idle_timeout
+        self._first = first
 
     async def _message(self) -> Message:
         # Waits a tick at a time (uvicorn's receive is safe to cancel: a message is taken only
         # once it is there), so a stop is noticed while the client is slow or silent.
+        if self._first is not None:
+            first, self._first = self._first, None
+            return first
+        idle_since = time.monotonic()
         while True:
             wait = _TICK
+            if time.monotonic() - idle_since >= self._idle_timeout:
+                # A connection that holds an upload slot and sends nothing would keep it
+                # forever; the intake removes what was stored so far.
+                raise ApiError(
+                    408,
+                    "upload_timeout",
+                    f"the upload sent nothing for {self._idle_timeout:g} s; nothing was kept, "
+                    "send it again",
+                    headers={"Connection": "close"},
+                )
             if self._closing is not None and self._closing.is_set():
                 if self._stop_at is None:
                     self._stop_at = time.monotonic() + self._stop_grace
@@ -200,8 +238,13 @@ class BodyChunks:
 class _MultipartFile:
     """The bytes of the ``file`` part of a multipart body, parsed while streaming."""
 
-    def __init__(self, chunks: Iterator[bytes], boundary: bytes) -> None:
+    def __init__(
+        self, chunks: Iterator[bytes], boundary: bytes, fields: frozenset[str] = frozenset()
+    ) -> None:
         self._chunks = chunks
+        self._allowed = fields
+        self._parts = 0
+        self._unknown: list[str] = []
         self.upload = Upload()
         self._pending: list[bytes] = []
         self._headers: dict[str, str] = {}
@@ -227,6 +270,12 @@ class _MultipartFile:
 
     # -- parser callbacks -------------------------------------------------------------------
     def _on_part_begin(self) -> None:
+        # Parts, not distinct names: 5,000 parts under one name are 5,000 parts.
+        self._parts += 1
+        if self._parts > _MAX_PARTS:
+            raise ApiError(
+                400, "bad_multipart", f"more than {_MAX_PARTS} parts in one multipart upload"
+            )
         self._headers = {}
         self._part = None
         self._field_data = bytearray()
@@ -250,6 +299,7 @@ class _MultipartFile:
         # A part with a filename is a file (`curl -F name=@path`, a browser's file input).
         is_file = b"filename" in options
         if name == "file":
+            self._check_unknown()
             if self._file_seen:
                 raise ApiError(400, "bad_multipart", "send one part named `file` per upload")
             self._file_seen = True
@@ -278,10 +328,25 @@ class _MultipartFile:
                 "no_file",
                 f"send the file as a part named `file` (this file part is named {name!r})",
             )
+        elif name not in self._allowed:
+            # Named in the 400 once the file part begins (or the body ends), all together.
+            self._unknown.append(name)
+            self._part = None
+        elif name in self.upload.fields or name == self._part:
+            raise ApiError(400, "bad_multipart", f"form field {name!r} is sent twice")
         else:
-            if len(self.upload.fields) >= _MAX_FIELDS:
-                raise ApiError(400, "bad_multipart", f"more than {_MAX_FIELDS} form fields")
             self._part = name
+
+    def _check_unknown(self) -> None:
+        if self._unknown:
+            names = ", ".join(repr(n) for n in dict.fromkeys(self._unknown))
+            known = ", ".join(f"`{n}`" for n in sorted(self._allowed)) or "none"
+            raise ApiError(
+                400,
+                "unknown_field",
+                f"unknown form field(s) {names}; the text fields of this upload are: {known} "
+                "(then the part named `file`)",
+            )
 
     def _on_part_data(self, data: bytes, start: int, end: int) -> None:
         if self._part == "file":
@@ -322,6 +387,7 @@ class _MultipartFile:
             raise ApiError(
                 400, "bad_multipart", f"the multipart body is malformed: {exc}"
             ) from None
+        self._check_unknown()
         if not self._file_seen:
             raise ApiError(400, "no_file", "the multipart body has no part named `file`")
         if not self._file_done:
@@ -360,46 +426,131 @@ def _boundary(request: Request) -> bytes:
 
 
 def _receive(
-    request: Request, body: BodyChunks, accept: Callable[[Iterator[bytes], Upload], T]
+    request: Request,
+    body: BodyChunks,
+    accept: Callable[[Iterator[bytes], Upload], T],
+    fields: frozenset[str],
 ) -> T:
     chunks = iter(body)
     if _is_multipart(request):
-        parsed = _MultipartFile(chunks, _boundary(request))
+        parsed = _MultipartFile(chunks, _boundary(request), fields)
         upload = parsed.read_headers()
         return accept(iter(parsed), upload)
     return accept(chunks, Upload())
 
 
+async def _wait_for_slot(request: Request, state: ApiState) -> tuple[object, Message | None]:
+    """Take one of the process's upload slots, watching the client while it waits.
+
+    Returns:
+        The slot's borrower (to release it) and the first body message if it came while
+        waiting (handed on to :class:`BodyChunks`).
+
+    Raises:
+        ClientDisconnect: the client left before a slot was free; it never gets one.
+    """
+    slots = state.upload_slots
+    borrower = object()
+    first: Message | None = None
+    left = acquired = False
+
+    async with anyio.create_task_group() as group:
+
+        async def take() -> None:
+            nonlocal acquired
+            await slots.acquire_on_behalf_of(borrower)
+            acquired = True
+            group.cancel_scope.cancel()
+
+        async def watch() -> None:
+            # One message is read at most (and kept): a client that went away says so with
+            # http.disconnect; one that is sending shows its first chunk.
+            nonlocal first, left
+            message = await request.receive()
+            if message["type"] == "http.disconnect":
+                left = True
+                group.cancel_scope.cancel()
+            else:
+                first = message
+
+        group.start_soon(take)
+        group.start_soon(watch)
+    if left:
+        if acquired:
+            slots.release_on_behalf_of(borrower)
+        raise ClientDisconnect()
+    return borrower, first
+
+
 async def receive_upload(
-    request: Request, accept: Callable[[Iterator[bytes], Upload], T], *, max_bytes: int
+    request: Request,
+    accept: Callable[[Iterator[bytes], Upload], T],
+    *,
+    max_bytes: int,
+    owner: str,
+    fields: frozenset[str] = frozenset(),
 ) -> T:
     """Stream the request's upload into ``accept`` (run in a worker thread).
+
+    Fair to everyone: each owner may have ``[api] uploads_per_owner`` uploads arriving at once
+    (more get 429), an upload waits for one of the process's slots (a client that leaves while
+    waiting is never processed), and one that sends nothing for ``[api] upload_idle_timeout``
+    seconds is refused with 408 (the intake removes what it stored).
 
     Args:
         request: the upload request.
         accept: the intake: called with the file's byte chunks and what came with them.
         max_bytes: ``[api] max_upload_bytes``, checked here from Content-Length; ``accept``
             enforces it while streaming.
+        owner: the account's name, for the per-owner cap.
+        fields: the text fields a multipart body may carry before ``file``; any other is 400.
 
     Returns:
         What ``accept`` returns.
 
     Raises:
         RejectedInput: ``too_large`` from Content-Length (and whatever ``accept`` raises).
-        ApiError: 400 for a malformed multipart body or a client that went away mid-upload;
-            503 when the server stops and the upload does not finish within its grace.
+        ApiError: 400 for a malformed multipart body, an unknown field or a client that went
+            away mid-upload; 408 for an idle upload; 429 over the owner's cap; 503 when the
+            server stops and the upload does not finish within its grace.
     """
     check_length(request, max_bytes)
     state = state_of(request)
-    body = BodyChunks(
-        request,
-        max_bytes + _MULTIPART_OVERHEAD,
-        closing=state.closing,
-        stop_grace=state.upload_stop_grace,
-    )
-    try:
-        return await anyio.to_thread.run_sync(
-            _receive, request, body, accept, limiter=UPLOAD_THREADS
+    settings = state.runtime.settings.api
+    arriving = state.uploads_by_owner.get(owner, 0)
+    if arriving >= settings.uploads_per_owner:
+        raise ApiError(
+            429,
+            "too_many_uploads",
+            f"you have {arriving} uploads arriving already (the limit is "
+            f"{settings.uploads_per_owner}); send this one when one of them has finished",
+            headers={"Retry-After": "5"},
         )
-    except ClientDisconnect:
-        raise ApiError(400, "client_disconnected", "the upload was cut off") from None
+    state.uploads_by_owner[owner] = arriving + 1
+    try:
+        try:
+            borrower, first = await _wait_for_slot(request, state)
+        except ClientDisconnect:
+            raise ApiError(400, "client_disconnected", "the client left before sending") from None
+        try:
+            body = BodyChunks(
+                request,
+                max_bytes + _MULTIPART_OVERHEAD,
+                closing=state.closing,
+                stop_grace=state.upload_stop_grace,
+                idle_timeout=settings.upload_idle_timeout,
+                first=first,
+            )
+            return await anyio.to_thread.run_sync(
+                _receive, request, body, accept, fields, limiter=state.upload_threads
+            )
+        except ClientDisconnect:
+            raise ApiError(400, "client_disconnected", "the upload was cut off") from None
+        finally:
+            state.upload_slots.release_on_behalf_of(borrower)
+    finally:
+        left = state.uploads_by_owner[owner] - 1
+        if left:
+            state.uploads_by_owner[owner] = left
+        else:
+            del state.uploads_by_owner[owner]
