@@ -42,13 +42,14 @@ from starlette.responses import Response
 from conveyor import __version__
 from conveyor.api import routes_albums, routes_files, routes_records
 from conveyor.api.auth import AuthMiddleware
-from conveyor.api.errors import error_response, install_error_handlers
+from conveyor.api.errors import RETRY_AFTER_OUTAGE, error_response, install_error_handlers
 from conveyor.api.limits import BodyLimitMiddleware
 from conveyor.api.metrics import MetricsMiddleware
 from conveyor.api.queries import ping
 from conveyor.api.schemas import ErrorBody, Health
 from conveyor.api.security import SecurityHeadersMiddleware
 from conveyor.api.state import ApiState, State
+from conveyor.db import outage
 from conveyor.media.broadcast import AlbumBroadcast
 from conveyor.pipeline import WorkerPool
 from conveyor.pipeline.metrics import BACKLOG
@@ -164,8 +165,15 @@ def create_app(runtime: Runtime, *, run_workers: bool = True) -> FastAPI:
             with state.runtime.engine.connect() as conn:
                 ping(conn)
         except Exception as exc:
-            log.warning("health check: database unreachable: %s", exc)
-            return error_response(503, "unavailable", "the database does not answer")
+            if not outage.DATABASE.failed(exc, "health check"):
+                log.warning("health check: database unreachable: %s", exc)
+            return error_response(
+                503,
+                "unavailable",
+                "the database does not answer",
+                headers={"Retry-After": str(RETRY_AFTER_OUTAGE)},
+            )
+        outage.DATABASE.succeeded()
         body = Health(status="ok", database="ok", workers=state.run_workers)
         return JSONResponse(body.model_dump())
 

@@ -23,8 +23,9 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from conveyor.accounts import Account, authenticate
-from conveyor.api.errors import ApiError, error_response
+from conveyor.api.errors import ApiError, error_response, unavailable_response
 from conveyor.api.state import ApiState, State
+from conveyor.db import outage
 
 __all__ = ["AuthMiddleware", "Owner", "current_account"]
 
@@ -91,9 +92,17 @@ class AuthMiddleware:
         if token is not None:
             state: ApiState = scope["app"].state.conveyor
             runtime = state.runtime
-            account = await anyio.to_thread.run_sync(
-                authenticate, runtime.engine, runtime.clock, token
-            )
+            try:
+                account = await anyio.to_thread.run_sync(
+                    authenticate, runtime.engine, runtime.clock, token
+                )
+            except Exception as exc:
+                # Outside the app's error handlers: an outage is answered here, once logged.
+                if not outage.DATABASE.failed(exc, "API"):
+                    raise
+                await unavailable_response()(scope, receive, send)
+                return
+            outage.DATABASE.succeeded()
             if account is not None:
                 scope.setdefault("state", {})[_SCOPE_KEY] = account
                 await self.app(scope, receive, send)

@@ -20,7 +20,8 @@ where there is one); ``message`` is a sentence for people; 422 validation errors
 422    well-formed but unacceptable: a field out of range, an empty upload, an image
        too large in pixels, an upload whose header cannot be read
 500    a fault of ours; the message says nothing about it, the log says everything
-503    the database is unreachable (``/healthz``); an upload cut off by a server stop
+503    the database does not answer (``database_unavailable``, with ``Retry-After``; ``/healthz``
+       says ``unavailable``); an upload cut off by a server stop (``shutting_down``)
 =====  ==========================================================================
 """
 
@@ -32,12 +33,20 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from sqlalchemy.exc import DataError
+from sqlalchemy.exc import DataError, DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from conveyor.db import outage
 from conveyor.errors import Conflict, NotFound, RejectedInput, UnsupportedMedia
 
-__all__ = ["ApiError", "error_response", "install_error_handlers"]
+__all__ = [
+    "RETRY_AFTER_OUTAGE",
+    "ApiError",
+    "error_response",
+    "install_error_handlers",
+    "unavailable_response",
+]
 
 log = logging.getLogger("conveyor.api")
 
@@ -155,6 +164,27 @@ async def _on_data_error(request: Request, exc: Exception) -> JSONResponse:
     return error_response(422, "invalid_request", "a value in the request cannot be stored")
 
 
+#: Seconds a client is asked to wait before retrying while the database is unreachable.
+RETRY_AFTER_OUTAGE = 5
+
+
+def unavailable_response() -> JSONResponse:
+    """503 ``database_unavailable`` with ``Retry-After``: the database does not answer."""
+    return error_response(
+        503,
+        "database_unavailable",
+        "the database does not answer right now; nothing was changed, try again shortly",
+        headers={"Retry-After": str(RETRY_AFTER_OUTAGE)},
+    )
+
+
+async def _on_database_error(request: Request, exc: Exception) -> JSONResponse:
+    # One log line per outage per process (conveyor.db.outage), not a traceback per request.
+    if outage.DATABASE.failed(exc, "API"):
+        return unavailable_response()
+    return await _on_unexpected(request, exc)
+
+
 async def _on_unexpected(request: Request, exc: Exception) -> JSONResponse:
     log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
     return error_response(500, "internal", "the server failed; the operator's log has details")
@@ -169,4 +199,6 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _on_validation)
     app.add_exception_handler(StarletteHTTPException, _on_http)
     app.add_exception_handler(DataError, _on_data_error)
+    for outage_error in (OperationalError, InterfaceError, PoolTimeout, DBAPIError):
+        app.add_exception_handler(outage_error, _on_database_error)
     app.add_exception_handler(Exception, _on_unexpected)

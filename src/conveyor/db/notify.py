@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, text
 
+from conveyor.db import outage
 from conveyor.db.engine import is_postgresql
 
 __all__ = ["CHANNEL", "Notifier", "announce_work"]
@@ -75,8 +76,9 @@ class Notifier:
             try:
                 with self._engine.begin() as conn:
                     conn.execute(text("SELECT pg_notify(:channel, '')"), {"channel": CHANNEL})
-            except Exception:  # a missed wake-up only delays work until the next poll
-                log.warning("could not publish a wake-up", exc_info=True)
+            except Exception as exc:  # a missed wake-up only delays work until the next poll
+                if not outage.DATABASE.failed(exc, "wake-up publisher"):
+                    log.warning("could not publish a wake-up", exc_info=True)
 
     def wait(self, since: int, timeout: float) -> bool:
         """Sleep until a wake-up after generation ``since`` or ``timeout`` seconds.
@@ -123,9 +125,21 @@ class Notifier:
                 conn: Any = psycopg.connect(dsn, autocommit=True)
                 with conn:
                     conn.execute(f"LISTEN {CHANNEL}")
+                    outage.DATABASE.succeeded()
                     while not self._closing.is_set():
                         for _ in conn.notifies(timeout=1.0, stop_after=1):
                             self.wake_local()
-            except Exception:
-                log.warning("wake-up listener lost its connection; retrying", exc_info=True)
+            except Exception as exc:
+                if not outage.DATABASE.failed(_as_outage(exc), "wake-up listener"):
+                    log.warning("wake-up listener lost its connection; retrying", exc_info=True)
                 self._closing.wait(2.0)
+
+
+def _as_outage(exc: Exception) -> BaseException:
+    """psycopg's own connection errors (the listener bypasses SQLAlchemy) as SQLAlchemy's."""
+    import psycopg
+    from sqlalchemy.exc import OperationalError
+
+    if isinstance(exc, psycopg.OperationalError):
+        return OperationalError("LISTEN", None, exc)
+    return exc

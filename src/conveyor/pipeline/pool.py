@@ -19,6 +19,7 @@ from sqlalchemy import Connection, Engine
 
 from conveyor.clock import Clock
 from conveyor.config import PipelineSettings
+from conveyor.db import outage
 from conveyor.db.notify import Notifier
 from conveyor.pipeline import queries
 from conveyor.pipeline.executor import Executor
@@ -140,8 +141,11 @@ class WorkerPool:
                 # One connection per worker loop: no checkout per statement.
                 with self.engine.connect() as conn:
                     self._loop(conn, lane, executor, domains)
-            except Exception:
-                log.exception("worker of lane %s: unexpected error", lane)
+            except Exception as exc:
+                # An outage is told once per process (and its end once), not once per thread
+                # per second.
+                if not outage.DATABASE.failed(exc, f"{lane} worker"):
+                    log.exception("worker of lane %s: unexpected error", lane)
                 self._stopping.wait(_ERROR_BACKOFF)
 
     def _loop(
@@ -154,5 +158,6 @@ class WorkerPool:
                 if self._stopping.is_set():
                     break
                 worked = executor.run_batch(conn, domain, lane) > 0 or worked
+                outage.DATABASE.succeeded()
             if not worked:
                 self.notifier.wait(since, self.settings.poll_interval)

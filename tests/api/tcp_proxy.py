@@ -1,0 +1,73 @@
+"""A TCP proxy in a thread that a test can cut and restore: a database outage on demand."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+
+
+class TcpProxy:
+    """Forwards 127.0.0.1:<port> to ``target``; :meth:`down` refuses and drops every connection,
+    :meth:`up` listens again on the same port."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.target = target
+        self._lock = threading.Lock()
+        self._sockets: list[socket.socket] = []
+        self._listener: socket.socket | None = None
+        self.port = 0
+        self.up()
+
+    def up(self) -> None:
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
+        listener.listen(64)
+        self.port = listener.getsockname()[1]
+        self._listener = listener
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+
+    def down(self) -> None:
+        with self._lock:
+            listener, self._listener = self._listener, None
+            doomed, self._sockets = self._sockets, []
+        if listener is not None:
+            with contextlib.suppress(OSError):
+                listener.shutdown(socket.SHUT_RDWR)
+            listener.close()
+        for sock in doomed:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            try:
+                server = socket.create_connection(self.target)
+            except OSError:
+                client.close()
+                continue
+            with self._lock:
+                if self._listener is not listener:
+                    client.close()
+                    server.close()
+                    return
+                self._sockets += [client, server]
+            for a, b in ((client, server), (server, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                sink.shutdown(socket.SHUT_WR)
