@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, RowMapping, exists, or_, select, text
+from sqlalchemy import Connection, RowMapping, exists, insert, or_, select, text
 
-from conveyor.db.tables import audio_records, files, media_items, media_objects
+from conveyor.db.tables import audio_records, files, idempotency_keys, media_items, media_objects
 
-__all__ = ["owned_file", "ping"]
+__all__ = ["idempotent_target", "insert_idempotency_key", "owned_file", "ping"]
 
 
 def owned_file(conn: Connection, key: str, owner: str) -> RowMapping | None:
@@ -36,3 +36,39 @@ def owned_file(conn: Connection, key: str, owner: str) -> RowMapping | None:
 def ping(conn: Connection) -> None:
     """One round trip to the database."""
     conn.execute(text("SELECT 1"))
+
+
+def insert_idempotency_key(
+    conn: Connection,
+    *,
+    owner: str,
+    scope: str,
+    key: str,
+    now: float,
+    record_id: int | None = None,
+    item_id: int | None = None,
+) -> None:
+    """Remember that ``owner``'s ``key`` in ``scope`` created this record or item.
+
+    Raises:
+        sqlalchemy.exc.IntegrityError: the key is taken (a concurrent retry won).
+    """
+    conn.execute(
+        insert(idempotency_keys).values(
+            owner=owner, scope=scope, key=key, record_id=record_id, item_id=item_id, created_at=now
+        )
+    )
+
+
+def idempotent_target(conn: Connection, *, owner: str, scope: str, key: str) -> int | None:
+    """The record or item id an earlier request with this key created, if it still exists."""
+    row = conn.execute(
+        select(idempotency_keys.c.record_id, idempotency_keys.c.item_id).where(
+            idempotency_keys.c.owner == owner,
+            idempotency_keys.c.scope == scope,
+            idempotency_keys.c.key == key,
+        )
+    ).first()
+    if row is None:
+        return None
+    return int(row[0] if row[0] is not None else row[1])

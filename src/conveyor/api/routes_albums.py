@@ -10,11 +10,13 @@ import anyio.to_thread
 from fastapi import APIRouter, Header, Path, Query, Request, Response
 from fastapi.responses import StreamingResponse
 from sqlalchemy import Connection
+from sqlalchemy.exc import IntegrityError
 
 from conveyor.accounts import token_active
 from conveyor.api.auth import Owner
 from conveyor.api.errors import ApiError
 from conveyor.api.headers import header_int
+from conveyor.api.idempotency import IDEMPOTENCY_KEY, REPLAYED, IdempotentUpload
 from conveyor.api.schemas import PLAIN_TEXT, Album, AlbumCreate, AlbumDetail, ErrorBody, Item
 from conveyor.api.sse import album_stream
 from conveyor.api.state import ApiState, State
@@ -169,6 +171,7 @@ async def upload_item(
         str | None,
         Query(max_length=300, pattern=PLAIN_TEXT, description="The file's name (raw bodies)."),
     ] = None,
+    idempotency_key: Annotated[str | None, IDEMPOTENCY_KEY] = None,
 ) -> dict[str, Any]:
     """Accept a photo or video into the album: 201 with the item (only `original` so far).
 
@@ -188,16 +191,30 @@ async def upload_item(
             original_name=clean_filename(name) if name else upload.filename,
             max_pixels=runtime.settings.media.max_pixels,
             max_bytes=max_bytes,
+            on_insert=once.recorder(runtime.clock),
         )
 
-    def check_album() -> None:
+    def check_album() -> int | None:
         with runtime.engine.connect() as conn:
             _own_album(conn, album_id, owner.name)
+        return once.earlier(runtime.engine)
 
+    once = IdempotentUpload(
+        idempotency_key, owner=owner.name, scope=f"albums/{album_id}/items", target="item"
+    )
     # Before reading the body: another owner's album answers 404 without storing a byte.
-    await anyio.to_thread.run_sync(check_album)
-    item_id = await receive_upload(request, accept, max_bytes=max_bytes, owner=owner.name)
-    await anyio.to_thread.run_sync(runtime.notifier.publish)
+    earlier = await anyio.to_thread.run_sync(check_album)
+    if earlier is not None:
+        response.headers[REPLAYED] = "true"
+        item_id = earlier
+    else:
+        try:
+            item_id = await receive_upload(request, accept, max_bytes=max_bytes, owner=owner.name)
+        except IntegrityError as exc:  # a concurrent retry with the same key created it first
+            item_id = await anyio.to_thread.run_sync(once.winner_of, runtime.engine, exc)
+            response.headers[REPLAYED] = "true"
+        else:
+            await anyio.to_thread.run_sync(runtime.notifier.publish)
     response.headers["Location"] = f"/api/items/{item_id}"
     return await anyio.to_thread.run_sync(_item_of, state, item_id, owner.name)
 

@@ -11,9 +11,11 @@ import anyio.to_thread
 from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.responses import PlainTextResponse
 from sqlalchemy import RowMapping
+from sqlalchemy.exc import IntegrityError
 
 from conveyor.api.auth import Owner
 from conveyor.api.errors import ApiError
+from conveyor.api.idempotency import IDEMPOTENCY_KEY, REPLAYED, IdempotentUpload
 from conveyor.api.objects import object_response
 from conveyor.api.schemas import (
     PLAIN_TEXT,
@@ -156,6 +158,7 @@ async def upload_record(
     raw_pcm: Annotated[
         bool, Query(description="The body is headerless 16 kHz mono s16le PCM.")
     ] = False,
+    idempotency_key: Annotated[str | None, IDEMPOTENCY_KEY] = None,
 ) -> dict[str, Any]:
     """Accept one recording: 201 with its card at stage `uploaded`.
 
@@ -164,6 +167,10 @@ async def upload_record(
     """
     runtime = state.runtime
     max_bytes = runtime.settings.api.max_upload_bytes
+    once = IdempotentUpload(idempotency_key, owner=owner.name, scope="records", target="record")
+    earlier = await anyio.to_thread.run_sync(once.earlier, runtime.engine)
+    if earlier is not None:
+        return await _answer(state, response, earlier, owner.name, replayed=True)
 
     def accept(chunks: Iterator[bytes], upload: Upload) -> int:
         lang = _field(upload, "language", language, 3)
@@ -182,15 +189,28 @@ async def upload_record(
             strict=True,
             max_bytes=max_bytes,
             languages=runtime.languages,
+            on_insert=once.recorder(runtime.clock),
         )
 
-    record_id = await receive_upload(
-        request, accept, max_bytes=max_bytes, owner=owner.name, fields=RECORD_FIELDS
-    )
+    try:
+        record_id = await receive_upload(
+            request, accept, max_bytes=max_bytes, owner=owner.name, fields=RECORD_FIELDS
+        )
+    except IntegrityError as exc:  # a concurrent retry with the same key created it first
+        winner = await anyio.to_thread.run_sync(once.winner_of, runtime.engine, exc)
+        return await _answer(state, response, winner, owner.name, replayed=True)
     await anyio.to_thread.run_sync(runtime.notifier.publish)
-    row = await anyio.to_thread.run_sync(_own_record, state, record_id, owner.name)
+    return await _answer(state, response, record_id, owner.name, replayed=False)
+
+
+async def _answer(
+    state: ApiState, response: Response, record_id: int, owner: str, *, replayed: bool
+) -> dict[str, Any]:
+    row = await anyio.to_thread.run_sync(_own_record, state, record_id, owner)
     card = card_of(row)
     response.headers["Location"] = card["links"]["self"]
+    if replayed:
+        response.headers[REPLAYED] = "true"
     return card
 
 

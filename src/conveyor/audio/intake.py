@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 from typing import BinaryIO
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from conveyor.clock import Clock
 from conveyor.db.tables import audio_records
@@ -39,6 +39,7 @@ def accept_audio(
     strict: bool = False,
     max_bytes: int | None = None,
     languages: Collection[str] | None = None,
+    on_insert: Callable[[Connection, int], None] | None = None,
 ) -> int:
     """Accept one recording; the original is stored unchanged and the record starts ``uploaded``.
 
@@ -52,6 +53,8 @@ def accept_audio(
             ``not_audio`` (how tests reach that halt).
         max_bytes: size limit in bytes.
         languages: the language codes the recognizer accepts; ``language`` must be one.
+        on_insert: called with the open transaction and the new id, before it commits (the
+            HTTP layer records an ``Idempotency-Key`` there); what it raises undoes the upload.
 
     Returns:
         The new record's id.
@@ -106,6 +109,8 @@ def accept_audio(
                 clock=clock,
                 note=f"{original_name or 'upload'}: {stored.size} bytes, {sniffed.mime}",
             )
+            if on_insert is not None:
+                on_insert(conn, record_id)
     except BaseException:
         store.delete(key)
         raise

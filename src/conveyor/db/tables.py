@@ -33,6 +33,7 @@ __all__ = [
     "api_tokens",
     "audio_records",
     "files",
+    "idempotency_keys",
     "media_items",
     "media_objects",
     "metadata",
@@ -306,4 +307,25 @@ album_events = Table(
     Column("payload", JSON, nullable=False),
     Column("created_at", Double, nullable=False),
     Index("ix_album_events_album", "album_id", "id"),
+)
+
+# A client's Idempotency-Key on an upload → what the first request with it created, so a retry
+# returns that instead of a duplicate. Gone with its record or item.
+idempotency_keys = Table(
+    "idempotency_keys",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("owner", String(100), nullable=False),
+    Column("scope", String(64), nullable=False),
+    Column("key", String(255), nullable=False),
+    Column(
+        "record_id",
+        Integer,
+        ForeignKey("audio_records.id", ondelete="CASCADE"),
+        nullable=True,
+    ),
+    Column("item_id", Integer, ForeignKey("media_items.id", ondelete="CASCADE"), nullable=True),
+    Column("created_at", Double, nullable=False),
+    UniqueConstraint("owner", "scope", "key"),
+    CheckConstraint("(record_id IS NULL) <> (item_id IS NULL)", name="one_target"),
 )

@@ -16,13 +16,13 @@ readable reason; the original stays available.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import BinaryIO, Literal
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from conveyor.clock import Clock
 from conveyor.db.tables import media_items
@@ -134,6 +134,7 @@ def accept_media(
     original_name: str | None = None,
     max_pixels: int,
     max_bytes: int | None = None,
+    on_insert: Callable[[Connection, int], None] | None = None,
 ) -> int:
     """Accept one photo or video into an album; it starts at ``uploaded`` (M2, M4).
 
@@ -148,6 +149,8 @@ def accept_media(
         original_name: the upload's name, for people (never trusted for the type).
         max_pixels: ``[media] max_pixels``; larger images are refused from the header.
         max_bytes: size limit in bytes.
+        on_insert: called with the open transaction and the new id, before it commits (the
+            HTTP layer records an ``Idempotency-Key`` there); what it raises undoes the upload.
 
     Returns:
         The new item's id.
@@ -205,6 +208,8 @@ def accept_media(
                     f"{probed.mime_type}, {probed.width}×{probed.height}"
                 ),
             )
+            if on_insert is not None:
+                on_insert(conn, item_id)
             queries.put_object(conn, item_id, "original", file_id)
     except BaseException:
         store.delete(key)
