@@ -99,6 +99,10 @@ class StorageSettings(_Section):
 
     root: Path = Path("conveyor-data")
     """Local folder for objects; created on first use."""
+    sweep_interval: float = Field(default=3600.0, gt=0)
+    """Seconds between sweeps for stored objects without a journal row (in worker processes)."""
+    sweep_grace: float = Field(default=3600.0, gt=0)
+    """Seconds an object may exist without a journal row before a sweep removes it."""
 
 
 class PipelineSettings(_Section):

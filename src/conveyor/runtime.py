@@ -19,7 +19,7 @@ from conveyor.db.engine import make_engine
 from conveyor.db.migrate import upgrade
 from conveyor.db.notify import Notifier
 from conveyor.media.domain import MEDIA, MediaSteps, build_media_domain
-from conveyor.objects import LocalStore
+from conveyor.objects import LocalStore, Sweeper
 from conveyor.pipeline import Declaration, Domain, WorkerPool
 from conveyor.providers.base import RecognitionProvider
 
@@ -164,4 +164,12 @@ class Runtime:
             clock=self.clock,
             settings=self.settings.pipeline,
             notifier=self.notifier,
+        )
+
+    def sweeper(self) -> Sweeper:
+        """The periodic sweep for objects without a journal row (not started), run beside
+        the worker pool: ``[storage] sweep_interval``, ``[storage] sweep_grace``."""
+        storage = self.settings.storage
+        return Sweeper(
+            self.engine, self.store, interval=storage.sweep_interval, grace=storage.sweep_grace
         )

@@ -51,6 +51,7 @@ from conveyor.api.security import SecurityHeadersMiddleware
 from conveyor.api.state import ApiState, State
 from conveyor.db import outage
 from conveyor.media.broadcast import AlbumBroadcast
+from conveyor.objects import Sweeper
 from conveyor.pipeline import WorkerPool
 from conveyor.pipeline.metrics import BACKLOG
 from conveyor.runtime import Runtime
@@ -120,13 +121,18 @@ def create_app(runtime: Runtime, *, run_workers: bool = True) -> FastAPI:
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         pool: WorkerPool | None = None
+        sweeper: Sweeper | None = None
         if run_workers:
             pool = runtime.pool()
             pool.start()
+            sweeper = runtime.sweeper()
+            sweeper.start()
         try:
             yield
         finally:
             state.closing.set()
+            if sweeper is not None:
+                sweeper.stop()
             if pool is not None:
                 await anyio.to_thread.run_sync(pool.stop)
 

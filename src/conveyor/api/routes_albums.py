@@ -24,6 +24,7 @@ from conveyor.api.uploads import Upload, clean_filename, receive_upload, upload_
 from conveyor.errors import NotFound
 from conveyor.media import albums as views
 from conveyor.media import queries
+from conveyor.media.deletion import delete_album, delete_item
 from conveyor.media.intake import accept_media
 from conveyor.pipeline import resume
 
@@ -210,7 +211,10 @@ async def upload_item(
     else:
         try:
             item_id = await receive_upload(request, accept, max_bytes=max_bytes, owner=owner.name)
-        except IntegrityError as exc:  # a concurrent retry with the same key created it first
+        except IntegrityError as exc:
+            # A concurrent retry with the same key created it first, or the album was deleted
+            # while the upload arrived.
+            await anyio.to_thread.run_sync(check_album)
             item_id = await anyio.to_thread.run_sync(once.winner_of, runtime.engine, exc)
             response.headers[REPLAYED] = "true"
         else:
@@ -302,6 +306,45 @@ def _last_event_id(header: str) -> int:
 def get_item(state: State, owner: Owner, item_id: ItemId) -> dict[str, Any]:
     """The item: stage, halt flag and reason, and its present roles as URLs (M1-M3)."""
     return _item_of(state, item_id, owner.name)
+
+
+@router.delete(
+    "/items/{item_id}",
+    status_code=204,
+    response_class=Response,
+    summary="Delete a photo or video",
+    responses={401: _ERRORS[401], 422: _ERRORS[422]},
+)
+def delete_item_route(state: State, owner: Owner, item_id: ItemId) -> Response:
+    """Delete the item and every object of it; the album's subscribers get `item.deleted`.
+    A step running on it writes nothing afterwards.
+
+    204 whether the item existed or not (idempotent; another owner's item is left alone).
+    """
+    runtime = state.runtime
+    if delete_item(runtime.engine, runtime.store, runtime.clock, item_id, owner=owner.name):
+        runtime.notifier.wake_local()
+    return Response(status_code=204)
+
+
+@router.delete(
+    "/albums/{album_id}",
+    status_code=204,
+    response_class=Response,
+    summary="Delete an album with its items",
+    responses={401: _ERRORS[401], 422: _ERRORS[422]},
+)
+def delete_album_route(state: State, owner: Owner, album_id: AlbumId) -> Response:
+    """Delete the album, every item in it and their objects; open event streams of the album
+    end with `album.deleted`.
+
+    204 whether the album existed or not (idempotent; another owner's album is left alone).
+    """
+    runtime = state.runtime
+    deleted = delete_album(runtime.engine, runtime.store, runtime.clock, album_id, owner=owner.name)
+    if deleted is not None:
+        runtime.notifier.wake_local()
+    return Response(status_code=204)
 
 
 @router.post(

@@ -32,6 +32,7 @@ from conveyor.api.text_formats import srt, vtt
 from conveyor.api.uploads import Upload, clean_filename, receive_upload, upload_responses
 from conveyor.audio import queries
 from conveyor.audio.cards import record_card, transcript_of
+from conveyor.audio.deletion import delete_record
 from conveyor.audio.intake import accept_audio
 from conveyor.clock import iso_utc
 from conveyor.errors import NotFound, RejectedInput
@@ -376,6 +377,25 @@ def get_original(request: Request, state: State, owner: Owner, record_id: Record
         raise NotFound(f"record {record_id} has no stored original")
     path = state.runtime.store.path(str(file_row["key"]))
     return object_response(request, path, file_row, filename=row["original_name"])
+
+
+@router.delete(
+    "/{record_id}",
+    status_code=204,
+    response_class=Response,
+    summary="Delete a record",
+    responses={401: _ERRORS[401], 422: _ERRORS[422]},
+)
+def delete_record_route(state: State, owner: Owner, record_id: RecordId) -> Response:
+    """Delete the record, its texts and history rows, and every stored object (original,
+    normalized audio, raw responses). A step running on it writes nothing afterwards.
+
+    204 whether the record existed or not (deleting is idempotent; another owner's record is
+    left alone and answers the same).
+    """
+    runtime = state.runtime
+    delete_record(runtime.engine, runtime.store, runtime.clock, record_id, owner=owner.name)
+    return Response(status_code=204)
 
 
 @router.post(

@@ -26,18 +26,18 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, RowMapping
+from sqlalchemy import Connection, Engine, RowMapping
 
 from conveyor.audio import queries
 from conveyor.audio.normalize import normalize_audio
 from conveyor.config import PipelineSettings, TranscriptionSettings
 from conveyor.db.tables import audio_records
-from conveyor.objects import LocalStore, file_by_id, put_file_row
+from conveyor.objects import LocalStore, discard_unjournaled, file_by_id, put_file_row
 from conveyor.pipeline import (
     Advance,
     Declaration,
@@ -89,6 +89,10 @@ class AudioSteps:
         self.transcription = transcription
         self.pipeline = pipeline
 
+    def discard(self, engine: Engine, keys: Sequence[str]) -> None:
+        """Remove the objects among ``keys`` that have no journal row (a halt, a deletion)."""
+        discard_unjournaled(engine, self.store, keys)
+
     @cached_property
     def provider(self) -> RecognitionProvider:
         """The recognition provider, built on first use."""
@@ -107,7 +111,7 @@ class AudioSteps:
         source, _ = self._file_path(ctx, int(record["original_file_id"]))
         if not source.is_file():
             return Halt("original_missing", f"the original upload is missing from storage: {_}")
-        key = f"audio/{record['id']}/normalized.wav"
+        key = ctx.produced_object(f"audio/{record['id']}/normalized.wav")
         with self.store.writer(key) as temp:
             result = normalize_audio(source, temp, raw_pcm=bool(record["raw_pcm"]))
         if result.duration < MIN_DURATION:
@@ -247,7 +251,7 @@ class AudioSteps:
     ) -> Callable[[Connection], None]:
         """Store ``raw`` as an object now; the returned writes journal it and finish the attempt."""
         record_id = int(ctx.record["id"])
-        key = f"audio/{record_id}/recognition-{attempt_id}.json"
+        key = ctx.produced_object(f"audio/{record_id}/recognition-{attempt_id}.json")
         stored = self.store.put_stream(key, [raw])
         now = ctx.clock.now()
 
@@ -424,7 +428,8 @@ def build_audio_domain(steps: AudioSteps) -> Domain:
             "normalized": steps.submit,
             "submitted": steps.collect,
             "transcribed": steps.finish,
-        }
+        },
+        discard=steps.discard,
     )
 
 

@@ -179,3 +179,35 @@ def events_of(conn: Connection, record_id: int) -> Sequence[RowMapping]:
         .mappings()
         .all()
     )
+
+
+def lock_record(conn: Connection, record_id: int, owner: str | None = None) -> RowMapping | None:
+    """Read one record and lock its row until the transaction ends (a deletion's first step).
+
+    On PostgreSQL a step's conditional save waits for the lock and then finds no row; claims
+    skip the row (SKIP LOCKED). SQLite's writers are serialised by ``BEGIN IMMEDIATE``.
+    """
+    query = select(audio_records).where(audio_records.c.id == record_id).with_for_update()
+    if owner is not None:
+        query = query.where(audio_records.c.owner == owner)
+    return conn.execute(query).mappings().first()
+
+
+def file_ids_of_record(conn: Connection, record: RowMapping) -> set[int]:
+    """Every journal row a record points at: original, normalized audio, raw responses."""
+    ids = {int(record["original_file_id"])}
+    if record["normalized_file_id"] is not None:
+        ids.add(int(record["normalized_file_id"]))
+    raw = conn.execute(
+        select(recognition_attempts.c.raw_response_file_id).where(
+            recognition_attempts.c.record_id == record["id"],
+            recognition_attempts.c.raw_response_file_id.is_not(None),
+        )
+    ).scalars()
+    ids.update(int(i) for i in raw)
+    return ids
+
+
+def delete_record(conn: Connection, record_id: int) -> None:
+    """Remove a record row; its texts, attempts, topics and idempotency keys go with it."""
+    conn.execute(delete(audio_records).where(audio_records.c.id == record_id))

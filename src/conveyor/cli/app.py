@@ -125,7 +125,10 @@ def worker(
     stop = stop_on_signals()
     pool = runtime.pool(lanes)
     pool.start()
+    sweeper = runtime.sweeper()  # objects left without a journal row, every sweep_interval
+    sweeper.start()
     stop.wait()
+    sweeper.stop()
     pool.stop()
 
 

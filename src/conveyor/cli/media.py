@@ -345,8 +345,79 @@ def media_list(album: AlbumRef, owner: Owner = "me") -> None:
 
 
 @media_app.command("resume")
-def media_resume(item_id: ItemId) -> None:
-    """Resume a halted item from the stage it reached; a worker then moves it on."""
+def media_resume(
+    item_ids: Annotated[
+        list[int] | None,
+        typer.Argument(help="Ids of halted items.", show_default=False),
+    ] = None,
+    reason: Annotated[
+        str | None, typer.Option(help="Every item halted with this reason (e.g. undecodable).")
+    ] = None,
+    stage: Annotated[str | None, typer.Option(help="Every item halted at this stage.")] = None,
+    every: Annotated[bool, typer.Option("--all", help="Every halted item.")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Count and list them; change nothing.")
+    ] = False,
+) -> None:
+    """Resume halted items from the stage each reached: by id, or every one halted with a
+    reason (--reason), at a stage (--stage), or all (--all); --dry-run counts them first."""
+    ids = item_ids or []
+    if len(ids) == 1 and not (reason or stage or every or dry_run):
+        _resume_item(ids[0])
+        return
+    from conveyor.cli.bulk import resume_command
+
+    runtime = make_runtime()
+    resume_command(
+        runtime,
+        runtime.media,
+        "item",
+        ids,
+        reason=reason,
+        stage=stage,
+        every=every,
+        dry_run=dry_run,
+    )
+
+
+@media_app.command("delete")
+def media_delete(
+    item_ids: Annotated[list[int], typer.Argument(help="Ids of the photos or videos.")],
+) -> None:
+    """Delete photos or videos with every stored object; the album's watchers are told.
+    A step running on one writes nothing afterwards; idempotent."""
+    from conveyor.media.deletion import delete_item
+
+    runtime = make_runtime()
+    for item_id in item_ids:
+        if delete_item(runtime.engine, runtime.store, runtime.clock, item_id):
+            console.print(f"item {item_id} deleted")
+        else:
+            console.print(f"item {item_id} does not exist; nothing to delete")
+
+
+@albums_app.command("delete")
+def albums_delete(album: AlbumRef, owner: Owner = "me") -> None:
+    """Delete an album with every item in it and their objects; idempotent."""
+    from conveyor.errors import NotFound
+    from conveyor.media import albums as album_views
+    from conveyor.media.deletion import delete_album
+
+    runtime = make_runtime()
+    with runtime.engine.connect() as conn:
+        try:
+            album_id = int(album_views.find_album(conn, album, owner=owner)["id"])
+        except NotFound:
+            console.print(f"album {album} does not exist; nothing to delete", highlight=False)
+            return
+    count = delete_album(runtime.engine, runtime.store, runtime.clock, album_id, owner=owner)
+    if count is None:
+        console.print(f"album {album_id} does not exist; nothing to delete")
+    else:
+        console.print(f"album {album_id} deleted with {count} items")
+
+
+def _resume_item(item_id: int) -> None:
     from conveyor.cli.records import state_of
     from conveyor.errors import Conflict
     from conveyor.media import queries

@@ -1,4 +1,5 @@
-"""``conveyor records``: list, show, events, resume, stats: the operator's tools (P9, P11, D3)."""
+"""``conveyor records``: list, show, events, resume, delete, stats: the operator's tools (P9,
+P11, D3)."""
 
 from __future__ import annotations
 
@@ -178,8 +179,58 @@ def events(record_id: RecordId) -> None:
 
 
 @app.command()
-def resume(record_id: RecordId) -> None:
-    """Resume a halted record from the stage it reached; a worker then moves it on."""
+def resume(
+    record_ids: Annotated[
+        list[int] | None,
+        typer.Argument(help="Ids of halted records.", show_default=False),
+    ] = None,
+    reason: Annotated[
+        str | None, typer.Option(help="Every record halted with this reason (e.g. stuck).")
+    ] = None,
+    stage: Annotated[str | None, typer.Option(help="Every record halted at this stage.")] = None,
+    every: Annotated[bool, typer.Option("--all", help="Every halted record.")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Count and list them; change nothing.")
+    ] = False,
+) -> None:
+    """Resume halted records from the stage each reached: by id, or every one halted with a
+    reason (--reason), at a stage (--stage), or all (--all); --dry-run counts them first."""
+    ids = record_ids or []
+    if len(ids) == 1 and not (reason or stage or every or dry_run):
+        _resume_one(ids[0])
+        return
+    from conveyor.cli.bulk import resume_command
+
+    runtime = make_runtime()
+    resume_command(
+        runtime,
+        runtime.audio,
+        "record",
+        ids,
+        reason=reason,
+        stage=stage,
+        every=every,
+        dry_run=dry_run,
+    )
+
+
+@app.command()
+def delete(
+    record_ids: Annotated[list[int], typer.Argument(help="Ids of the records to delete.")],
+) -> None:
+    """Delete records with their texts, history and every stored object (original, normalized
+    audio, raw responses). A step running on one writes nothing afterwards; idempotent."""
+    from conveyor.audio.deletion import delete_record
+
+    runtime = make_runtime()
+    for record_id in record_ids:
+        if delete_record(runtime.engine, runtime.store, runtime.clock, record_id):
+            console.print(f"record {record_id} deleted")
+        else:
+            console.print(f"record {record_id} does not exist; nothing to delete")
+
+
+def _resume_one(record_id: int) -> None:
     from conveyor.errors import Conflict
     from conveyor.pipeline import resume as resume_record
 

@@ -36,13 +36,13 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pyvips
-from sqlalchemy import Connection
+from sqlalchemy import Connection, Engine
 
 from conveyor.config import MediaSettings
 from conveyor.db.tables import media_items
@@ -52,7 +52,7 @@ from conveyor.media.albums import roles_of
 from conveyor.media.images import make_image_variants, probe_image
 from conveyor.media.intake import owner_message
 from conveyor.media.video import extract_poster, make_playback, probe_video
-from conveyor.objects import LocalStore, file_by_id, put_file_row
+from conveyor.objects import LocalStore, discard_unjournaled, file_by_id, put_file_row
 from conveyor.pipeline import Advance, Declaration, Domain, Halt, Lane, Stage, StepContext
 from conveyor.pipeline.outcomes import Outcome, Writes
 
@@ -112,6 +112,10 @@ class MediaSteps:
         # (tens of MB on a 20 MP photo). Share the CPUs out instead.
         cpus = os.cpu_count() or 1
         pyvips.concurrency_set(max(1, cpus // max(1, settings.short_workers)))
+
+    def discard(self, engine: Engine, keys: Sequence[str]) -> None:
+        """Remove the objects among ``keys`` that have no journal row (a halt, a deletion)."""
+        discard_unjournaled(engine, self.store, keys)
 
     @property
     def sizes(self) -> dict[str, int]:
@@ -259,7 +263,7 @@ class MediaSteps:
     ) -> _Object:
         """Move a finished file to its deterministic key (atomic rename, replaces a re-run's)."""
         ext = path.suffix.lstrip(".").lower()
-        key = f"media/{ctx.record['id']}/{role}.{ext}"
+        key = ctx.produced_object(f"media/{ctx.record['id']}/{role}.{ext}")
         with self.store.writer(key) as temp:
             os.replace(path, temp)
         stored = self.store.describe(key)
@@ -356,4 +360,5 @@ def build_media_domain(steps: MediaSteps, *, long_lease: float = LONG_LEASE) -> 
     return MEDIA.bind(
         {"uploaded": steps.variants, "transcoding": steps.playback},
         leases={"transcoding": long_lease},
+        discard=steps.discard,
     )

@@ -158,3 +158,46 @@ def latest_event_id(conn: Connection, album_id: int) -> int:
     """The newest event id of the album's outbox, 0 when it has none."""
     query = select(func.max(album_events.c.id)).where(album_events.c.album_id == album_id)
     return int(conn.execute(query).scalar() or 0)
+
+
+def lock_item(conn: Connection, item_id: int, owner: str | None = None) -> RowMapping | None:
+    """Read one item and lock its row until the transaction ends (a deletion's first step)."""
+    query = select(media_items).where(media_items.c.id == item_id).with_for_update()
+    if owner is not None:
+        query = query.where(media_items.c.owner == owner)
+    return conn.execute(query).mappings().first()
+
+
+def lock_album(conn: Connection, album_id: int, owner: str | None = None) -> RowMapping | None:
+    """Read one album and lock its row until the transaction ends (event writers lock it too)."""
+    query = select(albums).where(albums.c.id == album_id).with_for_update()
+    if owner is not None:
+        query = query.where(albums.c.owner == owner)
+    return conn.execute(query).mappings().first()
+
+
+def lock_items_of_album(conn: Connection, album_id: int) -> Sequence[RowMapping]:
+    """The album's items, each row locked until the transaction ends."""
+    query = (
+        select(media_items)
+        .where(media_items.c.album_id == album_id)
+        .order_by(media_items.c.id)
+        .with_for_update()
+    )
+    return conn.execute(query).mappings().all()
+
+
+def file_ids_of_item(conn: Connection, item_id: int) -> set[int]:
+    """Every journal row an item points at, by any role."""
+    query = select(media_objects.c.file_id).where(media_objects.c.item_id == item_id)
+    return {int(i) for i in conn.execute(query).scalars()}
+
+
+def delete_item(conn: Connection, item_id: int) -> None:
+    """Remove an item row; its role rows and idempotency keys go with it."""
+    conn.execute(delete(media_items).where(media_items.c.id == item_id))
+
+
+def delete_album(conn: Connection, album_id: int) -> None:
+    """Remove an album row; its items (and their roles) and its event outbox go with it."""
+    conn.execute(delete(albums).where(albums.c.id == album_id))

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
-from sqlalchemy import Connection, RowMapping, insert, select, update
+from sqlalchemy import Connection, RowMapping, delete, insert, select, update
 
 from conveyor.db.tables import files
 
-__all__ = ["file_by_id", "file_by_key", "put_file_row"]
+# Keys per IN list: well under SQLite's 32,766 bound parameters.
+_BATCH = 500
+
+__all__ = [
+    "delete_file_rows",
+    "file_by_id",
+    "file_by_key",
+    "journaled_keys",
+    "put_file_row",
+]
 
 
 def put_file_row(
@@ -50,3 +60,23 @@ def file_by_id(conn: Connection, file_id: int) -> RowMapping | None:
 def file_by_key(conn: Connection, key: str) -> RowMapping | None:
     """The journal row of the object ``key``."""
     return conn.execute(select(files).where(files.c.key == key)).mappings().first()
+
+
+def journaled_keys(conn: Connection, keys: Collection[str]) -> set[str]:
+    """Those of ``keys`` that have a journal row."""
+    found: set[str] = set()
+    ordered = sorted(set(keys))
+    for start in range(0, len(ordered), _BATCH):
+        batch = ordered[start : start + _BATCH]
+        found.update(conn.execute(select(files.c.key).where(files.c.key.in_(batch))).scalars())
+    return found
+
+
+def delete_file_rows(conn: Connection, file_ids: Collection[int]) -> list[str]:
+    """Remove the journal rows ``file_ids``; returns the keys they named (to delete next)."""
+    if not file_ids:
+        return []
+    ids = sorted(set(file_ids))
+    keys = list(conn.execute(select(files.c.key).where(files.c.id.in_(ids))).scalars())
+    conn.execute(delete(files).where(files.c.id.in_(ids)))
+    return keys

@@ -18,9 +18,19 @@ from typing import BinaryIO
 
 from conveyor.errors import RejectedInput
 
-__all__ = ["LocalStore", "StoredObject"]
+__all__ = ["ListedObject", "LocalStore", "StoredObject"]
 
 _CHUNK = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ListedObject:
+    """An object found by :meth:`LocalStore.list`: key, size in bytes, modification time
+    (epoch seconds)."""
+
+    key: str
+    size: int
+    modified: float
 
 
 @dataclass(frozen=True)
@@ -133,6 +143,24 @@ class LocalStore:
                 size += len(chunk)
                 digest.update(chunk)
         return StoredObject(key=key, size=size, sha256=digest.hexdigest())
+
+    def list(self, prefix: str = "") -> Iterator[ListedObject]:
+        """Every object under the folder ``prefix`` (the whole store when empty), in no order.
+
+        Includes what a killed writer left (``.*.part``) and scratch files, so a sweep can
+        find every byte the store holds.
+        """
+        top = self.path(prefix) if prefix else self.root
+        if not top.is_dir():
+            return
+        for path in top.rglob("*"):
+            try:
+                stat = path.stat()
+            except FileNotFoundError:  # removed while we walked
+                continue
+            if path.is_file():
+                key = path.relative_to(self.root).as_posix()
+                yield ListedObject(key=key, size=stat.st_size, modified=stat.st_mtime)
 
     def delete(self, key: str) -> None:
         """Remove the object under ``key`` if present."""

@@ -9,11 +9,12 @@ Public surface::
     Executor                       runs one claimed step
     WorkerPool, Lane               N identical workers per lane (D8, M7, M8)
     resume                         the operator's way back from a halt (P9)
+    halted_ids, resume_many        bulk: freeze the halted set, resume exactly that set
 """
 
 from conveyor.pipeline.claims import Claim
 from conveyor.pipeline.executor import Executor, StepContext
-from conveyor.pipeline.lifecycle import resume
+from conveyor.pipeline.lifecycle import Resumed, halted_ids, resume, resume_many
 from conveyor.pipeline.outcomes import Advance, Fail, Halt, Outcome, Postpone
 from conveyor.pipeline.pool import WorkerPool
 from conveyor.pipeline.stages import Declaration, Domain, Lane, Stage, Step, Work
@@ -29,10 +30,13 @@ __all__ = [
     "Lane",
     "Outcome",
     "Postpone",
+    "Resumed",
     "Stage",
     "Step",
     "StepContext",
     "Work",
     "WorkerPool",
+    "halted_ids",
     "resume",
+    "resume_many",
 ]

@@ -75,7 +75,17 @@ class StepContext:
     db_time: float = 0.0
     lost: threading.Event = field(default_factory=threading.Event)
     stopping: threading.Event = field(default_factory=threading.Event)
+    produced: list[str] = field(default_factory=list)
     now_sql: ColumnElement[float] | None = None
+
+    def produced_object(self, key: str) -> str:
+        """Note that this step is about to write the stored object ``key`` (returns ``key``).
+
+        Should the record halt or be deleted before the object gets its journal row, the
+        engine removes it (:attr:`Domain.discard`).
+        """
+        self.produced.append(key)
+        return key
 
     def _now(self) -> ColumnElement[float]:
         if self.now_sql is None:
@@ -140,6 +150,7 @@ class _Pending:
     plan: Planned
     stage: Stage
     attempts: int
+    produced: list[str] = field(default_factory=list)
 
 
 class Executor:
@@ -372,6 +383,7 @@ class Executor:
             outcome = stage.step(ctx)
         except ClaimLost:
             self._lost(domain, stage.name, claim)
+            self._discard_leftovers(domain, claim, ctx.produced)
             return None
         except StopRequested:
             # Released while the heartbeat still runs, so a beat racing the release sees the
@@ -406,8 +418,11 @@ class Executor:
             )
         if ctx.lost.is_set():
             self._lost(domain, stage.name, claim)
+            self._discard_leftovers(domain, claim, ctx.produced)
             return None
-        return self._plan(domain, stage, claim, outcome, attempts)
+        pending = self._plan(domain, stage, claim, outcome, attempts)
+        pending.produced = ctx.produced
+        return pending
 
     def _plan(
         self, domain: Domain, stage: Stage, claim: Claim, outcome: Outcome, attempts: int
@@ -483,6 +498,8 @@ class Executor:
 
     def _report(self, domain: Domain, item: _Pending, held: bool) -> Applied | None:
         applied = report(domain, item.plan, held)
+        if item.produced and (not applied.held or applied.outcome == "halted"):
+            self._discard_leftovers(domain, item.plan.claim, item.produced)
         if not applied.held:
             self._lost(domain, item.stage.name, item.plan.claim)
             return None
@@ -492,6 +509,23 @@ class Executor:
         if applied.retry_in is not None and self.on_pause is not None:
             self.on_pause(applied.retry_in)
         return applied
+
+    def _discard_leftovers(self, domain: Domain, claim: Claim, produced: Sequence[str]) -> None:
+        """Remove what a step stored without a journal row, if its record halted or is gone.
+
+        A record that merely lost its claim to another holder is left alone: that holder may
+        be writing the same keys right now (the periodic sweep takes true leftovers).
+        """
+        if domain.discard is None or not produced:
+            return
+        try:
+            with self.engine.connect() as conn:
+                record = queries.read_record(conn, domain, claim.record_id)
+            if record is not None and record["halted_at"] is None:
+                return
+            domain.discard(self.engine, produced)
+        except Exception:  # the sweep removes them later
+            log.warning("could not remove the leftovers of a step", exc_info=True)
 
     def _lost(self, domain: Domain, stage: str, claim: Claim) -> None:
         # P6: logged once, counted, nothing written.

@@ -32,15 +32,21 @@ from conveyor.pipeline.stages import Domain
 __all__ = [
     "Applied",
     "Planned",
+    "Resumed",
     "admit",
     "apply_outcome",
     "entry_values",
+    "halted_ids",
     "plan_outcome",
     "report",
     "resume",
+    "resume_many",
     "retry_pause",
     "save_planned",
 ]
+
+# Records resumed per transaction by resume_many: short transactions, few round trips.
+_RESUME_BATCH = 200
 
 log = logging.getLogger("conveyor.pipeline")
 
@@ -404,3 +410,64 @@ def resume(engine: Engine, domain: Domain, record_id: int, *, clock: Clock) -> s
         )
     log.info("%s %s resumed at %s", domain.noun, record_id, stage)
     return stage
+
+
+def halted_ids(
+    engine: Engine, domain: Domain, *, reason: str | None = None, stage: str | None = None
+) -> list[int]:
+    """Freeze the set of halted records a bulk resume is about: their ids, oldest first.
+
+    Args:
+        reason: only records halted with this reason (e.g. ``stuck``, ``attempts_exhausted``).
+        stage: only records halted at this stage.
+    """
+    if stage is not None:
+        domain.stage(stage)  # DeclarationError for a stage the domain does not have
+    with engine.connect() as conn:
+        return queries.halted_ids(conn, domain, reason=reason, stage=stage)
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """What :func:`resume_many` did: the ids resumed, and those it left (no longer halted or
+    gone since the set was frozen)."""
+
+    resumed: list[int]
+    skipped: list[int]
+
+
+def resume_many(
+    engine: Engine, domain: Domain, record_ids: Sequence[int], *, clock: Clock
+) -> Resumed:
+    """Resume exactly these records, each as :func:`resume` does (P9), in batches.
+
+    The set is the caller's, frozen beforehand (by :func:`halted_ids`, or picked by a person in
+    the operator's view): a record of the set that is no longer halted — resumed by someone
+    else, deleted — is skipped, never an error, and no record outside the set is touched,
+    even one halted since with the same reason.
+    """
+    now = queries.now_of(clock)
+    resumed: list[int] = []
+    skipped: list[int] = []
+    ordered = list(dict.fromkeys(record_ids))
+    for start in range(0, len(ordered), _RESUME_BATCH):
+        with engine.begin() as conn:
+            for record_id in ordered[start : start + _RESUME_BATCH]:
+                stage = queries.resume_halted(conn, domain, record_id, now)
+                if stage is None:
+                    skipped.append(record_id)
+                    continue
+                queries.insert_event(
+                    conn,
+                    domain=domain.name,
+                    record_id=record_id,
+                    stage=stage,
+                    outcome="resumed",
+                    outcome_text=f"resumed at {stage} by the operator (bulk)",
+                    origin="human",
+                    now=now,
+                )
+                resumed.append(record_id)
+    if resumed:
+        log.info("%d %ss resumed in bulk", len(resumed), domain.noun)
+    return Resumed(resumed, skipped)

@@ -24,6 +24,7 @@ from sqlalchemy import (
     Update,
     bindparam,
     case,
+    delete,
     func,
     insert,
     or_,
@@ -45,7 +46,9 @@ __all__ = [
     "claim_order",
     "claim_statement",
     "claim_with",
+    "delete_events",
     "extend_claim",
+    "halted_ids",
     "insert_event",
     "insert_events",
     "insert_record",
@@ -363,3 +366,27 @@ def backlog(
     ).all()
     found = {str(r[0]): (int(r[1]), max(0.0, float(r[2] or 0.0))) for r in rows}
     return [(name, *found.get(name, (0, 0.0))) for name in open_stages]
+
+
+def halted_ids(
+    conn: Connection, domain: Domain, *, reason: str | None = None, stage: str | None = None
+) -> list[int]:
+    """Ids of the domain's halted records, oldest id first, optionally of one halt reason
+    and/or one reached stage (the set a bulk resume acts on)."""
+    table = domain.table
+    query = select(table.c.id).where(table.c.halted_at.is_not(None)).order_by(table.c.id)
+    if reason is not None:
+        query = query.where(table.c.halt_reason == reason)
+    if stage is not None:
+        query = query.where(table.c.stage == stage)
+    return [int(i) for i in conn.execute(query).scalars()]
+
+
+def delete_events(conn: Connection, *, domain: str, record_id: int) -> None:
+    """Remove a deleted record's journal (D14): an embedded SQLite database may give its id to
+    a later record, whose history must not begin with someone else's."""
+    conn.execute(
+        delete(record_events).where(
+            record_events.c.domain == domain, record_events.c.record_id == record_id
+        )
+    )

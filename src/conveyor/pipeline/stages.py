@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
-from sqlalchemy import ColumnElement, Table
+from sqlalchemy import ColumnElement, Engine, Table
 
 from conveyor.errors import DeclarationError
 
@@ -65,6 +65,10 @@ class Domain:
         order_by: the claim sort value(s); the primary key is appended as tie-break (P5).
         owned_fields: the only columns steps may write (P7); queue columns are the engine's.
         noun: what people call one row in logs and messages (``record 7``, ``item 7``).
+        discard: ``(engine, keys)``: removes stored objects that have no journal row; the executor
+            hands it what a step produced (:meth:`StepContext.produced_object`) when the step's
+            record halted or was deleted while it ran, so no object outlives its step
+            without a row.
 
     Raises:
         DeclarationError: duplicate stage names, a non-terminal stage without a step, a
@@ -77,6 +81,7 @@ class Domain:
     order_by: Sequence[ColumnElement[object]]
     owned_fields: frozenset[str]
     noun: str = "record"
+    discard: Callable[[Engine, Sequence[str]], object] | None = None
     _by_name: dict[str, Stage] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -207,13 +212,19 @@ class Declaration:
         return tuple(s.name for s in self.stages)
 
     def bind(
-        self, steps: Mapping[str, Step], *, leases: Mapping[str, float] | None = None
+        self,
+        steps: Mapping[str, Step],
+        *,
+        leases: Mapping[str, float] | None = None,
+        discard: Callable[[Engine, Sequence[str]], object] | None = None,
     ) -> Domain:
         """The runnable domain: each non-terminal stage gets its step.
 
         Args:
             steps: stage name → step, for every stage but the last.
             leases: stage name → lease in seconds, overriding the declared one.
+            discard: removes a step's stored objects that have no journal row
+                (:attr:`Domain.discard`).
 
         Raises:
             DeclarationError: a step is missing or names no stage (start-up fails).
@@ -236,4 +247,5 @@ class Declaration:
             stages=bound,
             order_by=self.order_by,
             owned_fields=self.owned_fields,
+            discard=discard,
         )

@@ -1,0 +1,83 @@
+"""Resuming halted records one by one or by the hundred (``records resume``, ``media resume``).
+
+After an incident hundreds of records may be halted with one reason. The operator names the
+set by ``--reason`` and/or ``--stage`` (or ``--all`` halted records), sees how many match with
+``--dry-run``, and resumes them: the set is frozen when it is counted and exactly that set is
+resumed (:func:`conveyor.pipeline.resume_many`), so a record halted a moment later is not
+swept in unseen.
+"""
+
+from __future__ import annotations
+
+from rich.markup import escape
+
+from conveyor.cli.common import console, fail
+from conveyor.cli.exits import ExitCode
+from conveyor.errors import DeclarationError
+from conveyor.pipeline import Domain, halted_ids, resume_many
+from conveyor.runtime import Runtime
+
+__all__ = ["resume_command"]
+
+# Ids printed by a dry run before the list is cut short.
+_SHOWN = 50
+
+
+def resume_command(
+    runtime: Runtime,
+    domain: Domain,
+    noun: str,
+    ids: list[int],
+    *,
+    reason: str | None,
+    stage: str | None,
+    every: bool,
+    dry_run: bool,
+) -> None:
+    """Resume the halted ``ids``, or the halted set ``reason``/``stage``/``every`` names.
+
+    Ids that are not halted (or do not exist) are reported and left alone.
+
+    Raises:
+        typer.Exit: ``USAGE`` for a contradictory or empty selection or an unknown stage.
+    """
+    filters = reason is not None or stage is not None
+    if ids and (filters or every):
+        raise fail(
+            f"name {noun}s by id, or select them with --reason/--stage/--all; not both",
+            ExitCode.USAGE,
+        )
+    if not ids and not filters and not every:
+        raise fail(f"name the halted {noun}s: ids, --reason, --stage, or --all", ExitCode.USAGE)
+    if stage is not None and stage not in {s.name for s in domain.stages}:
+        known = ", ".join(s.name for s in domain.stages)
+        raise fail(f"unknown stage {stage!r}; the stages are {known}", ExitCode.USAGE)
+    if ids:
+        chosen = list(dict.fromkeys(ids))
+        label = f"{len(chosen)} {noun}s named"
+    else:
+        try:
+            chosen = halted_ids(runtime.engine, domain, reason=reason, stage=stage)
+        except DeclarationError as exc:
+            raise fail(str(exc), ExitCode.USAGE) from None
+        where = [f"reason {reason}" if reason else "", f"stage {stage}" if stage else ""]
+        label = f"{len(chosen)} halted {noun}s" + (
+            f" ({', '.join(w for w in where if w)})" if filters else ""
+        )
+    if dry_run:
+        console.print(f"{escape(label)} would be resumed (dry run; nothing changed)")
+        if chosen:
+            shown = ", ".join(str(i) for i in chosen[:_SHOWN])
+            more = f" and {len(chosen) - _SHOWN} more" if len(chosen) > _SHOWN else ""
+            console.print(f"  ids: {shown}{more}", highlight=False)
+        return
+    done = resume_many(runtime.engine, domain, chosen, clock=runtime.clock)
+    if done.resumed:
+        runtime.notifier.publish()
+    console.print(f"resumed {len(done.resumed)} of {escape(label)}", highlight=False)
+    if done.skipped:
+        skipped = ", ".join(str(i) for i in done.skipped[:_SHOWN])
+        console.print(
+            f"  {len(done.skipped)} not halted or gone by now, left as they are: {skipped}",
+            highlight=False,
+        )

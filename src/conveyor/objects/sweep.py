@@ -1,0 +1,144 @@
+"""Objects without a journal row: removed by the step that made them, and by a periodic sweep.
+
+Every physical object has exactly one ``files`` row (M1). A step writes its objects to the
+store first and their rows in its save transaction; when that save does not happen the bytes
+would stay forever. Two nets catch them, written only against store operations (list, delete)
+and the journal, so they work the same on any store:
+
+* :func:`discard_unjournaled`: the engine hands it the keys a step produced when the step's
+  record halted or was deleted meanwhile; those without a row are removed at once;
+* :func:`sweep_orphans` (every ``[storage] sweep_interval`` seconds in each worker process,
+  :class:`Sweeper`): every stored object under :data:`OBJECT_PREFIXES` without a row and older
+  than ``[storage] sweep_grace`` seconds is removed. The grace spares uploads still arriving
+  and steps still running, whose rows are not written yet.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from sqlalchemy import Engine
+
+from conveyor.objects.queries import journaled_keys
+from conveyor.objects.store import LocalStore
+
+__all__ = ["OBJECT_PREFIXES", "SweepReport", "Sweeper", "discard_unjournaled", "sweep_orphans"]
+
+log = logging.getLogger("conveyor.objects")
+
+# Keys looked up per journal query while sweeping.
+_PAGE = 500
+
+#: The folders of the store that hold journalled objects: uploads, and each record's and
+#: item's generated objects. Nothing else under the storage root is ever swept (the embedded
+#: SQLite database and the local recognizer's work folder live there too).
+OBJECT_PREFIXES = ("uploads", "audio", "media")
+
+
+def discard_unjournaled(engine: Engine, store: LocalStore, keys: Collection[str]) -> list[str]:
+    """Remove those of ``keys`` that have no journal row; returns the keys removed."""
+    if not keys:
+        return []
+    with engine.connect() as conn:
+        kept = journaled_keys(conn, keys)
+    removed = [k for k in keys if k not in kept]
+    for key in removed:
+        store.delete(key)
+    return removed
+
+
+@dataclass(frozen=True)
+class SweepReport:
+    """What a sweep found: objects looked at, and keys and bytes removed (or, on a dry run,
+    that would have been)."""
+
+    examined: int
+    removed: list[str]
+    removed_bytes: int
+
+
+def sweep_orphans(
+    engine: Engine, store: LocalStore, *, grace: float, now: float, dry_run: bool = False
+) -> SweepReport:
+    """Remove every stored object that has no journal row and is older than ``grace`` seconds.
+
+    Args:
+        grace: seconds an object may exist without a row (an upload arriving, a step running).
+        now: the current time, epoch seconds (objects' modification times are compared to it).
+        dry_run: report only.
+    """
+    examined = 0
+    removed: list[str] = []
+    removed_bytes = 0
+    page: list[tuple[str, int]] = []
+
+    def settle() -> None:
+        nonlocal removed_bytes
+        with engine.connect() as conn:
+            kept = journaled_keys(conn, [key for key, _ in page])
+        for key, size in page:
+            if key not in kept:
+                if not dry_run:
+                    store.delete(key)
+                removed.append(key)
+                removed_bytes += size
+        page.clear()
+
+    listed_objects = (obj for prefix in OBJECT_PREFIXES for obj in store.list(prefix))
+    for listed in listed_objects:
+        examined += 1
+        if now - listed.modified < grace:
+            continue
+        page.append((listed.key, listed.size))
+        if len(page) >= _PAGE:
+            settle()
+    if page:
+        settle()
+    return SweepReport(examined, removed, removed_bytes)
+
+
+class Sweeper:
+    """Runs :func:`sweep_orphans` every ``interval`` seconds in a daemon thread.
+
+    Args:
+        engine: the database.
+        store: the object store.
+        interval: seconds between sweeps (the first one runs after one interval).
+        grace: see :func:`sweep_orphans`.
+    """
+
+    def __init__(self, engine: Engine, store: LocalStore, *, interval: float, grace: float) -> None:
+        self.engine = engine
+        self.store = store
+        self.interval = interval
+        self.grace = grace
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="conveyor-sweeper", daemon=True)
+
+    def start(self) -> None:
+        """Start sweeping."""
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop (a sweep under way finishes its page)."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=30)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                report = sweep_orphans(self.engine, self.store, grace=self.grace, now=time.time())
+            except Exception:  # the next sweep tries again; an outage is logged elsewhere
+                log.warning("object sweep failed", exc_info=True)
+                continue
+            if report.removed:
+                log.info(
+                    "object sweep removed %d objects without a journal row (%d bytes)",
+                    len(report.removed),
+                    report.removed_bytes,
+                )
