@@ -35,6 +35,10 @@ def requests_for(
         ("GET", "/api/items/{item_id}", f"/api/items/{item}", {}),
         ("POST", "/api/items/{item_id}/resume", f"/api/items/{item}/resume", {}),
         *[("GET", "/api/files/{key}", f"/api/files/{key}", {}) for key in keys],
+        # Deleting answers 204 for a missing thing too (idempotent): the same, and harmless.
+        ("DELETE", "/api/items/{item_id}", f"/api/items/{item}", {}),
+        ("DELETE", "/api/albums/{album_id}", f"/api/albums/{album}", {}),
+        ("DELETE", "/api/records/{record_id}", f"/api/records/{record}", {}),
     ]
 
 
@@ -71,8 +75,13 @@ def test_a_second_owner_gets_404_everywhere(api: Api, client: TestClient, corpus
         if method == "GET" and not url.endswith(("/text", "/events")):
             assert client.get(url, headers=api.alice).status_code == 200, url
         response = client.request(method, url, headers=api.bob, **kwargs)
-        assert response.status_code == 404, (method, url, response.text)
         missing = client.request(method, missing_url, headers=api.bob, **kwargs)
+        if method == "DELETE":
+            assert response.status_code == missing.status_code == 204, (method, url)
+            assert response.content == missing.content == b""
+            checked.append((method, url))
+            continue
+        assert response.status_code == 404, (method, url, response.text)
         assert missing.status_code == 404, (method, missing_url, missing.text)
         assert response.json()["error"]["code"] == missing.json()["error"]["code"] == "not_found"
         checked.append((method, url))

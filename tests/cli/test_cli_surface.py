@@ -97,7 +97,7 @@ def _id_params() -> list[tuple[str, str]]:
             if param.param_type_name != "argument":
                 continue
             annotation = param.type_descriptor.annotation
-            if annotation is int or param.name == "album":
+            if annotation in (int, list[int], list[int] | None) or param.name == "album":
                 found.append((name, str(param.name)))
     return found
 

@@ -389,32 +389,32 @@ def media_delete(
     from conveyor.media.deletion import delete_item
 
     runtime = make_runtime()
+    missing = 0
     for item_id in item_ids:
-        if delete_item(runtime.engine, runtime.store, runtime.clock, item_id):
+        if no_such_id("item", item_id) is None and delete_item(
+            runtime.engine, runtime.store, runtime.clock, item_id
+        ):
             console.print(f"item {item_id} deleted")
         else:
-            console.print(f"item {item_id} does not exist; nothing to delete")
+            missing += 1
+            note(f"item {item_id} does not exist; nothing to delete")
+    if missing:
+        raise typer.Exit(ExitCode.NOT_FOUND)
 
 
 @albums_app.command("delete")
 def albums_delete(album: AlbumRef, owner: Owner = "me") -> None:
-    """Delete an album with every item in it and their objects; idempotent."""
-    from conveyor.errors import NotFound
-    from conveyor.media import albums as album_views
+    """Delete an album with every item in it and their objects; open event streams of it end.
+    An album that does not exist is reported with exit code 3."""
     from conveyor.media.deletion import delete_album
 
     runtime = make_runtime()
     with runtime.engine.connect() as conn:
-        try:
-            album_id = int(album_views.find_album(conn, album, owner=owner)["id"])
-        except NotFound:
-            console.print(f"album {album} does not exist; nothing to delete", highlight=False)
-            return
+        album_id = _album_id(runtime, conn, album, owner)
     count = delete_album(runtime.engine, runtime.store, runtime.clock, album_id, owner=owner)
     if count is None:
-        console.print(f"album {album_id} does not exist; nothing to delete")
-    else:
-        console.print(f"album {album_id} deleted with {count} items")
+        raise fail(f"album {album_id} does not exist; nothing to delete", ExitCode.NOT_FOUND)
+    console.print(f"album {album_id} deleted with {count} items")
 
 
 def _resume_item(item_id: int) -> None:

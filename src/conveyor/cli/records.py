@@ -219,15 +219,22 @@ def delete(
     record_ids: Annotated[list[int], typer.Argument(help="Ids of the records to delete.")],
 ) -> None:
     """Delete records with their texts, history and every stored object (original, normalized
-    audio, raw responses). A step running on one writes nothing afterwards; idempotent."""
+    audio, raw responses). A step running on one writes nothing afterwards. Idempotent: an id
+    that does not exist (any more) is reported, and the exit code is 3."""
     from conveyor.audio.deletion import delete_record
 
     runtime = make_runtime()
+    missing = 0
     for record_id in record_ids:
-        if delete_record(runtime.engine, runtime.store, runtime.clock, record_id):
+        if no_such_id("record", record_id) is None and delete_record(
+            runtime.engine, runtime.store, runtime.clock, record_id
+        ):
             console.print(f"record {record_id} deleted")
         else:
-            console.print(f"record {record_id} does not exist; nothing to delete")
+            missing += 1
+            note(f"record {record_id} does not exist; nothing to delete")
+    if missing:
+        raise typer.Exit(ExitCode.NOT_FOUND)
 
 
 def _resume_one(record_id: int) -> None:
