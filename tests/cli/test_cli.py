@@ -71,10 +71,19 @@ def test_bad_input_is_refused_up_front_with_clear_errors(tmp_path: Path, corpus:
     assert "Traceback" not in broken.stderr
 
 
-def test_a_few_bytes_read_as_raw_pcm_halt_as_empty_audio(tmp_path: Path, corpus: Path) -> None:
+def test_text_said_to_be_raw_pcm_is_refused_as_not_pcm(tmp_path: Path, corpus: Path) -> None:
+    # Raw PCM is still sniffed: text, markup, documents and images are never "decoded".
     result = run(["ingest", "--raw-pcm", str(corpus / "audio" / "not_audio_text.wav")], tmp_path)
     assert result.returncode == 1
-    assert "empty_audio" in result.stdout
+    assert "not headerless PCM" in result.stdout + result.stderr
+
+
+def test_headerless_pcm_without_raw_pcm_is_refused_with_the_hint(
+    tmp_path: Path, corpus: Path
+) -> None:
+    result = run(["ingest", str(corpus / "audio" / "goforward.raw")], tmp_path)
+    assert result.returncode == 1
+    assert "--raw-pcm" in result.stdout + result.stderr
 
 
 def test_transcript_printed_to_a_pipe_is_not_wrapped(tmp_path: Path, corpus: Path) -> None:

@@ -141,7 +141,8 @@ def _check_content(path: Path, sniffed: Sniffed, *, raw_pcm: bool) -> None:
         raise UnsupportedMedia(
             "not_media",
             "the upload has no audio header but looks like headerless PCM samples; if it is "
-            "16 kHz mono signed 16-bit little-endian PCM, send it again with raw_pcm=true",
+            "16 kHz mono signed 16-bit little-endian PCM, send it again with raw_pcm=true "
+            "(HTTP) or --raw-pcm (conveyor ingest)",
         )
     raise UnsupportedMedia(
         "not_media", f"the upload is not audio (its content looks like {sniffed.mime})"

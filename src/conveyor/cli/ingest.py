@@ -42,12 +42,11 @@ def _sniffed_kind(path: Path, exc: RejectedInput) -> str | None:
 
 
 def audio_hint(path: Path, exc: RejectedInput) -> str | None:
-    """The way forward for a file ``ingest`` refused as not audio: the other command, or PCM."""
+    """The way forward for a file ``ingest`` refused as not audio: the other command, or PCM
+    (only for bytes that look like samples; the intake's message then says so already)."""
     kind = _sniffed_kind(path, exc)
     if kind == "image":
         return f"it is a photo: add it to an album with `conveyor media add ALBUM {path}`"
-    if kind is not None:
-        return "if it is headerless 16 kHz mono 16-bit PCM, add it with --raw-pcm"
     return None
 
 
