@@ -11,13 +11,14 @@ Public surface::
     create_token, list_tokens,    conveyor tokens create / list / revoke
     revoke_token
     authenticate                  bearer token → Account (the HTTP API)
-    token_active                  not revoked yet (open event streams re-check)
+    token_active, active_tokens   not revoked yet (open event streams re-check)
     Account, IssuedToken
 """
 
 from conveyor.accounts.tokens import (
     Account,
     IssuedToken,
+    active_tokens,
     add_user,
     authenticate,
     create_token,
@@ -31,6 +32,7 @@ from conveyor.accounts.tokens import (
 __all__ = [
     "Account",
     "IssuedToken",
+    "active_tokens",
     "add_user",
     "authenticate",
     "create_token",

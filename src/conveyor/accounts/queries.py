@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from sqlalchemy import Connection, RowMapping, delete, insert, select, update
 
@@ -96,3 +96,11 @@ def tokens_of(conn: Connection, user_id: int) -> Sequence[RowMapping]:
 def delete_token(conn: Connection, token_id: int) -> bool:
     """Delete a token; True when it existed."""
     return conn.execute(delete(api_tokens).where(api_tokens.c.id == token_id)).rowcount == 1
+
+
+def existing_tokens(conn: Connection, token_ids: Collection[int]) -> set[int]:
+    """Those of ``token_ids`` not revoked (one query for many open streams)."""
+    if not token_ids:
+        return set()
+    query = select(api_tokens.c.id).where(api_tokens.c.id.in_(sorted(set(token_ids))))
+    return {int(i) for i in conn.execute(query).scalars()}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,7 @@ from conveyor.errors import Conflict, NotFound, RejectedInput
 __all__ = [
     "Account",
     "IssuedToken",
+    "active_tokens",
     "add_user",
     "authenticate",
     "create_token",
@@ -149,6 +151,12 @@ def revoke_token(engine: Engine, token_id: int) -> None:
     with engine.begin() as conn:
         if not queries.delete_token(conn, token_id):
             raise NotFound(f"token {token_id} does not exist")
+
+
+def active_tokens(engine: Engine, token_ids: Collection[int]) -> set[int]:
+    """Those of ``token_ids`` that are not revoked: every open stream's token, one query."""
+    with engine.connect() as conn:
+        return queries.existing_tokens(conn, token_ids)
 
 
 def token_active(engine: Engine, token_id: int) -> bool:

@@ -29,6 +29,7 @@ Routes (all ``/api`` routes need ``Authorization: Bearer <token>``)::
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -44,12 +45,14 @@ from conveyor.api import routes_albums, routes_files, routes_records
 from conveyor.api.auth import AuthMiddleware
 from conveyor.api.errors import RETRY_AFTER_OUTAGE, error_response, install_error_handlers
 from conveyor.api.limits import BodyLimitMiddleware
+from conveyor.api.live import TOKEN_CHECK, LiveHub
 from conveyor.api.metrics import MetricsMiddleware
 from conveyor.api.queries import ping
 from conveyor.api.schemas import ErrorBody, Health
 from conveyor.api.security import SecurityHeadersMiddleware
 from conveyor.api.state import ApiState, State
 from conveyor.db import outage
+from conveyor.db.album_signals import AlbumSignals
 from conveyor.media.broadcast import AlbumBroadcast
 from conveyor.objects import Sweeper
 from conveyor.pipeline import WorkerPool
@@ -110,16 +113,33 @@ def create_app(runtime: Runtime, *, run_workers: bool = True) -> FastAPI:
         run_workers: start the worker pool with the app (the embedded default); False for an
             API-only process beside ``conveyor worker`` processes.
     """
+    broadcast = AlbumBroadcast(runtime.engine, runtime.notifier)
+    signals = AlbumSignals(runtime.engine)
+    closing = threading.Event()
+    live = LiveHub(
+        broadcast,
+        runtime.notifier,
+        signals,
+        runtime.engine,
+        closing=closing,
+        streams_per_token=runtime.settings.api.streams_per_token,
+        # At least every heartbeat, at most every 5 s: one query for all open streams.
+        token_check=min(runtime.settings.api.sse_heartbeat, TOKEN_CHECK),
+    )
     state = ApiState(
         runtime=runtime,
         run_workers=run_workers,
-        broadcast=AlbumBroadcast(runtime.engine, runtime.notifier),
+        broadcast=broadcast,
+        live=live,
+        signals=signals,
+        closing=closing,
     )
     # Backlog by domain and stage in /metrics (D3), also in an API-only process.
     BACKLOG.watch(runtime.engine, runtime.domains(), runtime.clock)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        signals.start()
         pool: WorkerPool | None = None
         sweeper: Sweeper | None = None
         if run_workers:
@@ -131,6 +151,7 @@ def create_app(runtime: Runtime, *, run_workers: bool = True) -> FastAPI:
             yield
         finally:
             state.closing.set()
+            signals.close()
             if sweeper is not None:
                 sweeper.stop()
             if pool is not None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from functools import partial
 from typing import Annotated, Any
 
 import anyio.to_thread
@@ -11,8 +10,8 @@ from fastapi import APIRouter, Header, Path, Query, Request, Response
 from fastapi.responses import StreamingResponse
 from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
+from starlette.background import BackgroundTask
 
-from conveyor.accounts import token_active
 from conveyor.api.auth import Owner
 from conveyor.api.errors import ApiError
 from conveyor.api.headers import header_int
@@ -236,6 +235,12 @@ async def upload_item(
             "content": {"text/event-stream": {"schema": {"type": "string"}}},
         },
         **_ERRORS,
+        400: {"model": ErrorBody, "description": "`Last-Event-ID` is not an event id."},
+        429: {
+            "model": ErrorBody,
+            "description": "The token has `[api] streams_per_token` streams open already.",
+            "headers": {"Retry-After": {"schema": {"type": "integer"}}},
+        },
     },
 )
 async def album_events(
@@ -259,30 +264,27 @@ async def album_events(
     runtime = state.runtime
     broadcast = state.broadcast
 
-    def start_id() -> int:
+    def start_ids() -> tuple[int, int]:
         with runtime.engine.connect() as conn:
             _own_album(conn, album_id, owner.name)
+        latest = broadcast.latest_id(album_id)
         if last_event_id_header is not None:
-            return _last_event_id(last_event_id_header)
+            return _last_event_id(last_event_id_header), latest
         if last_event_id is not None:
-            return last_event_id
-        return broadcast.latest_id(album_id)
+            return last_event_id, latest
+        return latest, latest
 
-    start = await anyio.to_thread.run_sync(start_id)
+    start, latest = await anyio.to_thread.run_sync(start_ids)
+    slot = state.live.open(album_id, owner.token_id, latest)
     stream = album_stream(
-        broadcast,
-        runtime.notifier,
-        album_id,
-        start,
-        heartbeat=runtime.settings.api.sse_heartbeat,
-        poll_interval=broadcast.poll_interval,
-        closing=state.closing,
-        still_allowed=partial(token_active, runtime.engine, owner.token_id),
+        slot, start, heartbeat=runtime.settings.api.sse_heartbeat, closing=state.closing
     )
     return StreamingResponse(
         stream,
         media_type="text/event-stream",
         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+        # Gives the slot back even when the client left before the stream began.
+        background=BackgroundTask(slot.close),
     )
 
 

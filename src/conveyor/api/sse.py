@@ -1,9 +1,4 @@
-"""Server-Sent Events of an album, read from the durable outbox ``album_events`` (M5).
-
-Each connection reads the outbox itself, after the last id it delivered, so a slow client only
-slows its own stream: nothing is queued in memory for it, and no worker ever waits on a
-subscriber. While the client drains, its generator is simply suspended at ``yield`` (TCP
-back-pressure); it holds no thread and no database connection in between reads.
+"""Server-Sent Events of an album, fed by the process's one reader of that album (M5).
 
 Wire format, one block per event::
 
@@ -17,8 +12,13 @@ repeats. Without either, the stream starts at the newest event now (the album pa
 ``last_event_id`` closes the gap between reading the album and subscribing). An idle stream
 gets a ``: keep-alive`` comment every ``[api] sse_heartbeat`` seconds.
 
-The bearer token is checked again every heartbeat (at most every 5 s; one primary-key read):
-once it is revoked the stream ends, and the browser's reconnect gets 401.
+Events come from the album's :class:`~conveyor.api.live.AlbumFeed` (one outbox reader per
+album and process, woken by NOTIFY on PostgreSQL); a subscriber further behind than the feed's
+window reads the outbox itself until it has caught up. While the client drains, the generator
+is simply suspended at ``yield`` (TCP back-pressure): nothing is queued for it, no worker
+waits on it. When the album is deleted the stream sends ``album.deleted`` and ends; when the
+stream's token is revoked (re-checked for all streams together every few seconds) it ends, and
+the browser's reconnect gets 401.
 """
 
 from __future__ import annotations
@@ -26,28 +26,22 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
 import anyio
 import anyio.to_thread
 
+from conveyor.api.live import READS, StreamSlot
 from conveyor.clock import iso_utc
-from conveyor.db.notify import Notifier
-from conveyor.media.broadcast import AlbumBroadcast, AlbumEvent
+from conveyor.media.broadcast import AlbumEvent
 
 __all__ = ["album_stream", "format_event"]
 
-# Outbox reads of all event streams share these threads, so a crowd of subscribers cannot take
-# the threads the ordinary routes need.
-SSE_READS = anyio.CapacityLimiter(8)
-# How often an idle stream looks at the wake-up counter and the stop flag (seconds); the
-# counter is an in-memory integer, so this costs nothing.
-_TICK = 0.1
+# Longest wait between two looks at the stream's state (seconds).
+_TICK = 0.5
 # Reconnect delay a browser should use (milliseconds).
 _RETRY_MS = 2000
 _BATCH = 100
-# Longest time between two checks that the stream's token is still valid (seconds).
-_AUTH_CHECK = 5.0
 
 
 def format_event(event: AlbumEvent) -> str:
@@ -64,58 +58,46 @@ def format_event(event: AlbumEvent) -> str:
 
 
 async def album_stream(
-    broadcast: AlbumBroadcast,
-    notifier: Notifier,
-    album_id: int,
-    last_id: int,
-    *,
-    heartbeat: float,
-    poll_interval: float,
-    closing: threading.Event,
-    still_allowed: Callable[[], bool] | None = None,
+    slot: StreamSlot, last_id: int, *, heartbeat: float, closing: threading.Event
 ) -> AsyncIterator[str]:
     """The SSE text of one subscriber, from just after ``last_id``, until ``closing`` is set.
 
     Args:
-        broadcast: the outbox reader.
-        notifier: this process's wake-ups (a step that wrote an event bumps it).
-        album_id: the album.
+        slot: the stream's place in its album's feed (closed when the stream ends).
         last_id: the last event id the client has.
         heartbeat: seconds of silence before a keep-alive comment.
-        poll_interval: seconds between outbox reads without a wake-up (events written by
-            other processes).
         closing: the server is stopping; end the stream so it can.
-        still_allowed: False once the subscriber's token is revoked (a blocking call, run in
-            a worker thread every heartbeat, at most every 5 s); the stream then ends.
     """
-    yield f"retry: {_RETRY_MS}\n\n"
-    last_write = last_check = time.monotonic()
-    check_every = min(heartbeat, _AUTH_CHECK) if still_allowed is not None else float("inf")
-    while not closing.is_set():
-        if still_allowed is not None and time.monotonic() - last_check >= check_every:
-            allowed = await anyio.to_thread.run_sync(still_allowed, limiter=SSE_READS)
-            if not allowed:
+    feed = slot.feed
+    broadcast = slot.hub.broadcast
+    try:
+        yield f"retry: {_RETRY_MS}\n\n"
+        last_write = time.monotonic()
+        while not closing.is_set():
+            if slot.revoked:
                 yield ": the token was revoked\n\n"
                 return
-            last_check = time.monotonic()
-        generation = notifier.generation
-        events = await anyio.to_thread.run_sync(
-            broadcast.events_after, album_id, last_id, _BATCH, limiter=SSE_READS
-        )
-        if events:
-            for event in events:
-                yield format_event(event)
-                last_id = event.id
-            last_write = time.monotonic()
-            continue
-        next_read = time.monotonic() + poll_interval
-        while (
-            time.monotonic() < next_read
-            and notifier.generation == generation
-            and not closing.is_set()
-            and time.monotonic() - last_check < check_every
-        ):
+            changed = feed.changed()
+            events = feed.events_after(last_id)
+            if events is None:  # further behind than the feed's window: catch up alone
+                events = await anyio.to_thread.run_sync(
+                    broadcast.events_after, feed.album_id, last_id, _BATCH, limiter=READS
+                )
+            if events:
+                for event in events:
+                    yield format_event(event)
+                    last_id = event.id
+                last_write = time.monotonic()
+                continue
+            if feed.deleted:
+                data = json.dumps({"album_id": feed.album_id})
+                yield f"event: album.deleted\ndata: {data}\n\n"
+                return
+            wait = min(_TICK, max(0.0, heartbeat - (time.monotonic() - last_write)))
+            with anyio.move_on_after(wait):
+                await changed.wait()
             if time.monotonic() - last_write >= heartbeat:
                 yield ": keep-alive\n\n"
                 last_write = time.monotonic()
-            await anyio.sleep(_TICK)
+    finally:
+        slot.close()

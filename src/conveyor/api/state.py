@@ -9,6 +9,8 @@ from typing import Annotated
 import anyio
 from fastapi import Depends, Request
 
+from conveyor.api.live import LiveHub
+from conveyor.db.album_signals import AlbumSignals
 from conveyor.media.broadcast import AlbumBroadcast
 from conveyor.runtime import Runtime
 
@@ -27,6 +29,8 @@ class ApiState:
         runtime: engine, store, notifier, domains, settings.
         run_workers: this process runs the worker pool too.
         broadcast: the album outbox reader (M5), on the runtime's notifier.
+        live: one reader per album for every event stream of this process.
+        signals: album notifications from every process (LISTEN on PostgreSQL).
         closing: set when the server begins to stop, so event streams end and let it.
         upload_stop_grace: seconds an upload still arriving may go on once ``closing`` is set,
             before it is refused with 503 (less than the server's graceful-shutdown timeout).
@@ -38,6 +42,8 @@ class ApiState:
     runtime: Runtime
     run_workers: bool
     broadcast: AlbumBroadcast
+    live: LiveHub
+    signals: AlbumSignals
     closing: threading.Event = field(default_factory=threading.Event)
     upload_stop_grace: float = 8.0
     upload_slots: anyio.CapacityLimiter = field(

@@ -130,16 +130,6 @@ class Notifier:
                         for _ in conn.notifies(timeout=1.0, stop_after=1):
                             self.wake_local()
             except Exception as exc:
-                if not outage.DATABASE.failed(_as_outage(exc), "wake-up listener"):
+                if not outage.DATABASE.failed(outage.as_outage(exc), "wake-up listener"):
                     log.warning("wake-up listener lost its connection; retrying", exc_info=True)
                 self._closing.wait(2.0)
-
-
-def _as_outage(exc: Exception) -> BaseException:
-    """psycopg's own connection errors (the listener bypasses SQLAlchemy) as SQLAlchemy's."""
-    import psycopg
-    from sqlalchemy.exc import OperationalError
-
-    if isinstance(exc, psycopg.OperationalError):
-        return OperationalError("LISTEN", None, exc)
-    return exc

@@ -18,7 +18,7 @@ import time
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
-__all__ = ["DATABASE", "Outage", "is_outage"]
+__all__ = ["DATABASE", "Outage", "as_outage", "is_outage"]
 
 log = logging.getLogger("conveyor.db")
 
@@ -29,6 +29,15 @@ def is_outage(exc: BaseException) -> bool:
     if isinstance(exc, OperationalError | InterfaceError | PoolTimeout):
         return True
     return isinstance(exc, DBAPIError) and bool(exc.connection_invalidated)
+
+
+def as_outage(exc: BaseException) -> BaseException:
+    """psycopg's own connection errors (listeners bypass SQLAlchemy) as SQLAlchemy's."""
+    import psycopg
+
+    if isinstance(exc, psycopg.OperationalError):
+        return OperationalError("LISTEN", None, exc)
+    return exc
 
 
 def _summary(exc: BaseException) -> str:

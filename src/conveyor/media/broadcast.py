@@ -92,6 +92,11 @@ class AlbumBroadcast:
             rows = queries.events_after(conn, album_id, last_id, limit)
         return [AlbumEvent.from_row(r) for r in rows]
 
+    def album_exists(self, album_id: int) -> bool:
+        """True while the album exists (its outbox goes with it when it is deleted)."""
+        with self.engine.connect() as conn:
+            return queries.album_by_id(conn, album_id) is not None
+
     def latest_id(self, album_id: int) -> int:
         """The album's newest event id (0 without events)."""
         with self.engine.connect() as conn:

@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy import Connection, RowMapping, delete, func, insert, select
 
+from conveyor.db.album_signals import notify_album
 from conveyor.db.tables import album_events, albums, files, media_items, media_objects
 
 __all__ = [
@@ -132,6 +133,7 @@ def insert_album_event(
     values before commit; SQLite serialises writers anyway and drops the lock clause).
     """
     conn.execute(select(albums.c.id).where(albums.c.id == album_id).with_for_update()).first()
+    notify_album(conn, album_id)  # delivered on commit, to every process that listens
     result = conn.execute(
         insert(album_events).values(
             album_id=album_id, item_id=item_id, kind=kind, payload=payload, created_at=created_at
@@ -201,3 +203,4 @@ def delete_item(conn: Connection, item_id: int) -> None:
 def delete_album(conn: Connection, album_id: int) -> None:
     """Remove an album row; its items (and their roles) and its event outbox go with it."""
     conn.execute(delete(albums).where(albums.c.id == album_id))
+    notify_album(conn, album_id)  # open streams learn the album is gone
