@@ -348,7 +348,7 @@ def media_list(album: AlbumRef, owner: Owner = "me") -> None:
 def media_resume(
     item_ids: Annotated[
         list[int] | None,
-        typer.Argument(help="Ids of halted items.", show_default=False),
+        typer.Argument(metavar="ITEM_IDS", help="Ids of halted items.", show_default=False),
     ] = None,
     reason: Annotated[
         str | None, typer.Option(help="Every item halted with this reason (e.g. undecodable).")
@@ -382,7 +382,9 @@ def media_resume(
 
 @media_app.command("delete")
 def media_delete(
-    item_ids: Annotated[list[int], typer.Argument(help="Ids of the photos or videos.")],
+    item_ids: Annotated[
+        list[int], typer.Argument(metavar="ITEM_IDS", help="Ids of the photos or videos.")
+    ],
 ) -> None:
     """Delete photos or videos with every stored object; the album's watchers are told.
     A step running on one writes nothing afterwards; idempotent."""

@@ -182,7 +182,7 @@ def events(record_id: RecordId) -> None:
 def resume(
     record_ids: Annotated[
         list[int] | None,
-        typer.Argument(help="Ids of halted records.", show_default=False),
+        typer.Argument(metavar="RECORD_IDS", help="Ids of halted records.", show_default=False),
     ] = None,
     reason: Annotated[
         str | None, typer.Option(help="Every record halted with this reason (e.g. stuck).")
@@ -214,9 +214,11 @@ def resume(
     )
 
 
-@app.command()
-def delete(
-    record_ids: Annotated[list[int], typer.Argument(help="Ids of the records to delete.")],
+@app.command("delete")
+def delete_records(
+    record_ids: Annotated[
+        list[int], typer.Argument(metavar="RECORD_IDS", help="Ids of the records to delete.")
+    ],
 ) -> None:
     """Delete records with their texts, history and every stored object (original, normalized
     audio, raw responses). A step running on one writes nothing afterwards. Idempotent: an id
