@@ -351,9 +351,14 @@ def media_resume(
         typer.Argument(metavar="ITEM_IDS", help="Ids of halted items.", show_default=False),
     ] = None,
     reason: Annotated[
-        str | None, typer.Option(help="Every item halted with this reason (e.g. undecodable).")
+        str | None,
+        typer.Option(
+            metavar="REASON", help="Every item halted with this reason (e.g. undecodable)."
+        ),
     ] = None,
-    stage: Annotated[str | None, typer.Option(help="Every item halted at this stage.")] = None,
+    stage: Annotated[
+        str | None, typer.Option(metavar="STAGE", help="Every item halted at this stage.")
+    ] = None,
     every: Annotated[bool, typer.Option("--all", help="Every halted item.")] = False,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Count and list them; change nothing.")

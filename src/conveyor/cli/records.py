@@ -185,9 +185,12 @@ def resume(
         typer.Argument(metavar="RECORD_IDS", help="Ids of halted records.", show_default=False),
     ] = None,
     reason: Annotated[
-        str | None, typer.Option(help="Every record halted with this reason (e.g. stuck).")
+        str | None,
+        typer.Option(metavar="REASON", help="Every record halted with this reason (e.g. stuck)."),
     ] = None,
-    stage: Annotated[str | None, typer.Option(help="Every record halted at this stage.")] = None,
+    stage: Annotated[
+        str | None, typer.Option(metavar="STAGE", help="Every record halted at this stage.")
+    ] = None,
     every: Annotated[bool, typer.Option("--all", help="Every halted record.")] = False,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Count and list them; change nothing.")
