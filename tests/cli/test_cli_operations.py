@@ -14,7 +14,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from cli_run import CONVEYOR, clean_env, run
+from alembic.script import ScriptDirectory
+from cli_run import CONVEYOR, clean_env, invoke, run
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import OperationalError
 from typer.testing import CliRunner, Result
@@ -22,7 +23,7 @@ from typer.testing import CliRunner, Result
 from conveyor.cli.app import app
 from conveyor.cli.exits import ExitCode
 from conveyor.db.engine import make_engine
-from conveyor.db.migrate import head_revision
+from conveyor.db.migrate import alembic_config, head_revision, upgrade
 
 ISO_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z INFO ", re.MULTILINE)
 
@@ -139,3 +140,23 @@ def test_postgresql_schema_changes_only_by_db_upgrade(
     newer = cli("records", "list")
     assert newer.exit_code == ExitCode.SCHEMA and "newer than this version" in newer.stderr
     assert cli("db", "upgrade").exit_code == ExitCode.SCHEMA
+
+
+def test_an_older_postgresql_schema_is_refused_until_db_upgrade(
+    tmp_path: Path, fresh_schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    engine = make_engine(fresh_schema)
+    head = head_revision()
+    older = ScriptDirectory.from_config(alembic_config(engine)).get_revision(head).down_revision
+    assert isinstance(older, str), "needs a revision before the head"
+    upgrade(engine, older)
+    engine.dispose()
+    env = {"CONVEYOR_DATABASE__URL": fresh_schema}
+    refused = invoke("worker", **env)
+    assert refused.exit_code == ExitCode.SCHEMA
+    assert f"revision {older}, older than this version needs ({head})" in refused.stderr
+    assert "conveyor db upgrade" in refused.stderr
+    upgraded = invoke("db", "upgrade", **env)
+    assert f"upgraded from revision {older} to {head}" in upgraded.stdout, upgraded.output
+    assert invoke("records", "list", **env).exit_code == 0
