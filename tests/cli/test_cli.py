@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from cli_run import run
@@ -27,6 +28,13 @@ def test_halted_record_shows_its_reason_and_resume_continues_from_its_stage(
     result = run(["ingest", str(corpus / "audio" / "corrupt_bad_header.wav")], tmp_path)
     assert result.returncode == 1
     assert "undecodable" in result.stdout
+    # The log line says when, what, and whether a resume helps.
+    assert re.search(
+        r"^\d{4}-\d\d-\d\dT[\d:.]+Z WARNING record 1 halted at uploaded: undecodable: .*"
+        r"\(resume will not help",
+        result.stderr,
+        re.MULTILINE,
+    ), result.stderr
     show = run(["records", "show", "1"], tmp_path)
     assert show.returncode == 0 and "halted" in show.stdout and "cannot be opened" in show.stdout
     # A content halt says that a resume will not help and what to do instead.

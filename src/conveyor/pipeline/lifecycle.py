@@ -23,6 +23,7 @@ from sqlalchemy.sql import ColumnElement
 from conveyor.clock import Clock
 from conveyor.db.notify import announce_work
 from conveyor.errors import Conflict, DeclarationError, NotFound
+from conveyor.halts import way_forward
 from conveyor.pipeline import queries
 from conveyor.pipeline.claims import Claim
 from conveyor.pipeline.outcomes import Advance, Fail, Halt, Outcome, Postpone, Writes
@@ -325,13 +326,15 @@ def report(domain: Domain, plan: Planned, held: bool) -> Applied:
     if not held:
         return Applied(held=False, outcome="lost")
     if plan.halt is not None:
+        # P11: the operator learns of a halt, and what to do about it, from the log.
         log.warning(
-            "%s %s halted at %s: %s: %s",
+            "%s %s halted at %s: %s: %s (%s)",
             domain.noun,
             plan.claim.record_id,
             plan.stage,
             plan.halt.reason,
             plan.halt.error,
+            way_forward(plan.halt.reason),
         )
         return Applied(held=True, outcome=plan.outcome, halt_reason=plan.halt.reason)
     return Applied(held=True, outcome=plan.outcome, retry_in=plan.retry_in)
