@@ -3,17 +3,19 @@ through the whole pipeline with the real local recognizer on SQLite and PostgreS
 
 from __future__ import annotations
 
+import re
 import time
 import wave
 from pathlib import Path
 from typing import Any
 
+import jiwer
 import numpy as np
 import numpy.typing as npt
 from sqlalchemy import Engine
 
 from conveyor.audio import queries
-from conveyor.audio.cards import transcript_of
+from conveyor.audio.cards import record_card, transcript_of
 from conveyor.audio.intake import accept_audio
 from conveyor.audio.normalize import normalize_audio
 from conveyor.config import Settings
@@ -84,3 +86,38 @@ def test_quiet_memo_is_heard_not_judged_silent(
     with runtime.engine.connect() as conn:
         text = transcript_of(conn, rid)
     assert text is not None and "young man" in text["body"].lower()
+
+
+def test_language_switch_gives_each_language_and_the_card_shows_both(
+    engine: Engine, tmp_path: Path, corpus: Path
+) -> None:
+    """JFK in English, then the two Russian clips, with short pauses: each part in its own
+    language (not made-up English, not Russian transliteration of English)."""
+    pause = np.zeros(RATE)
+    audio = corpus / "audio"
+    clips = [
+        read_clip(audio / name)
+        for name in ("jfk.wav", "ru_deepspeech.wav", "ru_neural_networks.wav")
+    ]
+    mixed = write_wav(
+        tmp_path / "switch.wav", [np.concatenate([clips[0], pause, clips[1], pause, clips[2]])]
+    )
+    runtime = make_runtime(engine, tmp_path)
+    rid = accept_audio(runtime.engine, runtime.store, runtime.clock, mixed, owner="ann")
+    row = run_to_end(runtime, rid)
+    assert row["stage"] == "done", dict(row)
+    assert row["detected_language"] == "en,ru"
+    assert record_card(row)["languages"] == ["en", "ru"]
+    with runtime.engine.connect() as conn:
+        text = transcript_of(conn, rid)
+    assert text is not None
+    english = " ".join(s["text"] for s in text["segments"] if s["language"] == "en").lower()
+    russian = " ".join(s["text"] for s in text["segments"] if s["language"] == "ru").lower()
+    reference = (
+        "and so my fellow americans ask not what your country can do for you "
+        "ask what you can do for your country"
+    )
+    assert jiwer.wer(reference, " ".join(re.sub(r"[^\w\s]", " ", english).split())) <= 0.1
+    assert "бедняга" in russian and "сет" in russian
+    assert all(s["end"] <= 11.6 for s in text["segments"] if s["language"] == "en")
+    assert all(s["start"] >= 11.0 for s in text["segments"] if s["language"] == "ru")

@@ -191,9 +191,13 @@ def test_parse_keeps_speech_and_whisper_spacing(tmp_path: Path) -> None:
     transcript = provider.parse(raw((" Hello there.", 0.1, -0.3), (" General Kenobi.", 0.2, -0.4)))
     assert transcript == Transcript(
         text="Hello there. General Kenobi.",
-        segments=(Segment(0.0, 1.0, "Hello there."), Segment(1.0, 2.0, "General Kenobi.")),
+        segments=(
+            Segment(0.0, 1.0, "Hello there.", language="en"),
+            Segment(1.0, 2.0, "General Kenobi.", language="en"),
+        ),
         language="en",
         no_speech=False,
+        languages=("en",),
     )
 
 

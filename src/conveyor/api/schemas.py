@@ -108,7 +108,12 @@ class RecordCard(BaseModel):
     halted_at: datetime | None
     attempts: int = Field(description="Failures in the current stage.")
     language: str | None = Field(description="The language the owner named at upload.")
-    detected_language: str | None
+    detected_language: str | None = Field(
+        description="Languages heard, comma-separated when the recording switches (`en,ru`)."
+    )
+    languages: list[str] = Field(
+        default_factory=list, description="Every language heard, in order of first appearance."
+    )
     duration: float | None = Field(description="Seconds of audio, once normalized.")
     no_speech: bool | None = Field(description="True when the recording holds no speech.")
     created_at: datetime
@@ -141,6 +146,10 @@ class TextSegment(BaseModel):
     start: float = Field(description="Seconds from the start.")
     end: float = Field(description="Seconds from the start.")
     text: str
+    channel: str | None = Field(
+        default=None, description="The channel or audio track it was heard on, when apart."
+    )
+    language: str | None = Field(default=None, description="ISO 639-1 code of this stretch.")
 
 
 class TextJson(BaseModel):

@@ -34,6 +34,10 @@ def record_card(record: RowMapping) -> dict[str, Any]:
         "attempts": record["attempts"],
         "language": record["language"],
         "detected_language": record["detected_language"],
+        # Every language heard, in order: a recording may switch ("en,ru").
+        "languages": (record["detected_language"] or "").split(",")
+        if record["detected_language"]
+        else [],
         "duration": seconds(record["duration"]),
         "no_speech": record["no_speech"],
         "created_at": iso_utc(record["created_at"]),

@@ -368,6 +368,7 @@ class AudioSteps:
             if not record["no_speech"]:
                 return Fail("no stored recognition response to finish from")
             body, segments, language, no_speech = "", [], None, True
+            detected: str | None = None
         else:
             path, _ = self._file_path(ctx, int(attempt["raw_response_file_id"]))
             try:
@@ -383,6 +384,10 @@ class AudioSteps:
             body = transcript.text
             segments = [dataclasses.asdict(s) for s in transcript.segments]
             language, no_speech = transcript.language, transcript.no_speech
+            detected = language
+            if len(transcript.languages) > 1:
+                # A recording that switches language: the card lists each, in order heard.
+                detected = ",".join(transcript.languages)
 
         def write_text(conn: Connection) -> None:
             queries.upsert_text(
@@ -396,8 +401,10 @@ class AudioSteps:
             )
 
         note = "no speech" if no_speech else f"transcript of {len(body.split())} words"
+        if detected and "," in detected:
+            note += f" in {detected.replace(',', ', ')}"
         return Advance(
-            {"no_speech": no_speech, "detected_language": language},
+            {"no_speech": no_speech, "detected_language": detected},
             writes=lambda conn: write_text(conn),
             note=note,
         )

@@ -55,6 +55,7 @@ __all__ = [
     "JOB_FILE",
     "RESULT_FILE",
     "LocalWhisperProvider",
+    "transcript_of_segments",
     "whisper_languages",
     "write_job_file",
 ]
@@ -171,28 +172,28 @@ class LocalWhisperProvider:
         """
         try:
             document = json.loads(raw)
-            kept = [
-                (float(s["start"]), float(s["end"]), str(s["text"]))
-                for s in document["segments"]
-                if decoded_speech(s)
-            ]
+            kept = [s for s in document["segments"] if decoded_speech(s)]
+            texts = [str(s["text"]) for s in kept]
             language = document["language"]
-        except (ValueError, KeyError, TypeError) as exc:
+            segments = tuple(
+                Segment(
+                    start=float(s["start"]),
+                    end=float(s["end"]),
+                    text=text.strip(),
+                    channel=s.get("channel"),
+                    language=s.get("language", language),
+                )
+                for s, text in zip(kept, texts, strict=True)
+                if text.strip()
+            )
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"not a local recognizer result: {type(exc).__name__}: {exc}") from exc
         # Whisper's segment texts carry their own leading space where the language uses spaces.
-        text = "".join(segment_text for _, _, segment_text in kept).strip()
+        text = "".join(texts).strip()
         if only_filler(text):
             return Transcript(text="", segments=(), language=None, no_speech=True)
-        segments = tuple(
-            Segment(start=start, end=end, text=segment_text.strip())
-            for start, end, segment_text in kept
-            if segment_text.strip()
-        )
-        return Transcript(
-            text=text,
-            segments=segments,
-            language=language if isinstance(language, str) else None,
-            no_speech=False,
+        return transcript_of_segments(
+            segments, text, language if isinstance(language, str) else None
         )
 
     def poll_delay(self, duration: float, waited: float) -> float:
@@ -358,6 +359,27 @@ class LocalWhisperProvider:
                 yield
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def transcript_of_segments(
+    segments: tuple[Segment, ...], text: str, language: str | None
+) -> Transcript:
+    """A transcript of kept speech: channel-labelled lines when channels were heard apart, and
+    every language heard, in order of first appearance."""
+    languages: list[str] = []
+    for segment in segments:
+        if segment.language and segment.language not in languages:
+            languages.append(segment.language)
+    if any(segment.channel for segment in segments):
+        text = "\n".join(f"[{s.channel}] {s.text}" for s in segments)
+    first = languages[0] if languages else language
+    return Transcript(
+        text=text,
+        segments=segments,
+        language=first,
+        no_speech=False,
+        languages=tuple(languages) if languages else ((first,) if first else ()),
+    )
 
 
 def _finished(job_dir: Path) -> PollResult | None:

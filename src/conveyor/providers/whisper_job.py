@@ -8,9 +8,19 @@ the recognizer never takes a worker down.
 
 ``result.json``::
 
-    {"language": "en", "language_probability": 0.93, "duration": 11.0,
+    {"language": "en", "languages": ["en", "ru"], "language_probability": 0.93, "duration": 21.5,
      "segments": [{"start": 0.0, "end": 10.5, "text": " And so ...", "no_speech_prob": 0.09,
-                   "avg_logprob": -0.28, "compression_ratio": 1.35, "temperature": 0.0}]}
+                   "avg_logprob": -0.28, "compression_ratio": 1.35, "temperature": 0.0,
+                   "language": "en", "channel": null}]}
+
+A recording that changes language is heard stretch by stretch: when no language is set, the
+stretches of speech between pauses of 0.8 s or more are each given to Whisper's language
+detection, and runs of one language are transcribed with that language (one Whisper call per
+run). A recording in one language takes the ordinary single call.
+
+With ``"channels": true`` each channel of the input (a multi-channel WAV: one channel per
+recorded channel or audio track) is recognised on its own and its segments carry its label
+(``"1"``, ``"2"``, ...).
 """
 
 from __future__ import annotations
@@ -18,12 +28,38 @@ from __future__ import annotations
 import json
 import sys
 import time
+import wave
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from conveyor.providers.local import ERROR_FILE, JOB_FILE, RESULT_FILE, write_job_file
 
-__all__ = ["main", "run_job"]
+__all__ = ["load_model", "main", "recognise", "run_job"]
+
+_RATE = 16_000
+_PAUSE_MS = 800  # a pause this long may separate two languages
+_MIN_JUDGED = _RATE // 2  # shorter stretches are too short to judge their language
+_MAX_DETECTIONS = 24  # bounds the extra encoder passes of a long recording
+_SURE = 0.5  # detections below this probability take their neighbours' language
+
+
+def load_model(job: dict[str, Any]) -> Any:
+    """Load the job's Whisper model (offline), seeded so a rerun gives the same text."""
+    import ctranslate2
+    from faster_whisper import WhisperModel
+
+    # Whisper's temperature fallback samples; a fixed seed makes a rerun give the same text.
+    ctranslate2.set_random_seed(0)
+    return WhisperModel(
+        job["model"],
+        device=job["device"],
+        compute_type=job["compute_type"],
+        cpu_threads=job["threads"],
+        local_files_only=True,  # never reach a model hub
+    )
 
 
 def run_job(job_dir: Path) -> dict[str, Any]:
@@ -33,49 +69,156 @@ def run_job(job_dir: Path) -> dict[str, Any]:
         Exception: anything faster-whisper or the audio decoder raises (``main`` records it).
     """
     job = json.loads((job_dir / JOB_FILE).read_text(encoding="utf-8"))
-    # Imported here so that ``--help``-like failures (bad job.json) are reported without paying
-    # for ctranslate2's import.
-    import ctranslate2
-    from faster_whisper import WhisperModel
-
-    # Whisper's temperature fallback samples; a fixed seed makes a rerun give the same text.
-    ctranslate2.set_random_seed(0)
     started = time.monotonic()
-    model = WhisperModel(
-        job["model"],
-        device=job["device"],
-        compute_type=job["compute_type"],
-        cpu_threads=job["threads"],
-        local_files_only=True,  # never reach a model hub
-    )
+    model = load_model(job)
     print(f"model loaded in {time.monotonic() - started:.2f}s", flush=True)
-    segments, info = model.transcribe(
-        job["input"],
-        language=job["language"],
-        beam_size=job["beam_size"],
-        # Vocabulary hints (names, terms) steer the decoder's spelling of them.
-        initial_prompt=job.get("initial_prompt"),
-        vad_filter=True,  # faster-whisper's bundled Silero VAD: no decoding of silence or noise
-    )
-    result: dict[str, Any] = {
-        "language": info.language,
-        "language_probability": info.language_probability,
-        "duration": info.duration,
-        "segments": [
-            {
-                "start": seg.start,
-                "end": seg.end,
-                "text": seg.text,
-                "no_speech_prob": seg.no_speech_prob,
-                "avg_logprob": seg.avg_logprob,
-                "compression_ratio": seg.compression_ratio,
-                "temperature": seg.temperature,
-            }
-            for seg in segments  # a generator: the decoding happens here
-        ],
-    }
+    result = recognise(model, job)
     print(f"recognised in {time.monotonic() - started:.2f}s", flush=True)
     return result
+
+
+def recognise(model: Any, job: dict[str, Any]) -> dict[str, Any]:
+    """Recognise ``job["input"]`` with a loaded model; see the module docstring for the result."""
+    channels = _read_channels(Path(job["input"]), separate=bool(job.get("channels")))
+    segments: list[dict[str, Any]] = []
+    languages: list[str] = []
+    probability = 0.0
+    duration = 0.0
+    for label, audio in channels:
+        duration = max(duration, audio.size / _RATE)
+        for start, end, language in _language_runs(model, audio, job["language"]):
+            found, info = model.transcribe(
+                audio[start:end],
+                language=language,
+                beam_size=job["beam_size"],
+                # Vocabulary hints (names, terms) steer the decoder's spelling of them.
+                initial_prompt=job.get("initial_prompt"),
+                vad_filter=True,  # faster-whisper's bundled Silero VAD: no decoding of silence
+            )
+            offset = start / _RATE
+            run = [
+                {
+                    "start": seg.start + offset,
+                    "end": seg.end + offset,
+                    "text": seg.text,
+                    "no_speech_prob": seg.no_speech_prob,
+                    "avg_logprob": seg.avg_logprob,
+                    "compression_ratio": seg.compression_ratio,
+                    "temperature": seg.temperature,
+                    "language": info.language,
+                    "channel": label,
+                }
+                for seg in found  # a generator: the decoding happens here
+            ]
+            if run and info.language not in languages:
+                languages.append(info.language)
+            probability = max(probability, info.language_probability)
+            segments += run
+    segments.sort(key=lambda s: (s["start"], s["channel"] or ""))
+    return {
+        "language": languages[0] if languages else job["language"],
+        "languages": languages,
+        "language_probability": probability,
+        "duration": duration,
+        "segments": segments,
+    }
+
+
+def _read_channels(
+    path: Path, *, separate: bool
+) -> list[tuple[str | None, npt.NDArray[np.float32]]]:
+    """The input as float32 arrays at 16 kHz: one unlabelled mix, or one per channel."""
+    from faster_whisper import decode_audio
+
+    try:
+        with wave.open(str(path), "rb") as source:
+            count = source.getnchannels()
+            if source.getframerate() == _RATE and source.getsampwidth() == 2 and count > 1:
+                pcm = np.frombuffer(source.readframes(source.getnframes()), dtype="<i2")
+                frames = pcm.reshape(-1, count).astype(np.float32) / 32768.0
+                if separate:
+                    return [(str(i + 1), np.ascontiguousarray(frames[:, i])) for i in range(count)]
+                return [(None, frames.mean(axis=1).astype(np.float32))]
+    except (wave.Error, EOFError):
+        pass
+    return [(None, decode_audio(str(path), sampling_rate=_RATE))]
+
+
+def _language_runs(
+    model: Any, audio: npt.NDArray[np.float32], language: str | None
+) -> list[tuple[int, int, str | None]]:
+    """``(start, end, language)`` sample ranges covering ``audio``: one per run of a language."""
+    whole = [(0, audio.size, language)]
+    if language is not None:
+        return whole
+    from faster_whisper.vad import VadOptions, get_speech_timestamps
+
+    stamps = get_speech_timestamps(
+        audio, VadOptions(min_silence_duration_ms=_PAUSE_MS, speech_pad_ms=200)
+    )
+    stretches = [(int(s["start"]), int(s["end"])) for s in stamps]
+    judged = [i for i, (a, b) in enumerate(stretches) if b - a >= _MIN_JUDGED]
+    if len(stretches) < 2 or len(judged) < 2:
+        return whole
+    blocks = _blocks(stretches, _MAX_DETECTIONS)
+    said: list[str | None] = []
+    for first, last in blocks:
+        a, b = stretches[first][0], stretches[last][1]
+        if b - a < _MIN_JUDGED:
+            said.append(None)
+            continue
+        code, probability, _ = model.detect_language(audio[a:b])
+        said.append(code if probability >= _SURE else None)
+    known = [code for code in said if code is not None]
+    if len(set(known)) <= 1:
+        return [(0, audio.size, known[0] if known else None)]
+    filled = _fill_unsure(said, [(stretches[f][0], stretches[last][1]) for f, last in blocks])
+    runs: list[tuple[int, int, str | None]] = []
+    for index, (first, _) in enumerate(blocks):
+        if runs and runs[-1][2] == filled[index]:
+            continue
+        # A run starts in the middle of the pause before its first stretch.
+        start = 0 if not runs else (stretches[first - 1][1] + stretches[first][0]) // 2
+        if runs:
+            runs[-1] = (runs[-1][0], start, runs[-1][2])
+        runs.append((start, audio.size, filled[index]))
+    return runs
+
+
+def _fill_unsure(said: list[str | None], spans: list[tuple[int, int]]) -> list[str]:
+    """Each unsure block takes the language of the nearest judged block (the next one on a tie)."""
+    filled: list[str] = []
+    for index, code in enumerate(said):
+        if code is not None:
+            filled.append(code)
+            continue
+        before = next((i for i in range(index - 1, -1, -1) if said[i] is not None), None)
+        after = next((i for i in range(index + 1, len(said)) if said[i] is not None), None)
+        gap_before = spans[index][0] - spans[before][1] if before is not None else None
+        gap_after = spans[after][0] - spans[index][1] if after is not None else None
+        if after is not None and (gap_before is None or (gap_after or 0) <= gap_before):
+            filled.append(str(said[after]))
+        else:
+            assert before is not None
+            filled.append(str(said[before]))
+    return filled
+
+
+def _blocks(stretches: list[tuple[int, int]], most: int) -> list[tuple[int, int]]:
+    """Group consecutive stretches into at most ``most`` blocks (first, last index) of about
+    equal speech length, so a long recording costs a bounded number of detections."""
+    if len(stretches) <= most:
+        return [(i, i) for i in range(len(stretches))]
+    total = sum(b - a for a, b in stretches)
+    share = total / most
+    blocks: list[tuple[int, int]] = []
+    first, gathered = 0, 0
+    for index, (a, b) in enumerate(stretches):
+        gathered += b - a
+        if gathered >= share or index == len(stretches) - 1:
+            blocks.append((first, index))
+            first, gathered = index + 1, 0
+    return blocks
 
 
 def main(argv: list[str] | None = None) -> int:
