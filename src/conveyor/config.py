@@ -212,6 +212,9 @@ class TranscriptionSettings(_Section):
     (or under ``$XDG_CACHE_HOME``)."""
     processes: int = Field(default=1, ge=1)
     """Recognizer processes the local provider runs at once; further operations queue."""
+    channels: Literal["mix", "separate"] = "mix"
+    """``mix``: every channel and audio track is mixed into one; ``separate``: each is recognised
+    on its own and its segments are labelled (``local`` provider; others receive the mix)."""
     speechkit: SpeechKitSettings = SpeechKitSettings()
     """``[transcription.speechkit]``."""
     openai: OpenAISettings = OpenAISettings()

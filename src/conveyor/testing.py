@@ -90,6 +90,7 @@ class FakeProvider:
     model = "fake-1"
     languages = frozenset({"en", "de", "ru", "fr", "es"})
     idempotent_submit = True
+    hears_channels_apart = False
 
     def __init__(
         self, text: str = "Hello world.", language: str = "en", *, synchronous: bool = False

@@ -9,6 +9,7 @@ import wave
 from pathlib import Path
 from typing import Any
 
+import av
 import jiwer
 import numpy as np
 import numpy.typing as npt
@@ -121,3 +122,68 @@ def test_language_switch_gives_each_language_and_the_card_shows_both(
     assert "бедняга" in russian and "сет" in russian
     assert all(s["end"] <= 11.6 for s in text["segments"] if s["language"] == "en")
     assert all(s["start"] >= 11.0 for s in text["segments"] if s["language"] == "ru")
+
+
+def write_two_track_mkv(path: Path, tracks: list[npt.NDArray[np.float64]]) -> Path:
+    """A Matroska file with one mono FLAC audio track per array (a meeting or screen export)."""
+    with av.open(str(path), "w", format="matroska") as container:
+        streams = []
+        for _ in tracks:
+            stream = container.add_stream("flac", rate=RATE)
+            stream.layout = "mono"
+            streams.append(stream)
+        for stream, samples in zip(streams, tracks, strict=True):
+            pcm = np.clip(np.round(samples * 32767), -32768, 32767).astype(np.int16)
+            for start in range(0, pcm.size, 4096):
+                frame = av.AudioFrame.from_ndarray(
+                    pcm[start : start + 4096].reshape(1, -1), format="s16", layout="mono"
+                )
+                frame.sample_rate = RATE
+                frame.pts = start
+                for packet in stream.encode(frame):
+                    container.mux(packet)
+            for packet in stream.encode(None):
+                container.mux(packet)
+    return path
+
+
+def test_every_audio_track_is_heard(engine: Engine, tmp_path: Path, corpus: Path) -> None:
+    """One speaker per track, the second speaking after the first: both are in the transcript
+    and the record's history says the tracks were mixed."""
+    first = read_clip(corpus / "audio" / "jfk.wav")
+    second = np.concatenate(
+        [np.zeros(12 * RATE), read_clip(corpus / "audio" / "sense_and_sensibility_0880.wav")]
+    )
+    source = write_two_track_mkv(tmp_path / "meeting.mkv", [first, second])
+    runtime = make_runtime(engine, tmp_path)
+    rid = accept_audio(runtime.engine, runtime.store, runtime.clock, source, owner="ann")
+    row = run_to_end(runtime, rid)
+    assert row["stage"] == "done", dict(row)
+    with runtime.engine.connect() as conn:
+        body = (transcript_of(conn, rid) or {})["body"].lower()
+        notes = " ".join(e["outcome_text"] or "" for e in queries.events_of(conn, rid))
+    assert "country" in body and "young man" in body
+    assert "2 audio tracks mixed" in notes
+
+
+def test_two_speakers_on_two_channels_are_recognised_apart_with_labels(
+    engine: Engine, tmp_path: Path, corpus: Path
+) -> None:
+    runtime = make_runtime(engine, tmp_path, channels="separate")
+    rid = accept_audio(
+        runtime.engine,
+        runtime.store,
+        runtime.clock,
+        corpus / "audio" / "stereo_two_speakers.wav",
+        owner="ann",
+    )
+    row = run_to_end(runtime, rid)
+    assert row["stage"] == "done", dict(row)
+    with runtime.engine.connect() as conn:
+        text = transcript_of(conn, rid)
+    assert text is not None
+    left = " ".join(s["text"] for s in text["segments"] if s["channel"] == "1").lower()
+    right = " ".join(s["text"] for s in text["segments"] if s["channel"] == "2").lower()
+    assert "wizard" in left and "curtain" in left
+    assert "horizon" in right and "distant" in right
+    assert "[1]" in text["body"] and "[2]" in text["body"]

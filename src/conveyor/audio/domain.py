@@ -105,6 +105,10 @@ class AudioSteps:
             raise LookupError(f"object {file_id} is missing from the journal")
         return self.store.path(row["key"]), str(row["key"])
 
+    def _channels_apart(self) -> bool:
+        # Only a provider that labels channels gets them apart; others hear the mix.
+        return self.transcription.channels == "separate" and self.provider.hears_channels_apart
+
     def normalize(self, ctx: StepContext) -> Outcome:
         """``uploaded`` → ``normalized``: decode to 16 kHz mono WAV, streaming."""
         record = ctx.record
@@ -113,7 +117,12 @@ class AudioSteps:
             return Halt("original_missing", f"the original upload is missing from storage: {_}")
         key = ctx.produced_object(f"audio/{record['id']}/normalized.wav")
         with self.store.writer(key) as temp:
-            result = normalize_audio(source, temp, raw_pcm=bool(record["raw_pcm"]))
+            result = normalize_audio(
+                source,
+                temp,
+                raw_pcm=bool(record["raw_pcm"]),
+                separate_channels=self._channels_apart(),
+            )
         if result.duration < MIN_DURATION:
             # A few stray samples (e.g. a tiny file read as raw PCM) are not a recording.
             return Halt(
@@ -141,6 +150,13 @@ class AudioSteps:
             f"normalized {result.duration:.2f} s of {result.codec} "
             f"({result.sample_rate} Hz, {result.channels} ch)"
         )
+        if result.tracks > 1:
+            how = "kept apart" if result.output_channels > 1 else "mixed"
+            note += f"; {result.tracks} audio tracks {how}"
+        elif result.output_channels > 1:
+            note += f"; {result.output_channels} channels kept apart"
+        if result.skipped_tracks:
+            note += f"; {result.skipped_tracks} audio track(s) left out: no decoder for their codec"
         return Advance(
             {"duration": result.duration, "no_speech": True if result.silent else None},
             writes=journal,
@@ -156,6 +172,7 @@ class AudioSteps:
             hints=None,
             duration=float(record["duration"] or 0.0),
             object_key=object_key,
+            channels=_wav_channels(self.store.path(object_key)),
         )
 
     def _start_attempt(self, ctx: StepContext, *, then: Outcome) -> Outcome:
@@ -457,3 +474,11 @@ def _submit_unknown_text(provider: str, key: str, error: str) -> str:
         "provider's console or bill for an operation started at that time; resume the record "
         "to submit it again (this may be billed twice)."
     )
+
+
+def _wav_channels(path: Path) -> int:
+    """Channels of a normalized WAV (1 unless channels were kept apart)."""
+    import wave
+
+    with wave.open(str(path), "rb") as source:
+        return int(source.getnchannels())

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import math
 import wave
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Final
@@ -121,6 +122,10 @@ class NormalizedAudio:
         rms_dbfs: RMS level of the output in dBFS (0 = full-scale square wave);
             :data:`FLOOR_DBFS` for digital silence.
         peak_dbfs: peak sample level of the output in dBFS; :data:`FLOOR_DBFS` for silence.
+        tracks: audio tracks heard (every decodable one; mixed, or kept apart).
+        skipped_tracks: audio tracks left out because no decoder exists for their codec.
+        output_channels: channels of the output: 1, or one per heard channel when
+            ``separate_channels``.
         silent: the output is (near) digital silence: even its loudest sample is below
             :data:`SILENCE_DBFS` (``peak_dbfs``; the mean level is never used: quiet speech in
             a long recording has a very low mean).
@@ -135,6 +140,9 @@ class NormalizedAudio:
     rms_dbfs: float
     peak_dbfs: float
     silent: bool
+    tracks: int = 1
+    skipped_tracks: int = 0
+    output_channels: int = 1
 
 
 def normalize_audio(
@@ -144,6 +152,7 @@ def normalize_audio(
     raw_pcm: bool = False,
     raw_sample_rate: int = 16000,
     raw_channels: int = 1,
+    separate_channels: bool = False,
 ) -> NormalizedAudio:
     """Decode ``src`` and write it to ``dst`` as 16 kHz mono pcm_s16le WAV, streaming.
 
@@ -159,6 +168,8 @@ def normalize_audio(
             (e.g. pocketsphinx's ``goforward.raw``).
         raw_sample_rate: rate of the raw PCM in Hz, 8000-192000; only with ``raw_pcm``.
         raw_channels: interleaved channels of the raw PCM, 1-64; only with ``raw_pcm``.
+        separate_channels: keep every channel (of every track) apart in the output, one WAV
+            channel each, for per-channel recognition; otherwise every track is mixed to mono.
 
     Returns:
         What was read and written, including levels of the output.
@@ -201,7 +212,7 @@ def normalize_audio(
         options = {}
 
     with atomic_path(dst) as tmp, tmp.open("wb") as out, src.open("rb") as source:
-        return _transcode(src, source, out, sniffed, demuxer, options)
+        return _transcode(src, source, out, sniffed, demuxer, options, separate_channels)
 
 
 def _demuxer_for(src: Path, sniffed: Sniffed) -> str | None:
@@ -238,6 +249,7 @@ def _transcode(
     sniffed: Sniffed,
     demuxer: str | None,
     options: dict[str, str],
+    separate_channels: bool = False,
 ) -> NormalizedAudio:
     """Demux, decode, resample and write; returns the summary. ``out`` is left open."""
     try:
@@ -256,21 +268,28 @@ def _transcode(
     with container:
         if not container.streams.audio:
             raise MediaError("no_audio", f"The file ({sniffed.mime}) has no audio track.")
-        stream = container.streams.audio[0]
-        ctx = stream.codec_context
-        if ctx is None:
+        # Every audio track is heard: a screen recorder or meeting export puts one speaker on
+        # each. A track without a decoder is left out and named in ``skipped_tracks``.
+        streams = [s for s in container.streams.audio if s.codec_context is not None]
+        skipped = len(container.streams.audio) - len(streams)
+        if not streams:
+            first = container.streams.audio[0]
             raise MediaError(
-                "undecodable", f"The file's audio codec {stream.codec.name} has no decoder."
+                "undecodable", f"The file's audio codec {first.codec.name} has no decoder."
             )
+        ctx = streams[0].codec_context
         rate = int(ctx.sample_rate or 0)
         if rate:
             _check_rate(rate)
         channels = int(ctx.layout.nb_channels)
         codec = str(ctx.codec.canonical_name)
+        widths = [int(s.codec_context.layout.nb_channels) or 1 for s in streams]
+        apart = separate_channels and (len(streams) > 1 or channels > 1)
+        out_channels = sum(widths) if apart else 1
 
-        sink = _WavSink(out)
+        sink = _WavSink(out, channels=out_channels)
         try:
-            rate = _decode(src, container, stream, rate, sink, sniffed)
+            rate = _decode(src, container, streams, rate, sink, sniffed, widths=widths, apart=apart)
         finally:
             # Closed on every path: a WAV writer left open is closed by the garbage collector
             # after `out` is gone ("Exception ignored ... write to closed file").
@@ -291,26 +310,47 @@ def _transcode(
         rms_dbfs=rms_dbfs,
         peak_dbfs=peak_dbfs,
         silent=peak_dbfs < SILENCE_DBFS,
+        tracks=len(streams),
+        skipped_tracks=skipped,
+        output_channels=out_channels,
     )
 
 
 def _decode(
     src: Path,
     container: av.container.InputContainer,
-    stream: av.AudioStream,
+    streams: list[av.AudioStream],
     rate: int,
     sink: _WavSink,
     sniffed: Sniffed,
+    *,
+    widths: list[int],
+    apart: bool,
 ) -> int:
-    """Decode ``stream`` into ``sink``, keeping a damaged recording's decoded part.
+    """Decode every stream of ``streams`` into ``sink`` (mixed to mono, or each channel apart),
+    keeping a damaged recording's decoded part.
 
     Returns:
         The source sample rate (read from the first frame when the header has none).
     """
-    resampler = _Resampler(sink)
+    mixer = _Mixer(sink, widths if apart else [1] * len(streams), mix=not apart)
+    resamplers = {
+        s.index: _Resampler(
+            mixer.feeder(i), layout=str(s.codec_context.layout.name) if apart else "mono"
+        )
+        for i, s in enumerate(streams)
+    }
+
+    def drain() -> None:
+        for resampler in resamplers.values():
+            resampler.flush()
+        mixer.finish()
+
     try:
-        for packet in container.demux(stream):
+        for packet in container.demux(*streams):
+            resampler = resamplers[packet.stream.index]
             for frame in packet.decode():
+                assert isinstance(frame, av.AudioFrame)  # demuxed from audio streams only
                 if not rate:
                     rate = int(frame.sample_rate)
                     _check_rate(rate)
@@ -318,7 +358,7 @@ def _decode(
     except av.FFmpegError as exc:
         # Keep a recording whose tail is damaged: the decoded part is still worth a
         # transcript. With nothing decoded, the file is simply undecodable.
-        resampler.flush()
+        drain()
         if sink.samples == 0:
             raise MediaError(
                 "undecodable", f"The file ({sniffed.mime}) cannot be decoded: {_why(exc)}."
@@ -329,7 +369,7 @@ def _decode(
             sink.samples / TARGET_SAMPLE_RATE,
             _why(exc),
         )
-    resampler.flush()
+    drain()
     return rate
 
 
@@ -348,11 +388,13 @@ def _check_rate(rate: int) -> None:
 
 
 class _WavSink:
-    """Appends s16 mono 16 kHz samples to a WAV file and keeps running levels."""
+    """Appends s16 16 kHz frames (mono, or one channel per heard channel) to a WAV file and keeps
+    running levels over every channel."""
 
-    def __init__(self, out: IO[bytes]) -> None:
+    def __init__(self, out: IO[bytes], channels: int = 1) -> None:
         self._wav = wave.open(out, "wb")  # noqa: SIM115 - closed in close(), fd owned by caller
-        self._wav.setnchannels(1)
+        self._channels = channels
+        self._wav.setnchannels(channels)
         self._wav.setsampwidth(2)
         self._wav.setframerate(TARGET_SAMPLE_RATE)
         self.samples = 0
@@ -360,14 +402,14 @@ class _WavSink:
         self._peak = 0
 
     def write(self, pcm: npt.NDArray[np.int16]) -> None:
-        """Append interleaved-mono int16 samples, shape (n,)."""
+        """Append int16 frames, interleaved: shape (n,) for mono, (n, channels) otherwise."""
         if pcm.size == 0:
             return
         self._wav.writeframesraw(pcm.astype("<i2", copy=False).tobytes())
-        wide = pcm.astype(np.int64)  # int16 would overflow on squares and on abs(-32768)
+        wide = pcm.astype(np.int64).reshape(-1)  # int16 overflows on squares and abs(-32768)
         self._sum_squares += float(np.dot(wide, wide))
         self._peak = max(self._peak, int(np.abs(wide).max()))
-        self.samples += int(pcm.size)
+        self.samples += int(pcm.size) // self._channels
 
     def close(self) -> None:
         """Patch the RIFF sizes; the underlying file stays open."""
@@ -376,7 +418,7 @@ class _WavSink:
     def rms_dbfs(self) -> float:
         if self.samples == 0 or self._sum_squares == 0.0:
             return FLOOR_DBFS
-        rms = math.sqrt(self._sum_squares / self.samples)
+        rms = math.sqrt(self._sum_squares / (self.samples * self._channels))
         return max(FLOOR_DBFS, 20.0 * math.log10(rms / _FULL_SCALE))
 
     def peak_dbfs(self) -> float:
@@ -386,14 +428,17 @@ class _WavSink:
 
 
 class _Resampler:
-    """PyAV resampling to s16/mono/16 kHz that survives format changes mid-stream.
+    """PyAV resampling to s16/16 kHz (``layout``: mono, or the track's own channels) that survives
+    format changes mid-stream; hands ``(frames, channels)`` int16 arrays to ``emit``.
 
     PyAV's resampler is built for the first frame's format, layout and rate and refuses
     others; some streams (e.g. an MP3 concatenated from two encodes) change them part-way.
     """
 
-    def __init__(self, sink: _WavSink) -> None:
-        self._sink = sink
+    def __init__(self, emit: Callable[[npt.NDArray[np.int16]], None], layout: str = "mono") -> None:
+        self._emit_pcm = emit
+        self._layout = layout
+        self._width = av.AudioLayout(layout).nb_channels
         self._resampler: av.AudioResampler | None = None
         self._input: tuple[str, str, int] | None = None
 
@@ -402,7 +447,7 @@ class _Resampler:
         if signature != self._input:
             self.flush()
             self._resampler = av.AudioResampler(
-                format="s16", layout="mono", rate=TARGET_SAMPLE_RATE
+                format="s16", layout=self._layout, rate=TARGET_SAMPLE_RATE
             )
             self._input = signature
         assert self._resampler is not None
@@ -417,5 +462,64 @@ class _Resampler:
 
     def _emit(self, frames: list[av.AudioFrame]) -> None:
         for out in frames:
-            # Packed s16 mono: one plane, shape (1, samples).
-            self._sink.write(out.to_ndarray().astype(np.int16, copy=False).reshape(-1))
+            # Packed s16: one plane, channels interleaved.
+            pcm = out.to_ndarray().astype(np.int16, copy=False).reshape(-1, self._width)
+            self._emit_pcm(pcm)
+
+
+class _Mixer:
+    """Lines up the tracks' 16 kHz frames and writes them: summed into one mono channel
+    (``mix``), or side by side, one output channel per track channel.
+
+    A single track passes straight through. Tracks are taken to start together; a shorter one is
+    padded with silence at the end.
+    """
+
+    def __init__(self, sink: _WavSink, widths: list[int], *, mix: bool) -> None:
+        self._sink = sink
+        self._widths = widths
+        self._mix = mix
+        self._pending: list[list[npt.NDArray[np.int16]]] = [[] for _ in widths]
+        self._counts = [0] * len(widths)
+
+    def feeder(self, index: int) -> Callable[[npt.NDArray[np.int16]], None]:
+        """The ``emit`` callback of track ``index``."""
+        if len(self._widths) == 1:
+            return self._write
+        return lambda pcm: self._take(index, pcm)
+
+    def _write(self, pcm: npt.NDArray[np.int16]) -> None:
+        self._sink.write(pcm.reshape(-1) if pcm.shape[1] == 1 else pcm)
+
+    def _take(self, index: int, pcm: npt.NDArray[np.int16]) -> None:
+        self._pending[index].append(pcm)
+        self._counts[index] += pcm.shape[0]
+        ready = min(self._counts)
+        if ready:
+            self._emit(ready)
+
+    def _pop(self, index: int, frames: int) -> npt.NDArray[np.int16]:
+        joined = np.concatenate(self._pending[index]) if self._pending[index] else None
+        width = self._widths[index]
+        if joined is None:
+            joined = np.zeros((0, width), dtype=np.int16)
+        if joined.shape[0] < frames:  # a track that ended early: silence
+            pad = np.zeros((frames - joined.shape[0], width), dtype=np.int16)
+            joined = np.concatenate([joined, pad])
+        head, rest = joined[:frames], joined[frames:]
+        self._pending[index] = [rest] if rest.shape[0] else []
+        self._counts[index] = rest.shape[0]
+        return head
+
+    def _emit(self, frames: int) -> None:
+        parts = [self._pop(i, frames) for i in range(len(self._widths))]
+        if self._mix:
+            total = np.sum([p.astype(np.int32).sum(axis=1) for p in parts], axis=0)
+            self._sink.write(np.clip(total, -32768, 32767).astype(np.int16))
+        else:
+            self._sink.write(np.concatenate(parts, axis=1))
+
+    def finish(self) -> None:
+        """Write what is left, padding the shorter tracks with silence."""
+        if len(self._widths) > 1 and max(self._counts, default=0):
+            self._emit(max(self._counts))

@@ -95,12 +95,15 @@ class RecognitionRequest:
         duration: seconds of audio (for deadlines and poll scheduling).
         object_key: the normalized audio's key in the object store, for providers that read
             it from a bucket instead of receiving the bytes.
+        channels: channels of the normalized audio: more than one only for a provider that
+            ``hears_channels_apart``, each to be recognised on its own and labelled.
     """
 
     language: str | None = None
     hints: str | None = None
     duration: float = 0.0
     object_key: str | None = None
+    channels: int = 1
 
 
 @dataclass(frozen=True)
@@ -180,6 +183,9 @@ class RecognitionProvider(Protocol):
     """Model name recorded on the attempt row."""
     languages: frozenset[str]
     """ISO 639-1 codes the provider accepts for ``submit``."""
+    hears_channels_apart: bool
+    """True when the provider takes a multi-channel WAV and labels each channel's segments
+    (``[transcription] channels = "separate"``); others always receive a mono mix."""
     idempotent_submit: bool
     """True when a repeated submit with the same ``operation_id`` never starts a second
     operation, so a submit with an unknown outcome may simply be repeated (D12)."""

@@ -116,6 +116,7 @@ class LocalWhisperProvider:
         self._mutex = threading.Lock()
         # A job folder is keyed by the caller's id: a repeated submit finds it (D12).
         self.idempotent_submit = True
+        self.hears_channels_apart = True
 
     # -- protocol -----------------------------------------------------------------------------
 
@@ -249,6 +250,7 @@ class LocalWhisperProvider:
             "input": str(source),
             "language": language,
             "initial_prompt": request.hints,
+            "channels": request.channels > 1,
             "model": self._model_path,
             "device": self._settings.device,
             "compute_type": self._settings.compute_type,

@@ -84,6 +84,7 @@ class OpenAICompatibleProvider:
 
     name = "openai"
     idempotent_submit = False
+    hears_channels_apart = False
 
     def __init__(
         self,

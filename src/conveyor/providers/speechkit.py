@@ -91,6 +91,7 @@ class SpeechKitProvider:
 
     name = "speechkit"
     idempotent_submit = False
+    hears_channels_apart = False
     languages = frozenset(LANGUAGES)
 
     def __init__(
