@@ -20,6 +20,9 @@ from conveyor.db.tables import metadata
 from conveyor.testing import FakeClock
 from needs import AUDIO_CORPUS, CORPUS, in_ci, need, need_corpus
 
+# Warm local recognizers outlive the test that started them; make them leave soon after.
+os.environ.setdefault("CONVEYOR_TRANSCRIPTION__IDLE_EXIT", "10")
+
 PG_URL = os.environ.get("CONVEYOR_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 _pg_ready: bool | None = None
 

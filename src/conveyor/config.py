@@ -211,7 +211,11 @@ class TranscriptionSettings(_Section):
     """Folder where the bundled ``base`` model is assembled; unset = ``~/.cache/conveyor/models``
     (or under ``$XDG_CACHE_HOME``)."""
     processes: int = Field(default=1, ge=1)
-    """Recognizer processes the local provider runs at once; further operations queue."""
+    """Recognizer processes the local provider keeps warm (each loads the model once and takes
+    jobs one at a time); further operations queue."""
+    idle_exit: float = Field(default=300.0, gt=0)
+    """Seconds a warm recognizer process of the local provider waits for work before it exits
+    (freeing its memory); the next recording starts one again."""
     channels: Literal["mix", "separate"] = "mix"
     """``mix``: every channel and audio track is mixed into one; ``separate``: each is recognised
     on its own and its segments are labelled (``local`` provider; others receive the mix)."""

@@ -135,3 +135,34 @@ def test_an_undecodable_video_is_named_as_uploaded_never_by_its_key(
         assert "uploads/" not in message and str(api.runtime.store.root) not in message
     assert counts(api.runtime.engine) == before
     assert stored_objects(api) == []
+
+
+def test_vocabulary_hints_are_kept_with_the_record(
+    api: Api, client: TestClient, wav: bytes
+) -> None:
+    from conveyor.audio import queries
+
+    body, kind = multipart(("hints", None, b"Kennedy, Sorensen"), ("file", "a.wav", wav))
+    response = client.post(
+        "/api/records", content=body, headers={**api.alice, "Content-Type": kind}
+    )
+    assert response.status_code == 201, response.text
+    by_query = client.post(
+        "/api/records",
+        params={"hints": "Anya Petrova"},
+        content=wav,
+        headers={**api.alice, "Content-Type": "application/octet-stream"},
+    )
+    assert by_query.status_code == 201, by_query.text
+    with api.runtime.engine.connect() as conn:
+        for rid, expected in (
+            (response.json()["id"], "Kennedy, Sorensen"),
+            (by_query.json()["id"], "Anya Petrova"),
+        ):
+            hints = [t["body"] for t in queries.texts_of(conn, rid) if t["kind"] == "hints"]
+            assert hints == [expected]
+    too_long, kind = multipart(("hints", None, b"x" * 1001), ("file", "a.wav", wav))
+    refused = client.post(
+        "/api/records", content=too_long, headers={**api.alice, "Content-Type": kind}
+    )
+    assert refused.status_code in (400, 422)

@@ -4,6 +4,7 @@ and the parse rules that keep silence and noise from becoming sentences. Real re
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -31,9 +32,13 @@ MODEL_CACHE = Path(tempfile.gettempdir()) / "conveyor-test-models"  # shared wit
 TIMEOUT = 120.0
 
 
-def make_provider(work_dir: Path, processes: int = 1) -> LocalWhisperProvider:
-    settings = TranscriptionSettings(processes=processes, threads=1)
-    return LocalWhisperProvider(settings, work_dir, model_cache_dir=MODEL_CACHE)
+def make_provider(
+    work_dir: Path, processes: int = 1, hang_after: float | None = None
+) -> LocalWhisperProvider:
+    settings = TranscriptionSettings(processes=processes, threads=1, idle_exit=10)
+    return LocalWhisperProvider(
+        settings, work_dir, model_cache_dir=MODEL_CACHE, hang_after=hang_after
+    )
 
 
 def wait(provider: LocalWhisperProvider, operation_id: str) -> PollResult:
@@ -93,42 +98,50 @@ def test_operation_id_must_be_a_plain_name(tmp_path: Path) -> None:
 
 
 @pytest.mark.usefixtures("audio_corpus")
-def test_d12_submit_is_idempotent_and_extra_jobs_queue(tmp_path: Path) -> None:
-    """Two submits of one id start one process; a second id waits for the single slot; a fresh
-    provider on the same work_dir (a restarted worker) collects both results."""
+def wait_taken(job_dir: Path) -> int:
+    """The pid of the recognizer that took the job (waits for it to be taken)."""
+    deadline = time.monotonic() + TIMEOUT
+    while time.monotonic() < deadline:
+        pid = pid_of(job_dir)
+        if pid is not None:
+            return pid
+        time.sleep(0.05)
+    raise AssertionError(f"{job_dir.name} was never taken")
+
+
+def test_d12_submit_is_idempotent_and_a_warm_recognizer_takes_every_job(tmp_path: Path) -> None:
+    """Two submits of one id make one job; one recognizer (processes = 1) loads the model once
+    and runs both jobs; a fresh provider on the same work_dir (a restarted worker) collects."""
     work = tmp_path / "work"
     first = make_provider(work, processes=1)
     silence = AUDIO / "silence_1s.wav"
 
     submission = first.submit(silence, operation_id="op-a", request=RecognitionRequest())
     assert submission == Submission(operation_id="op-a", source_url=str(silence))
-    pid = pid_of(work / "op-a")
-    assert pid is not None
     again = first.submit(silence, operation_id="op-a", request=RecognitionRequest(language="en"))
     assert again == submission
-    assert pid_of(work / "op-a") == pid
     assert json.loads((work / "op-a" / "job.json").read_text(encoding="utf-8"))["language"] is None
-
     first.submit(silence, operation_id="op-b", request=RecognitionRequest())
-    assert pid_of(work / "op-b") is None  # over the limit: queued, not started
     assert first.poll("op-b").state == "running"
 
     restarted = make_provider(work, processes=1)
     assert wait(restarted, "op-a").state == "done"
-    result_b = wait(restarted, "op-b")  # started by a poll once op-a freed the slot
+    result_b = wait(restarted, "op-b")
     assert result_b.state == "done"
-    assert pid_of(work / "op-b") not in (None, pid)
     assert restarted.parse(result_b.raw or b"").no_speech
-    assert first.poll("op-a").state == "done"  # reaps first's child too
+    # One warm recognizer ran both: same process, the model loaded once.
+    assert pid_of(work / "op-a") == pid_of(work / "op-b")
+    log = (work / ".servers" / "slot-0.log").read_text()
+    assert log.count("model loaded") == 1 and log.count("recognised in") == 2
+    assert len(list((work / ".servers").glob("slot-*.json"))) == 1
+    assert first.poll("op-a").state == "done"
 
 
 @pytest.mark.usefixtures("audio_corpus")
-def test_killed_recognizer_polls_as_failed_with_reason(tmp_path: Path) -> None:
+def test_killed_recognizer_fails_its_job_with_reason_and_is_replaced(tmp_path: Path) -> None:
     provider = make_provider(tmp_path)
     provider.submit(AUDIO / "jfk.wav", operation_id="doomed", request=RecognitionRequest())
-    pid = pid_of(tmp_path / "doomed")
-    assert pid is not None
-    time.sleep(0.5)  # mid-run: still importing or loading the model
+    pid = wait_taken(tmp_path / "doomed")
     assert provider.poll("doomed").state == "running"
     os.kill(pid, signal.SIGKILL)
     result = wait(provider, "doomed")
@@ -137,6 +150,29 @@ def test_killed_recognizer_polls_as_failed_with_reason(tmp_path: Path) -> None:
     assert "exited without a result" in result.error
     assert "SIGKILL" in result.error
     assert result.raw is None
+    # The next job gets a fresh recognizer.
+    provider.submit(AUDIO / "silence_1s.wav", operation_id="next", request=RecognitionRequest())
+    assert wait(provider, "next").state == "done"
+    assert pid_of(tmp_path / "next") != pid
+
+
+@pytest.mark.usefixtures("audio_corpus")
+def test_hung_recognizer_is_killed_its_job_fails_and_it_is_replaced(tmp_path: Path) -> None:
+    provider = make_provider(tmp_path, hang_after=2.0)
+    provider.submit(AUDIO / "jfk.wav", operation_id="stuck", request=RecognitionRequest())
+    pid = wait_taken(tmp_path / "stuck")
+    os.kill(pid, signal.SIGSTOP)  # alive but doing nothing: a hang
+    try:
+        result = wait(provider, "stuck")
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    assert result.state == "failed"
+    assert result.error is not None and "hung" in result.error
+    assert not Path(f"/proc/{pid}/stat").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text()
+    fresh = make_provider(tmp_path)  # a normal limit again
+    fresh.submit(AUDIO / "silence_1s.wav", operation_id="after", request=RecognitionRequest())
+    assert wait(fresh, "after").state == "done"
 
 
 @pytest.mark.usefixtures("audio_corpus")
@@ -153,8 +189,7 @@ def test_undecodable_input_polls_as_failed_with_recognizer_error(tmp_path: Path)
 def test_discard_kills_and_forgets(tmp_path: Path) -> None:
     provider = make_provider(tmp_path)
     provider.submit(AUDIO / "jfk.wav", operation_id="gone", request=RecognitionRequest())
-    pid = pid_of(tmp_path / "gone")
-    assert pid is not None
+    pid = wait_taken(tmp_path / "gone")
     provider.discard("gone")
     assert provider.poll("gone") == PollResult("unknown")
     assert not Path(f"/proc/{pid}").exists()

@@ -98,7 +98,7 @@ def transcripts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
     """Every clip recognised once: ``operation_id(clip, language) -> Transcript``."""
     tmp = tmp_path_factory.mktemp("recognition")
     provider = LocalWhisperProvider(
-        TranscriptionSettings(processes=2, threads=1),
+        TranscriptionSettings(processes=2, threads=1, idle_exit=10),
         tmp / "work",
         model_cache_dir=MODEL_CACHE,
     )

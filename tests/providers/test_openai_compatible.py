@@ -255,3 +255,19 @@ def test_parse_localai_nanoseconds_and_json_only_models(
     ]
     with pytest.raises(ValueError, match="not an OpenAI-compatible response"):
         provider.parse(b'{"text": "no chunks"}')
+
+
+def test_vocabulary_hints_of_the_record_reach_the_recognizer_as_its_prompt(
+    engine: Engine,
+    tmp_path: Path,
+    corpus: Path,
+    server: Loopback,
+    clock: FakeClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    runtime = make_runtime(engine, tmp_path, provider_for(server, tmp_path, monkeypatch), clock)
+    rid = ingest(runtime, corpus / "audio" / "jfk.wav", hints="  Kennedy,\n Sorensen ")
+    row, _ = drive(runtime, clock, rid)
+    assert row["stage"] == "done"
+    (upload,) = state_of(server).uploads
+    assert upload["prompt"] == "Kennedy, Sorensen"

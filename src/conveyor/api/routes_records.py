@@ -54,7 +54,7 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 # The text parts a multipart recording upload may carry before its `file` part.
-RECORD_FIELDS = frozenset({"title", "language"})
+RECORD_FIELDS = frozenset({"title", "language", "hints"})
 
 UPLOAD_BODY: dict[str, Any] = {
     "required": True,
@@ -66,6 +66,7 @@ UPLOAD_BODY: dict[str, Any] = {
                 "properties": {
                     "title": {"type": "string", "maxLength": 300, "pattern": PLAIN_TEXT},
                     "language": {"type": "string", "pattern": "^[a-z]{2,3}$"},
+                    "hints": {"type": "string", "maxLength": 1000, "pattern": PLAIN_TEXT},
                     "file": {"type": "string", "format": "binary"},
                 },
             },
@@ -74,8 +75,9 @@ UPLOAD_BODY: dict[str, Any] = {
         "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
     },
     "description": (
-        "The recording: a multipart form with a `file` part (text parts `title`, `language` "
-        "before it), or the raw file as the body. Streamed to storage; the content is sniffed."
+        "The recording: a multipart form with a `file` part (text parts `title`, `language`, "
+        "`hints` before it), or the raw file as the body. Streamed to storage; the content is "
+        "sniffed."
     ),
 }
 
@@ -160,6 +162,14 @@ async def upload_record(
         bool, Query(description="The body is headerless 16 kHz mono s16le PCM.")
     ] = False,
     idempotency_key: Annotated[str | None, IDEMPOTENCY_KEY] = None,
+    hints: Annotated[
+        str | None,
+        Query(
+            max_length=1000,
+            pattern=PLAIN_TEXT,
+            description="Names and terms the speech contains (vocabulary hints).",
+        ),
+    ] = None,
 ) -> dict[str, Any]:
     """Accept one recording: 201 with its card at stage `uploaded`.
 
@@ -191,6 +201,7 @@ async def upload_record(
             max_bytes=max_bytes,
             languages=runtime.languages,
             on_insert=once.recorder(runtime.clock),
+            hints=_field(upload, "hints", hints, 1000),
         )
 
     try:

@@ -167,9 +167,13 @@ class AudioSteps:
 
     def _request(self, ctx: StepContext, object_key: str) -> RecognitionRequest:
         record = ctx.record
+        with ctx.engine.connect() as conn:
+            hints = [
+                t["body"] for t in queries.texts_of(conn, int(record["id"])) if t["kind"] == "hints"
+            ]
         return RecognitionRequest(
             language=record["language"] or self.transcription.language,
-            hints=None,
+            hints=hints[0] if hints else None,
             duration=float(record["duration"] or 0.0),
             object_key=object_key,
             channels=_wav_channels(self.store.path(object_key)),
@@ -364,6 +368,8 @@ class AudioSteps:
         if result.state in ("failed", "unknown"):
             error = result.error or "the provider no longer knows this operation"
             self._mark(ctx, int(attempt["id"]), state="failed", error=error)
+            # A dead operation leaves nothing behind at the provider (its job folder).
+            provider.discard(attempt["operation_id"])
             if result.halt_reason is not None:
                 return Halt(result.halt_reason, f"{provider.name}: {error}")
             return Fail(f"recognition failed: {error}")

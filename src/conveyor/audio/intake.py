@@ -8,6 +8,7 @@ from typing import BinaryIO
 
 from sqlalchemy import Connection, Engine
 
+from conveyor.audio import queries
 from conveyor.clock import Clock
 from conveyor.db.tables import audio_records
 from conveyor.errors import RejectedInput, UnsupportedMedia
@@ -22,7 +23,7 @@ from conveyor.objects.sniff import (
 )
 from conveyor.pipeline.lifecycle import admit
 
-__all__ = ["accept_audio"]
+__all__ = ["MAX_HINTS", "accept_audio", "clean_hints"]
 
 
 def accept_audio(
@@ -40,6 +41,7 @@ def accept_audio(
     max_bytes: int | None = None,
     languages: Collection[str] | None = None,
     on_insert: Callable[[Connection, int], None] | None = None,
+    hints: str | None = None,
 ) -> int:
     """Accept one recording; the original is stored unchanged and the record starts ``uploaded``.
 
@@ -55,13 +57,15 @@ def accept_audio(
         languages: the language codes the recognizer accepts; ``language`` must be one.
         on_insert: called with the open transaction and the new id, before it commits (the
             HTTP layer records an ``Idempotency-Key`` there); what it raises undoes the upload.
+        hints: vocabulary hints for the recognizer (names, terms; at most
+            :data:`MAX_HINTS` characters), kept as the record's text of kind ``hints``.
 
     Returns:
         The new record's id.
 
     Raises:
         RejectedInput: ``empty_file`` (zero bytes), ``too_large``, ``no_owner``,
-            ``unknown_language`` (checked before anything is stored).
+            ``unknown_language``, ``bad_hints`` (checked before anything is stored).
         UnsupportedMedia: with ``strict``, content that is not audio or video.
     """
     if not owner or not owner.strip():
@@ -72,6 +76,7 @@ def accept_audio(
             f"{language!r} is not a language code the recognizer knows; use an ISO 639-1 code "
             "such as en, de or ru, or leave it out to detect the language",
         )
+    hints = clean_hints(hints)
     key = LocalStore.new_key("uploads/audio")
     if isinstance(source, Path):
         original_name = original_name or source.name
@@ -111,6 +116,16 @@ def accept_audio(
             )
             if on_insert is not None:
                 on_insert(conn, record_id)
+            if hints:
+                queries.upsert_text(
+                    conn,
+                    record_id=record_id,
+                    kind="hints",
+                    body=hints,
+                    segments=None,
+                    language=None,
+                    now=now,
+                )
     except BaseException:
         store.delete(key)
         raise
@@ -147,3 +162,23 @@ def _check_content(path: Path, sniffed: Sniffed, *, raw_pcm: bool) -> None:
     raise UnsupportedMedia(
         "not_media", f"the upload is not audio (its content looks like {sniffed.mime})"
     )
+
+
+MAX_HINTS = 1000
+"""Longest vocabulary hint text in characters (Whisper's prompt holds about 224 tokens)."""
+
+
+def clean_hints(hints: str | None) -> str | None:
+    """Vocabulary hints with whitespace collapsed; None when empty.
+
+    Raises:
+        RejectedInput: ``bad_hints``: longer than :data:`MAX_HINTS` or with control characters.
+    """
+    if hints is None:
+        return None
+    cleaned = " ".join(hints.split())
+    if len(cleaned) > MAX_HINTS:
+        raise RejectedInput("bad_hints", f"hints are longer than {MAX_HINTS} characters")
+    if any(ord(ch) < 32 for ch in cleaned):
+        raise RejectedInput("bad_hints", "hints contain control characters")
+    return cleaned or None

@@ -73,6 +73,12 @@ def ingest(
         ),
     ] = False,
     title: Annotated[str | None, typer.Option(metavar="T", help="Title for the records.")] = None,
+    hints: Annotated[
+        str | None,
+        typer.Option(
+            metavar="TEXT", help="Names and terms the speech contains, to spell them right."
+        ),
+    ] = None,
 ) -> None:
     """Transcribe recordings: accept, run the pipeline until each is done or halted, print."""
     from conveyor.audio import queries
@@ -103,6 +109,7 @@ def ingest(
             owner=owner,
             title=title,
             language=language,
+            hints=hints,
             raw_pcm=raw_pcm,
             strict=True,
             languages=runtime.languages,

@@ -1,20 +1,25 @@
-"""The ``local`` recognition provider: faster-whisper in detached processes on this machine.
+"""The ``local`` recognition provider: faster-whisper in long-lived recognizer processes.
 
 Each operation is a job folder ``<work_dir>/<operation_id>/``::
 
-    job.json      input path, language, model folder, device, compute_type, threads, beam_size
-    pid.json      {"pid", "start_ticks", "started_at"}: written when the recognizer is started
-    job.log       the recognizer's stdout and stderr
+    job.json      input path, language, hints, model folder, device, compute_type, threads, ...
+    pid.json      {"pid", "start_ticks", "started_at", "slot"}: written by the recognizer that
+                  took the job
+    job.log       what the recognizer said about this job
     result.json   the raw response (see conveyor.providers.whisper_job), when done
     error.json    {"error": text}, when the recognizer caught an exception
-    exit.json     {"returncode"}: written by the process that started the job when it reaps it
+    exit.json     {"returncode"} or {"hung_after"}: how the recognizer running it ended
 
-``<work_dir>/.lock`` serialises job starts between threads and processes; ``<work_dir>/.models``
-holds the assembled bundled model. A job is started as
-``python -m conveyor.providers.whisper_job <job dir>`` in its own session, so it survives the worker
-that started it and its result is collected by whoever polls next. At most
-``[transcription] processes`` recognizers run at once; further jobs wait (no ``pid.json``) and are
-started by a later :meth:`LocalWhisperProvider.submit` or :meth:`LocalWhisperProvider.poll`.
+Recognizers are warm: ``[transcription] processes`` of them (``<work_dir>/.servers/slot-N.json``)
+each load the model once and take queued jobs, oldest first, until they have waited
+``[transcription] idle_exit`` seconds for work. They run as
+``python -m conveyor.providers.whisper_job --serve <work_dir> <slot> <idle_exit>`` in their own
+session, apart from every worker: a crash, a hang or an out-of-memory kill of a recognizer never
+takes a worker down, and a recognizer survives the worker that started it. A recognizer that
+crashed is replaced at the next submit or poll (its job polls as failed with the exit status and
+the log's last lines); one that has worked on a job for longer than the hang limit is killed and
+replaced the same way. ``<work_dir>/.lock`` serialises starts and job taking between threads and
+processes; ``<work_dir>/.models`` holds the assembled bundled model.
 """
 
 from __future__ import annotations
@@ -53,8 +58,12 @@ from conveyor.providers.whisper_model import resolve_model
 __all__ = [
     "ERROR_FILE",
     "JOB_FILE",
+    "LOCK_FILE",
+    "LOG_FILE",
+    "PID_FILE",
     "RESULT_FILE",
     "LocalWhisperProvider",
+    "start_ticks",
     "transcript_of_segments",
     "whisper_languages",
     "write_job_file",
@@ -64,11 +73,16 @@ __all__ = [
 JOB_FILE = "job.json"
 RESULT_FILE = "result.json"
 ERROR_FILE = "error.json"
-_PID_FILE = "pid.json"
+PID_FILE = "pid.json"
+LOG_FILE = "job.log"
+LOCK_FILE = ".lock"
 _EXIT_FILE = "exit.json"
-_LOG_FILE = "job.log"
-_LOCK_FILE = ".lock"
 _MODELS_DIR = ".models"
+_SERVERS_DIR = ".servers"
+# A job may take this many times its audio's length (at least _MIN_HANG s) before its
+# recognizer counts as hung.
+_HANG_FACTOR = 10.0
+_MIN_HANG = 600.0
 # Operation ids become folder names: no separators, no leading dot (dot names are ours).
 _OPERATION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 
@@ -83,6 +97,8 @@ class LocalWhisperProvider:
             of one installation so that they agree on the process limit.
         model_cache_dir: where the bundled ``base`` model is assembled; default
             ``<work_dir>/.models``.
+        hang_after: seconds a job may run before its recognizer counts as hung; default
+            max(600, 10 x the audio's length).
 
     Raises:
         ConfigError: the model cannot be resolved (see :func:`resolve_model`); at construction, so
@@ -95,6 +111,7 @@ class LocalWhisperProvider:
         work_dir: Path,
         *,
         model_cache_dir: Path | None = None,
+        hang_after: float | None = None,
     ) -> None:
         work_dir = work_dir.resolve()  # job processes run in their own folder
         self.name = "local"
@@ -112,7 +129,8 @@ class LocalWhisperProvider:
                 f"[transcription] language = {settings.language!r} is not a language code "
                 "Whisper knows; use an ISO 639-1 code such as en, de, ru, or leave it unset"
             )
-        self._children: dict[str, subprocess.Popen[bytes]] = {}
+        self._hang_after = hang_after
+        self._children: dict[int, subprocess.Popen[bytes]] = {}  # slot → recognizer
         self._mutex = threading.Lock()
         # A job folder is keyed by the caller's id: a repeated submit finds it (D12).
         self.idempotent_submit = True
@@ -121,7 +139,7 @@ class LocalWhisperProvider:
     # -- protocol -----------------------------------------------------------------------------
 
     def submit(self, audio: Path, *, operation_id: str, request: RecognitionRequest) -> Submission:
-        """Queue recognition of ``audio`` under ``operation_id`` and start it if a slot is free.
+        """Queue recognition of ``audio`` under ``operation_id``; start a recognizer if none runs.
 
         Idempotent: a second submit with the same id starts nothing and returns the first input.
 
@@ -141,12 +159,12 @@ class LocalWhisperProvider:
                 if not source.is_file():
                     raise FileNotFoundError(f"no audio file at {source}")
                 self._create_job(job_dir, operation_id, source, request)
-            self._start_queued()
+            self._ensure_recognizers()
             source_url = str(_read_json(job_dir / JOB_FILE)["input"])
         return Submission(operation_id=operation_id, source_url=source_url)
 
     def poll(self, operation_id: str) -> PollResult:
-        """Report an operation's state; also starts queued jobs when a process slot is free.
+        """Report an operation's state; also replaces dead recognizers while jobs wait.
 
         ``running`` covers queued and working; ``failed`` carries the recognizer's error, or, when
         its process is gone without a result, the exit code or signal and the log's last lines.
@@ -155,7 +173,7 @@ class LocalWhisperProvider:
             return PollResult("unknown")
         job_dir = self._work_dir / operation_id
         with self._locked():
-            self._start_queued()
+            self._ensure_recognizers()
             return self._state(job_dir)
 
     def parse(self, raw: bytes) -> Transcript:
@@ -209,10 +227,11 @@ class LocalWhisperProvider:
     # -- housekeeping -------------------------------------------------------------------------
 
     def discard(self, operation_id: str) -> None:
-        """Kill the operation's recognizer if it still runs and delete its job folder.
+        """Forget the operation: delete its job folder; a recognizer still working on it is
+        killed (and replaced when work waits).
 
         Call it after the raw response is stored (D2) or when the pipeline gives up on an
-        operation (stuck); afterwards the id polls as ``unknown``. Unknown ids are ignored.
+        operation; afterwards the id polls as ``unknown``. Unknown ids are ignored.
         """
         if not _OPERATION_ID.fullmatch(operation_id):
             return
@@ -221,15 +240,10 @@ class LocalWhisperProvider:
             if not job_dir.is_dir():
                 return
             pid = _read_pid(job_dir)
-            if pid is not None and self._alive(operation_id, pid):
-                with contextlib.suppress(ProcessLookupError):
-                    # The job leads its own session: kill its whole process group.
-                    os.killpg(pid[0], signal.SIGKILL)
-                child = self._children.pop(operation_id, None)
-                if child is not None:
-                    child.wait()
+            if _finished(job_dir) is None and pid is not None and self._alive(pid):
+                self._kill(pid)
             shutil.rmtree(job_dir, ignore_errors=True)
-            self._start_queued()
+            self._ensure_recognizers()
 
     # -- internals ----------------------------------------------------------------------------
 
@@ -256,6 +270,7 @@ class LocalWhisperProvider:
             "compute_type": self._settings.compute_type,
             "threads": self._settings.threads,
             "beam_size": self._settings.beam_size,
+            "duration": request.duration,
             "queued_at": time.time(),
         }
         # Built aside and renamed into place: a job folder always has its job.json.
@@ -266,70 +281,99 @@ class LocalWhisperProvider:
         finally:
             shutil.rmtree(staging, ignore_errors=True)
 
-    def _start_queued(self) -> None:
-        """Start waiting jobs, oldest first, while fewer than ``processes`` run. Hold the lock."""
+    def _ensure_recognizers(self) -> None:
+        """While jobs wait, keep ``processes`` recognizers alive, replacing dead ones. Hold the
+        lock."""
         self._reap_children()
-        running = 0
-        waiting: list[tuple[float, str, Path]] = []
-        for job_dir in self._work_dir.iterdir():
-            if job_dir.name.startswith(".") or not job_dir.is_dir():
+        if not any(_waiting(job_dir) for job_dir in self._job_dirs()):
+            return
+        servers = self._work_dir / _SERVERS_DIR
+        servers.mkdir(exist_ok=True)
+        for slot in range(self._settings.processes):
+            running = _read_pid_file(servers / f"slot-{slot}.json")
+            if running is not None and self._alive(running):
                 continue
-            if (job_dir / RESULT_FILE).exists() or (job_dir / ERROR_FILE).exists():
-                continue
-            pid = _read_pid(job_dir)
-            if pid is None:
-                with contextlib.suppress(OSError, ValueError, KeyError):
-                    queued_at = float(_read_json(job_dir / JOB_FILE)["queued_at"])
-                    waiting.append((queued_at, job_dir.name, job_dir))
-            elif self._alive(job_dir.name, pid):
-                running += 1
-        waiting.sort()
-        for _, _, job_dir in waiting[: max(0, self._settings.processes - running)]:
-            self._start(job_dir)
+            self._start(slot)
 
-    def _start(self, job_dir: Path) -> None:
+    def _job_dirs(self) -> Iterator[Path]:
+        for job_dir in self._work_dir.iterdir():
+            if not job_dir.name.startswith(".") and job_dir.is_dir():
+                yield job_dir
+
+    def _start(self, slot: int) -> None:
         env = dict(os.environ)
         env["HF_HUB_OFFLINE"] = "1"  # belt and braces: the job loads with local_files_only too
         package_root = str(Path(conveyor.__file__).resolve().parent.parent)
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (package_root, env.get("PYTHONPATH", "")) if p
         )
-        with (job_dir / _LOG_FILE).open("ab") as log:
+        servers = self._work_dir / _SERVERS_DIR
+        command = [
+            sys.executable,
+            "-m",
+            "conveyor.providers.whisper_job",
+            "--serve",
+            str(self._work_dir),
+            str(slot),
+            str(self._settings.idle_exit),
+        ]
+        with (servers / f"slot-{slot}.log").open("wb") as log:
             child = subprocess.Popen(
-                [sys.executable, "-m", "conveyor.providers.whisper_job", str(job_dir)],
+                command,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                cwd=job_dir,
+                cwd=self._work_dir,
                 env=env,
                 start_new_session=True,  # not killed with the worker's process group
                 close_fds=True,
             )
-        self._children[job_dir.name] = child
+        self._children[slot] = child
         write_job_file(
-            job_dir / _PID_FILE,
-            {"pid": child.pid, "start_ticks": _start_ticks(child.pid), "started_at": time.time()},
+            servers / f"slot-{slot}.json",
+            {"pid": child.pid, "start_ticks": start_ticks(child.pid), "started_at": time.time()},
         )
 
     def _reap_children(self) -> None:
-        """Collect exit codes of recognizers this provider started (and free their zombies)."""
-        for operation_id, child in list(self._children.items()):
+        """Collect exit codes of recognizers this provider started (and free their zombies); the
+        job a dead one was working on learns how it ended."""
+        for slot, child in list(self._children.items()):
             returncode = child.poll()
             if returncode is None:
                 continue
-            del self._children[operation_id]
-            job_dir = self._work_dir / operation_id
-            if job_dir.is_dir():
-                write_job_file(job_dir / _EXIT_FILE, {"returncode": returncode})
+            del self._children[slot]
+            for job_dir in self._job_dirs():
+                pid = _read_pid(job_dir)
+                ours = pid is not None and pid[0] == child.pid
+                if ours and _finished(job_dir) is None and not (job_dir / _EXIT_FILE).exists():
+                    write_job_file(job_dir / _EXIT_FILE, {"returncode": returncode})
 
-    def _alive(self, operation_id: str, pid: tuple[int, int | None]) -> bool:
-        child = self._children.get(operation_id)
-        if child is not None and child.pid == pid[0]:
-            if child.poll() is None:
-                return True
-            self._reap_children()
-            return False
+    def _alive(self, pid: tuple[int, int | None]) -> bool:
+        for child in self._children.values():
+            if child.pid == pid[0]:
+                if child.poll() is None:
+                    return True
+                self._reap_children()
+                return False
         return _process_alive(*pid)
+
+    def _kill(self, pid: tuple[int, int | None]) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            # A recognizer leads its own session: kill its whole process group.
+            os.killpg(pid[0], signal.SIGKILL)
+        for child in list(self._children.values()):
+            if child.pid == pid[0]:
+                child.wait()
+        self._reap_children()
+
+    def _hang_limit(self, job_dir: Path) -> float:
+        if self._hang_after is not None:
+            return self._hang_after
+        try:
+            duration = float(_read_json(job_dir / JOB_FILE).get("duration") or 0.0)
+        except (OSError, ValueError):
+            duration = 0.0
+        return max(_MIN_HANG, _HANG_FACTOR * duration)
 
     def _state(self, job_dir: Path) -> PollResult:
         if not job_dir.is_dir():
@@ -338,8 +382,16 @@ class LocalWhisperProvider:
         if finished is not None:
             return finished
         pid = _read_pid(job_dir)
-        if pid is None or self._alive(job_dir.name, pid):
-            return PollResult("running")
+        if pid is None:
+            return PollResult("running")  # queued
+        if self._alive(pid):
+            limit = self._hang_limit(job_dir)
+            if time.time() - _started_at(job_dir) <= limit:
+                return PollResult("running")
+            # Hung: kill it (a fresh recognizer takes the waiting jobs) and fail the job.
+            write_job_file(job_dir / _EXIT_FILE, {"hung_after": limit})
+            self._kill(pid)
+            self._ensure_recognizers()
         # The process may have written its result just before exiting: look once more.
         finished = _finished(job_dir)
         if finished is not None:
@@ -355,7 +407,7 @@ class LocalWhisperProvider:
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
         # The mutex guards this object's child table; flock makes threads and processes agree.
-        with self._mutex, (self._work_dir / _LOCK_FILE).open("a") as handle:
+        with self._mutex, (self._work_dir / LOCK_FILE).open("a") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
             try:
                 yield
@@ -397,16 +449,36 @@ def _finished(job_dir: Path) -> PollResult | None:
     return None
 
 
-def _read_pid(job_dir: Path) -> tuple[int, int | None] | None:
+def _waiting(job_dir: Path) -> bool:
+    """A job no recognizer has taken yet."""
+    return (
+        (job_dir / JOB_FILE).exists()
+        and not (job_dir / PID_FILE).exists()
+        and _finished(job_dir) is None
+    )
+
+
+def _started_at(job_dir: Path) -> float:
     try:
-        recorded = _read_json(job_dir / _PID_FILE)
+        return float(_read_json(job_dir / PID_FILE)["started_at"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return time.time()
+
+
+def _read_pid(job_dir: Path) -> tuple[int, int | None] | None:
+    return _read_pid_file(job_dir / PID_FILE)
+
+
+def _read_pid_file(path: Path) -> tuple[int, int | None] | None:
+    try:
+        recorded = _read_json(path)
         ticks = recorded.get("start_ticks")
         return int(recorded["pid"]), (int(ticks) if ticks is not None else None)
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
-def _start_ticks(pid: int) -> int | None:
+def start_ticks(pid: int) -> int | None:
     """The process's start time in clock ticks since boot (Linux), to tell a reused pid apart."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -438,7 +510,13 @@ def _process_alive(pid: int, start_ticks: int | None) -> bool:
 
 def _exit_text(job_dir: Path) -> str:
     try:
-        returncode = int(_read_json(job_dir / _EXIT_FILE)["returncode"])
+        ended = _read_json(job_dir / _EXIT_FILE)
+        if "hung_after" in ended:
+            return (
+                f"hung: no result after {float(ended['hung_after']):.0f} s, so it was killed; "
+                "a fresh recognizer takes the waiting jobs"
+            )
+        returncode = int(ended["returncode"])
     except (OSError, ValueError, KeyError, TypeError):
         return "exit status unknown: it was started by another worker process"
     if returncode < 0:
@@ -451,7 +529,7 @@ def _exit_text(job_dir: Path) -> str:
 
 def _log_tail(job_dir: Path, lines: int = 5, limit: int = 2000) -> str:
     try:
-        with (job_dir / _LOG_FILE).open("rb") as log:
+        with (job_dir / LOG_FILE).open("rb") as log:
             log.seek(0, os.SEEK_END)
             log.seek(max(0, log.tell() - limit))
             tail = log.read().decode("utf-8", "replace")

@@ -1,10 +1,15 @@
-"""One local recognition job in its own process: ``python -m conveyor.providers.whisper_job DIR``.
+"""The local recognizer process.
+
+``python -m conveyor.providers.whisper_job --serve WORK_DIR SLOT IDLE_EXIT`` is a warm recognizer:
+it loads the model once (again only when a job names other model settings) and takes queued job
+folders of ``WORK_DIR`` one at a time, oldest first, until it has waited ``IDLE_EXIT`` seconds for
+work. ``python -m conveyor.providers.whisper_job DIR`` runs the one job in ``DIR`` and exits.
 
 ``DIR/job.json`` names the input and the model settings (written by
-:class:`conveyor.providers.local.LocalWhisperProvider`). The job writes exactly one of
-``DIR/result.json`` (the raw response) or ``DIR/error.json`` (``{"error": text}``), each atomically,
-and exits 0 or 1. Running apart from the worker means a crash, a hang or an out-of-memory kill of
-the recognizer never takes a worker down.
+:class:`conveyor.providers.local.LocalWhisperProvider`). Each job gets exactly one of
+``DIR/result.json`` (the raw response) or ``DIR/error.json`` (``{"error": text}``), each
+atomically. Running apart from the worker means a crash, a hang or an out-of-memory kill of the
+recognizer never takes a worker down.
 
 ``result.json``::
 
@@ -25,7 +30,9 @@ recorded channel or audio track) is recognised on its own and its segments carry
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sys
 import time
 import wave
@@ -35,9 +42,18 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from conveyor.providers.local import ERROR_FILE, JOB_FILE, RESULT_FILE, write_job_file
+from conveyor.providers.local import (
+    ERROR_FILE,
+    JOB_FILE,
+    LOCK_FILE,
+    LOG_FILE,
+    PID_FILE,
+    RESULT_FILE,
+    start_ticks,
+    write_job_file,
+)
 
-__all__ = ["load_model", "main", "recognise", "run_job"]
+__all__ = ["load_model", "main", "recognise", "run_job", "serve"]
 
 _RATE = 16_000
 _PAUSE_MS = 800  # a pause this long may separate two languages
@@ -221,11 +237,91 @@ def _blocks(stretches: list[tuple[int, int]], most: int) -> list[tuple[int, int]
     return blocks
 
 
+_MODEL_KEYS = ("model", "device", "compute_type", "threads")
+_IDLE_SLEEP = 0.1  # seconds between looks for work while idle
+
+
+def serve(work_dir: Path, slot: int, idle_exit: float) -> int:
+    """Take and run queued jobs of ``work_dir`` until idle for ``idle_exit`` seconds."""
+    model: Any = None
+    loaded: tuple[Any, ...] | None = None
+    idle_since = time.monotonic()
+    while True:
+        job_dir = _take_job(work_dir, slot)
+        if job_dir is None:
+            if time.monotonic() - idle_since > idle_exit:
+                print(f"idle for {idle_exit:.0f}s: exiting", flush=True)
+                return 0
+            time.sleep(_IDLE_SLEEP)
+            continue
+        started = time.monotonic()
+        try:
+            job = json.loads((job_dir / JOB_FILE).read_text(encoding="utf-8"))
+            wanted = tuple(job[key] for key in _MODEL_KEYS)
+            if wanted != loaded:
+                model, loaded = load_model(job), wanted
+                _note(job_dir, f"model loaded in {time.monotonic() - started:.2f}s")
+            result = recognise(model, job)
+        except Exception as exc:
+            message = f"{type(exc).__name__}: {exc}"
+            _note(job_dir, f"recognition failed: {message}")
+            write_job_file(job_dir / ERROR_FILE, {"error": message})
+        else:
+            _note(job_dir, f"recognised in {time.monotonic() - started:.2f}s")
+            write_job_file(job_dir / RESULT_FILE, result)
+        idle_since = time.monotonic()
+
+
+def _take_job(work_dir: Path, slot: int) -> Path | None:
+    """Claim the oldest waiting job (no ``pid.json``, no result) under the provider's lock."""
+    import fcntl
+
+    with (work_dir / LOCK_FILE).open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            waiting: list[tuple[float, str, Path]] = []
+            for job_dir in work_dir.iterdir():
+                if job_dir.name.startswith(".") or not job_dir.is_dir():
+                    continue
+                if any((job_dir / n).exists() for n in (PID_FILE, RESULT_FILE, ERROR_FILE)):
+                    continue
+                try:
+                    job = json.loads((job_dir / JOB_FILE).read_text(encoding="utf-8"))
+                    waiting.append((float(job["queued_at"]), job_dir.name, job_dir))
+                except (OSError, ValueError, KeyError, TypeError):
+                    continue  # being created or removed
+            if not waiting:
+                return None
+            job_dir = min(waiting)[2]
+            pid = os.getpid()
+            write_job_file(
+                job_dir / PID_FILE,
+                {"pid": pid, "start_ticks": start_ticks(pid), "started_at": time.time(),
+                 "slot": slot},
+            )  # fmt: skip
+            return job_dir
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _note(job_dir: Path, line: str) -> None:
+    print(f"{job_dir.name}: {line}", flush=True)
+    with contextlib.suppress(OSError), (job_dir / LOG_FILE).open("a", encoding="utf-8") as log:
+        log.write(line + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the job in ``argv[0]``; returns the process exit code."""
+    """Serve (``--serve WORK_DIR SLOT IDLE_EXIT``) or run the job in ``argv[0]``; returns the
+    process exit code."""
     args = sys.argv[1:] if argv is None else argv
+    if len(args) == 4 and args[0] == "--serve":
+        return serve(Path(args[1]), int(args[2]), float(args[3]))
     if len(args) != 1:
-        print("usage: python -m conveyor.providers.whisper_job JOB_DIR", file=sys.stderr)
+        print(
+            "usage: python -m conveyor.providers.whisper_job JOB_DIR\n"
+            "       python -m conveyor.providers.whisper_job --serve WORK_DIR SLOT IDLE_EXIT",
+            file=sys.stderr,
+        )
         return 2
     job_dir = Path(args[0])
     try:
