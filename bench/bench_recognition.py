@@ -1,0 +1,137 @@
+"""``python -m bench.bench_recognition``: the pipeline's time per clip against faster-whisper called
+directly on the same clips (target: within 5 %).
+
+* **direct**: one ``WhisperModel`` (the bundled base model, int8, the same threads and beam size),
+  loaded once and not timed; each clip transcribed with ``vad_filter=True``, as the recognizer does.
+* **pipeline**: every clip ingested into a fresh SQLite installation at once, then a worker pool
+  with the local provider (warm recognizers, ``[transcription] processes = 1``) runs them to
+  ``done``. A warm-up clip goes through first, so the model load is not counted on either side.
+
+Both sides are run ``--repeat`` times, interleaved, and the best of each is reported, so background
+load hits them alike. Prints one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import func, select
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT.parent / "shared" / "corpus" / "audio"
+CLIPS = [
+    "jfk.wav",
+    "jfk.mp3",
+    "sense_and_sensibility_0880.wav",
+    "cards_005.wav",
+    "LDC93S1.flac",
+    "LDC93S1_8k_mono.wav",
+    "ru_deepspeech.wav",
+    "ru_neural_networks.wav",
+]
+THREADS = 2
+BEAM = 5
+
+
+def direct(clips: list[Path], model: Any) -> float:
+    """Seconds faster-whisper takes for all clips with a loaded model."""
+    started = time.perf_counter()
+    for clip in clips:
+        segments, _ = model.transcribe(str(clip), beam_size=BEAM, vad_filter=True)
+        list(segments)
+    return time.perf_counter() - started
+
+
+def pipeline(clips: list[Path], work: Path) -> float:
+    """Seconds the pipeline takes from ingest to every clip ``done`` (after a warm-up clip)."""
+    from conveyor.audio.intake import accept_audio
+    from conveyor.config import Settings
+    from conveyor.db.tables import audio_records
+    from conveyor.runtime import Runtime
+
+    settings = Settings(
+        database={"url": f"sqlite:///{work / 'conveyor.db'}"},
+        storage={"root": work / "data"},
+        pipeline={"workers": 2, "poll_interval": 0.05},
+        transcription={"threads": THREADS, "beam_size": BEAM, "poll_delay": 0.05,
+                       "processes": 1, "idle_exit": 60},
+    )  # fmt: skip
+    runtime = Runtime(settings)
+    runtime.migrate()
+    pool = runtime.pool()
+    pool.start()
+
+    def run(batch: list[Path]) -> float:
+        started = time.perf_counter()
+        ids = [
+            accept_audio(runtime.engine, runtime.store, runtime.clock, c, owner="bench")
+            for c in batch
+        ]
+        runtime.notifier.publish()
+        while True:
+            with runtime.engine.connect() as conn:
+                waiting = conn.execute(
+                    select(func.count())
+                    .select_from(audio_records)
+                    .where(audio_records.c.id.in_(ids), audio_records.c.stage != "done",
+                           audio_records.c.halted_at.is_(None))
+                ).scalar_one()  # fmt: skip
+            if waiting == 0:
+                return time.perf_counter() - started
+            time.sleep(0.02)
+
+    try:
+        run([CORPUS / "silence_1s.wav", CORPUS / "jfk.wav"])  # warm-up: the model loads here
+        return run(clips)
+    finally:
+        pool.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    from faster_whisper import WhisperModel
+
+    from conveyor.providers.whisper_model import resolve_model
+    from conveyor.runtime import default_model_cache
+
+    clips = [CORPUS / name for name in CLIPS]
+    model = WhisperModel(
+        resolve_model("base", default_model_cache()),
+        device="cpu",
+        compute_type="int8",
+        cpu_threads=THREADS,
+        local_files_only=True,
+    )
+    direct(clips[:1], model)  # warm-up
+    direct_runs, pipeline_runs = [], []
+    for _ in range(args.repeat):
+        direct_runs.append(direct(clips, model))
+        with tempfile.TemporaryDirectory(prefix="bench-recognition-") as work:
+            pipeline_runs.append(pipeline(clips, Path(work)))
+    best_direct, best_pipeline = min(direct_runs), min(pipeline_runs)
+    ratio = best_pipeline / best_direct
+    print(
+        json.dumps(
+            {
+                "clips": len(clips),
+                "direct_s_per_clip": round(best_direct / len(clips), 3),
+                "pipeline_s_per_clip": round(best_pipeline / len(clips), 3),
+                "pipeline_vs_direct": round(ratio, 3),
+                "target": "pipeline within 5 % of direct",
+                "met": ratio <= 1.05,
+                "runs": {"direct": direct_runs, "pipeline": pipeline_runs},
+            },
+            indent=2,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
