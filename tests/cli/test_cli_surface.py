@@ -129,3 +129,21 @@ def test_any_id_a_user_can_type_is_a_clean_not_found(
         assert result.exit_code == ExitCode.NOT_FOUND, (name, result.output)
         assert "does not exist" in result.output, (name, result.output)
         assert "Traceback" not in result.output
+
+
+def test_an_odd_id_among_several_is_left_alone_cleanly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    several = [(n, p) for n, p in _id_params() if ALL[n].params[0].nargs == -1]
+    assert {"records resume", "media resume", "records delete"} <= {n for n, _ in several}
+    for name, _ in several:
+        result = runner.invoke(app, [*name.split(), "7", "99999999999999999999", "0"])
+        assert result.exception is None or isinstance(result.exception, SystemExit), (
+            name,
+            result.exception,
+        )
+        # Resuming named ids that are not halted is a conflict; deleting missing ones not found.
+        assert result.exit_code in (ExitCode.NOT_FOUND, ExitCode.CONFLICT), (name, result.output)
+        assert "99999999999999999999" in result.output, (name, result.output)

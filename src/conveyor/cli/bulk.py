@@ -9,9 +9,9 @@ swept in unseen.
 
 from __future__ import annotations
 
-from rich.markup import escape
+import typer
 
-from conveyor.cli.common import console, fail
+from conveyor.cli.common import console, fail, note
 from conveyor.cli.exits import ExitCode
 from conveyor.errors import DeclarationError
 from conveyor.pipeline import Domain, halted_ids, resume_many
@@ -65,7 +65,7 @@ def resume_command(
             f" ({', '.join(w for w in where if w)})" if filters else ""
         )
     if dry_run:
-        console.print(f"{escape(label)} would be resumed (dry run; nothing changed)")
+        console.print(f"{label} would be resumed (dry run; nothing changed)")
         if chosen:
             shown = ", ".join(str(i) for i in chosen[:_SHOWN])
             more = f" and {len(chosen) - _SHOWN} more" if len(chosen) > _SHOWN else ""
@@ -74,10 +74,13 @@ def resume_command(
     done = resume_many(runtime.engine, domain, chosen, clock=runtime.clock)
     if done.resumed:
         runtime.notifier.publish()
-    console.print(f"resumed {len(done.resumed)} of {escape(label)}", highlight=False)
+    console.print(f"resumed {len(done.resumed)} of {label}")
+    if done.resumed:
+        note("a running `conveyor worker` (or `conveyor serve`) moves them on")
     if done.skipped:
         skipped = ", ".join(str(i) for i in done.skipped[:_SHOWN])
         console.print(
-            f"  {len(done.skipped)} not halted or gone by now, left as they are: {skipped}",
-            highlight=False,
+            f"  {len(done.skipped)} not halted or gone by now, left as they are: {skipped}"
         )
+        if ids:  # named ones that could not be resumed: as a single resume would, a conflict
+            raise typer.Exit(ExitCode.CONFLICT)

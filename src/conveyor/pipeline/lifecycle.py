@@ -456,6 +456,10 @@ def resume_many(
     for start in range(0, len(ordered), _RESUME_BATCH):
         with engine.begin() as conn:
             for record_id in ordered[start : start + _RESUME_BATCH]:
+                # An id no row can have (typed by a person) is skipped, not sent to the driver.
+                if not 0 < record_id < 2**63:
+                    skipped.append(record_id)
+                    continue
                 stage = queries.resume_halted(conn, domain, record_id, now)
                 if stage is None:
                     skipped.append(record_id)
