@@ -105,6 +105,10 @@ RAW_PCM_HINT: Final = (
     "(conveyor ingest) or raw_pcm=true (HTTP upload)."
 )
 
+# Output samples per resampled frame (1 s, 32 KB). Decoders give ~1024-sample frames; handling
+# each of those in Python (array, levels, write) was half the cost of a long recording.
+_OUT_FRAME: Final = TARGET_SAMPLE_RATE
+
 
 @dataclass(frozen=True)
 class NormalizedAudio:
@@ -447,7 +451,7 @@ class _Resampler:
         if signature != self._input:
             self.flush()
             self._resampler = av.AudioResampler(
-                format="s16", layout=self._layout, rate=TARGET_SAMPLE_RATE
+                format="s16", layout=self._layout, rate=TARGET_SAMPLE_RATE, frame_size=_OUT_FRAME
             )
             self._input = signature
         assert self._resampler is not None
