@@ -114,6 +114,7 @@ def images(report: Report, args: argparse.Namespace) -> None:
         "jpeg corpus": [media / n for n in JPEGS],
         "hdr avif 20 MP": [media / HDR_AVIF],
         "heic 12 MP": [media / HEIC],
+        "12 MP jpeg (generated)": generate.phone_jpegs(args.cache, media),
     }
     if args.photos:
         sets["your photos"] = [Path(p) for p in args.photos]

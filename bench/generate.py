@@ -12,7 +12,7 @@ from pathlib import Path
 import av
 import numpy as np
 
-__all__ = ["clip_1080p", "recording"]
+__all__ = ["clip_1080p", "phone_jpegs", "recording"]
 
 _RATE = 48_000
 _BLOCK = 10 * 60  # seconds of audio encoded once; longer recordings repeat its packets
@@ -55,6 +55,28 @@ def clip_1080p(cache: Path, seconds: int = 60) -> Path:
         out.mux(sound.encode(None))
     tmp.rename(path)
     return path
+
+
+def phone_jpegs(cache: Path, corpus: Path) -> list[Path]:
+    """Four 12 MP (4032×3024) JPEGs at quality 92, as phones write them: corpus photos scaled
+    up, so the variants step has to shrink them (the corpus JPEGs are all below 1.2 MP)."""
+    import pyvips
+
+    names = ["lychee__mongolia", "exif-samples__DSCN0010.jpg"]
+    paths = []
+    for index in range(4):
+        path = cache / f"phone-12mp-{index}.jpg"
+        paths.append(path)
+        if path.is_file():
+            continue
+        cache.mkdir(parents=True, exist_ok=True)
+        image = pyvips.Image.new_from_file(str(corpus / names[index % len(names)]))
+        image = image.resize(4032 / image.width, vscale=3024 / image.height, kernel="cubic")
+        if index >= 2:
+            image = image.flip("horizontal")
+        image.jpegsave(str(path.with_suffix(".part")), Q=92)
+        path.with_suffix(".part").rename(path)
+    return paths
 
 
 def recording(cache: Path, hours: float) -> Path:

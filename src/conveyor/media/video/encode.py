@@ -78,6 +78,9 @@ class VideoPath:
             "maxrate": str(max_bitrate),
             "bufsize": str(2 * max_bitrate),
         }
+        # PyAV opens encoders with slice threads, which libx264 takes as "sliced threads": lower
+        # latency we do not need, slower and larger output. Frame threads are ffmpeg's default.
+        self.stream.codec_context.thread_type = "FRAME"
         # The scale filter converts full range (yuvj420p) to limited but keeps the YUV matrix,
         # so the source's colour tags stay true; copying them lets players pick the same matrix.
         source, target = inp.codec_context, self.stream.codec_context
