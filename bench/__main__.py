@@ -13,6 +13,7 @@ import json
 import os
 import platform
 import shutil
+import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -20,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench import floors, generate
+from bench import floors
 from bench.measure import ROOT, Run, best, load_average, python_worker, run
 
 CORPUS = ROOT.parent / "shared" / "corpus"
@@ -67,6 +68,9 @@ class Report:
                 section, subject, method, result.seconds, result.peak_rss_mb, note, result.answer
             )
         self.rows.append(row)
+        seconds = f"{row.seconds:.3f} s" if row.seconds is not None else "-"
+        peak = f"{row.peak_rss_mb:.0f} MB" if row.peak_rss_mb is not None else "-"
+        print(f"    {subject} | {method} | {seconds} | {peak} {note}", file=sys.stderr)
         return row
 
     def target(self, text: str, measured: str, met: bool | None) -> None:
@@ -114,7 +118,7 @@ def images(report: Report, args: argparse.Namespace) -> None:
         "jpeg corpus": [media / n for n in JPEGS],
         "hdr avif 20 MP": [media / HDR_AVIF],
         "heic 12 MP": [media / HEIC],
-        "12 MP jpeg (generated)": generate.phone_jpegs(args.cache, media),
+        "12 MP jpeg (generated)": [Path(p) for p in _generated("phone_jpegs", args.cache, media)],
     }
     if args.photos:
         sets["your photos"] = [Path(p) for p in args.photos]
@@ -235,7 +239,7 @@ def video(report: Report, args: argparse.Namespace) -> None:
     inputs = [CORPUS / "media" / n for n in VIDEOS]
     if args.clip_seconds > 0:
         print(f"  video: generating a {args.clip_seconds} s 1080p clip (cached)", file=sys.stderr)
-        inputs.append(generate.clip_1080p(args.cache, args.clip_seconds))
+        inputs.append(Path(_generated("clip_1080p", args.cache, args.clip_seconds)))
     inputs += [Path(p) for p in args.videos]
     ffmpeg = shutil.which("ffmpeg")
     worst: float | None = None
@@ -316,7 +320,9 @@ def audio(report: Report, args: argparse.Namespace) -> None:
     inputs: list[tuple[str, Path]] = []
     for hours in args.hours:
         print(f"  audio: generating a {hours:g} h recording (cached)", file=sys.stderr)
-        inputs.append((f"{hours:g} h AAC stereo 48 kHz", generate.recording(args.cache, hours)))
+        inputs.append(
+            (f"{hours:g} h AAC stereo 48 kHz", Path(_generated("recording", args.cache, hours)))
+        )
     inputs += [(Path(p).name, Path(p)) for p in args.recordings]
     ffmpeg = shutil.which("ffmpeg")
     rtf: list[float] = []
@@ -390,15 +396,35 @@ SECTIONS: dict[str, Callable[[Report, argparse.Namespace], None]] = {
 
 
 def _versions() -> str:
-    import av
-    import PIL
-    import pyvips
-
-    vips = ".".join(str(pyvips.version(i)) for i in range(3))
-    return (
-        f"Python {platform.python_version()}, libvips {vips}, PyAV {av.__version__} "
-        f"(FFmpeg {av.library_versions['libavcodec']}), Pillow {PIL.__version__}"
+    code = (
+        "import av, PIL, pyvips; "
+        "vips = '.'.join(str(pyvips.version(i)) for i in range(3)); "
+        "print(f'libvips {vips}, PyAV {av.__version__} (libavcodec "
+        '{av.library_versions["libavcodec"]}), Pillow {PIL.__version__}\')'
     )
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    return f"Python {platform.python_version()}, {found.stdout.strip() or found.stderr.strip()}"
+
+
+def _generated(kind: str, *args: Any) -> Any:
+    """Call ``bench.generate.<kind>`` in a child process and return its result (paths as str).
+
+    The parent never loads PyAV, pyvips or NumPy: a child's peak RSS as the kernel reports it
+    (``wait4``) starts from its parent's at spawn time, which would hide small tools' own.
+    """
+    code = (
+        "import json, sys; from pathlib import Path; from bench import generate; "
+        "args = json.loads(sys.argv[1]); args[0] = Path(args[0]); "
+        f"result = generate.{kind}(*[Path(a) if isinstance(a, str) else a for a in args]); "
+        "print(json.dumps([str(p) for p in result] if isinstance(result, list) else str(result)))"
+    )
+    argv = [sys.executable, "-c", code, json.dumps([str(args[0]), *map(_plain, args[1:])])]
+    found = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, check=True)
+    return json.loads(found.stdout.strip().splitlines()[-1])
+
+
+def _plain(value: Any) -> Any:
+    return str(value) if isinstance(value, Path) else value
 
 
 def _print(report: Report) -> None:
