@@ -247,12 +247,16 @@ def conveyor_threads(url: str, engine: Engine, workers: int, records: int, db: s
 
 
 def conveyor_processes(url: str, engine: Engine, workers: int, records: int, db: str) -> Result:
+    """W processes with one worker each; the time runs from all being ready to the last record
+    done (start-up and shut-down excluded), CPU is what the workers spent in that time."""
     seed_jobs(engine, records)
     ctx = multiprocessing.get_context("spawn")
     ready = ctx.Barrier(workers + 1)
     drained = ctx.Event()
+    spent: Any = ctx.Queue()
     procs = [
-        ctx.Process(target=_process_worker, args=(url, ready, drained)) for _ in range(workers)
+        ctx.Process(target=_process_worker, args=(url, ready, drained, spent))
+        for _ in range(workers)
     ]
     for proc in procs:
         proc.start()
@@ -260,14 +264,16 @@ def conveyor_processes(url: str, engine: Engine, workers: int, records: int, db:
     def run() -> None:
         ready.wait()
         wait_drained(engine)
-        drained.set()
-        for proc in procs:
-            proc.join()
 
-    return measure(db, "conveyor processes", workers, records, run)
+    result = measure(db, "conveyor processes", workers, records, run)
+    drained.set()
+    result.cpu = sum(spent.get() for _ in procs)
+    for proc in procs:
+        proc.join()
+    return result
 
 
-def _process_worker(url: str, ready: Any, drained: Any) -> None:
+def _process_worker(url: str, ready: Any, drained: Any, spent: Any) -> None:
     """One process, one pool with one worker, until the parent sees every record done."""
     engine = make_engine(url, pool_size=3)
     pool = WorkerPool(
@@ -275,8 +281,10 @@ def _process_worker(url: str, ready: Any, drained: Any) -> None:
     )
     engine.connect().close()
     ready.wait()
+    started = time.process_time()
     pool.start()
     drained.wait()
+    spent.put(time.process_time() - started)
     pool.stop()
     engine.dispose()
 

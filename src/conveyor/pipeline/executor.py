@@ -186,6 +186,8 @@ class Executor:
         self.now = queries.now_of(clock)
         self._lanes: dict[tuple[str, str], _Lane | None] = {}
         self._reads: dict[str, Select[Any]] = {}
+        self._timers: dict[tuple[str, str], Any] = {}
+        self._counters: dict[tuple[str, str, str], Any] = {}
         self._held: dict[tuple[str, int, str], tuple[Domain, Claim]] = {}
         self._held_lock = threading.Lock()
 
@@ -410,7 +412,7 @@ class Executor:
             if beat:
                 beat.stop()
             elapsed = time.monotonic() - started
-            STEP_SECONDS.labels(domain.name, stage.name).observe(elapsed)
+            self._timer(domain.name, stage.name).observe(elapsed)
             state.step_seconds = (
                 elapsed
                 if state.step_seconds is None
@@ -503,7 +505,7 @@ class Executor:
         if not applied.held:
             self._lost(domain, item.stage.name, item.plan.claim)
             return None
-        STEP_OUTCOMES.labels(domain.name, item.stage.name, applied.outcome).inc()
+        self._counter(domain.name, item.stage.name, applied.outcome).inc()
         if applied.outcome == "advanced" and self.on_advance is not None:
             self.on_advance()
         if applied.retry_in is not None and self.on_pause is not None:
@@ -526,6 +528,19 @@ class Executor:
             domain.discard(self.engine, produced)
         except Exception:  # the sweep removes them later
             log.warning("could not remove the leftovers of a step", exc_info=True)
+
+    def _timer(self, domain: str, stage: str) -> Any:
+        # Labelled children looked up once: a label lookup per record is measurable.
+        key = (domain, stage)
+        if key not in self._timers:
+            self._timers[key] = STEP_SECONDS.labels(domain, stage)
+        return self._timers[key]
+
+    def _counter(self, domain: str, stage: str, outcome: str) -> Any:
+        key = (domain, stage, outcome)
+        if key not in self._counters:
+            self._counters[key] = STEP_OUTCOMES.labels(domain, stage, outcome)
+        return self._counters[key]
 
     def _lost(self, domain: Domain, stage: str, claim: Claim) -> None:
         # P6: logged once, counted, nothing written.
