@@ -379,6 +379,8 @@ def huey_case(folder: Path, workers: int, records: int, mode: str) -> Result | N
     for _ in range(records):
         nothing()
     consumer = Consumer(huey, workers=workers, worker_type=mode, periodic=False)
+    # Run from a thread of this process: signal handlers can only be set in the main thread.
+    consumer._set_signal_handlers = lambda: None
 
     def run() -> None:
         thread = threading.Thread(target=consumer.run, daemon=True)
