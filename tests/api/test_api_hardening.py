@@ -275,3 +275,11 @@ def test_headerless_pcm_without_raw_pcm_is_refused_with_the_hint(
     error = assert_error(client.post("/api/records", content=noise, headers=api.alice), 415)
     assert "raw_pcm" not in error["message"]
     assert stored_objects(api) == []
+
+
+def test_a_405_names_every_method_the_path_takes(api: Api, client: TestClient) -> None:
+    response = client.put("/api/records/1", headers=api.alice)
+    assert_error(response, 405, "method_not_allowed")
+    assert set(response.headers["allow"].split(", ")) >= {"GET", "PATCH", "DELETE"}
+    response = client.delete("/api/albums", headers=api.alice)
+    assert set(response.headers["allow"].split(", ")) >= {"GET", "POST"}

@@ -1,7 +1,10 @@
-"""The OpenAPI schema: served, precise, and schemathesis finds no server error against it."""
+"""The OpenAPI schema: served, precise, and schemathesis finds no server error and no answer the
+schema does not document (status, content type, headers, body)."""
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +13,13 @@ import schemathesis
 from api_helpers import Api
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
-from schemathesis.checks import not_a_server_error
+from schemathesis.checks import (
+    content_type_conformance,
+    not_a_server_error,
+    response_headers_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
 
 from conftest import MakeApi
 
@@ -56,10 +65,21 @@ OPERATIONS = [
 ]
 
 
+# Every answer must be one the schema documents: no 5xx, a documented status, content type,
+# headers and body shape (zero mismatches).
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+]
+
+
 # schemathesis' own pytest plugin (``from_fixture``) does not run under pytest 9 yet, so each
 # operation's strategy is driven by Hypothesis here, one test per operation.
 @pytest.mark.parametrize(("method", "path"), OPERATIONS, ids=[f"{m} {p}" for m, p in OPERATIONS])
-def test_schemathesis_finds_no_server_error(seeded: Api, method: str, path: str) -> None:
+def test_schemathesis_finds_no_mismatch(seeded: Api, method: str, path: str) -> None:
     schema = schemathesis.openapi.from_asgi("/openapi.json", seeded.app)
     operation = schema[path][method]
 
@@ -72,7 +92,7 @@ def test_schemathesis_finds_no_server_error(seeded: Api, method: str, path: str)
         database=None,
     )
     def fuzz(case: Any) -> None:
-        case.call_and_validate(headers=seeded.alice, checks=[not_a_server_error])
+        case.call_and_validate(headers=seeded.alice, checks=CHECKS)
 
     fuzz()
 
@@ -121,3 +141,19 @@ def test_the_readme_curl_section_shows_raw_pcm() -> None:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     curl = readme.split("## HTTP service", 1)[1].split("## Configuration", 1)[0]
     assert "raw_pcm=true" in curl and "16 kHz mono" in curl
+
+
+def test_the_schema_documents_outages_and_resolves_every_reference(client: TestClient) -> None:
+    spec = client.get("/openapi.json").json()
+    text = json.dumps(spec)
+    assert "$defs" not in text  # the text route's JSON is a component, not an inline schema
+    for ref in set(re.findall(r'"#/components/schemas/([^"]+)"', text)):
+        assert ref in spec["components"]["schemas"], ref
+    for path, item in spec["paths"].items():
+        for method, op in item.items():
+            if path.startswith("/api"):
+                assert "503" in op["responses"], (method, path)
+    original = spec["paths"]["/api/records/{record_id}/original"]["get"]["responses"]["200"]
+    assert list(original["content"]) == ["*/*"]
+    assert "400" in spec["paths"]["/api/records"]["get"]["responses"]
+    assert "413" in spec["paths"]["/api/records/{record_id}"]["patch"]["responses"]

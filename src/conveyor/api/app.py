@@ -48,7 +48,7 @@ from conveyor.api.limits import BodyLimitMiddleware
 from conveyor.api.live import TOKEN_CHECK, LiveHub
 from conveyor.api.metrics import MetricsMiddleware
 from conveyor.api.queries import ping
-from conveyor.api.schemas import ErrorBody, Health
+from conveyor.api.schemas import ErrorBody, Health, TextJson
 from conveyor.api.security import SecurityHeadersMiddleware
 from conveyor.api.state import ApiState, State
 from conveyor.db import outage
@@ -74,6 +74,12 @@ Errors share one shape: `{"error": {"status", "code", "message"}}`.
 
 
 _ERROR_REF = "#/components/schemas/ErrorBody"
+_EXTRA_MODELS = (TextJson,)
+_UNAVAILABLE: dict[str, Any] = {
+    "description": "The database does not answer (`database_unavailable`, `Retry-After`).",
+    "headers": {"Retry-After": {"schema": {"type": "integer"}}},
+    "content": {"application/json": {"schema": {"$ref": _ERROR_REF}}},
+}
 _FASTAPI_422 = ("HTTPValidationError", "ValidationError")
 
 
@@ -96,9 +102,21 @@ def _document_one_error_shape(app: FastAPI) -> None:
                             ref = media.get("schema", {}).get("$ref", "")
                             if ref.rsplit("/", 1)[-1] in _FASTAPI_422:
                                 media["schema"] = {"$ref": _ERROR_REF}
-            schemas = spec.get("components", {}).get("schemas", {})
+            schemas = spec.setdefault("components", {}).setdefault("schemas", {})
             for name in _FASTAPI_422:
                 schemas.pop(name, None)
+            # Models named only in hand-written responses (the text route's JSON).
+            for model in _EXTRA_MODELS:
+                extra = model.model_json_schema(ref_template="#/components/schemas/{model}")
+                schemas.update(extra.pop("$defs", {}))
+                schemas[model.__name__] = extra
+            for path, item in spec.get("paths", {}).items():
+                if not path.startswith("/api"):
+                    continue
+                for operation in item.values():
+                    responses = operation.setdefault("responses", {})
+                    # Any /api route answers 503 while the database is down.
+                    responses.setdefault("503", _UNAVAILABLE)
             app.openapi_schema = spec
         return app.openapi_schema
 

@@ -28,6 +28,7 @@ where there is one); ``message`` is a sentence for people; 422 validation errors
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -146,8 +147,31 @@ async def _on_validation(_request: Request, exc: Exception) -> JSONResponse:
     )
 
 
-async def _on_http(_request: Request, exc: Exception) -> JSONResponse:
+def _allowed_methods(request: Request) -> str:
+    """Every method the schema documents for this path (Starlette names only the first
+    matching route's)."""
+    methods: set[str] = set()
+    path = request.url.path
+    for template, operations in request.app.openapi().get("paths", {}).items():
+        pattern = re.sub(r"\{[^}:]+:path\}", ".+", template)
+        pattern = re.sub(r"\{[^}]+\}", "[^/]+", pattern)
+        if re.fullmatch(pattern, path):
+            methods |= {m.upper() for m in operations}
+    if "GET" in methods:
+        methods.add("HEAD")
+    return ", ".join(sorted(methods))
+
+
+async def _on_http(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == 405:
+        allowed = _allowed_methods(request)
+        return error_response(
+            405,
+            "method_not_allowed",
+            f"this route takes {allowed}",
+            headers={"Allow": allowed},
+        )
     status = exc.status_code
     message = exc.detail if isinstance(exc.detail, str) else _CODES.get(status, "error")
     if status == 404 and message == "Not Found":

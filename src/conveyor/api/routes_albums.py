@@ -103,6 +103,7 @@ def _item_of(state: ApiState, item_id: int, owner: str) -> dict[str, Any]:
         **_ERRORS,
         400: {"model": ErrorBody, "description": "Body is not JSON."},
         409: {"model": ErrorBody, "description": "You have an album of that name."},
+        413: {"model": ErrorBody, "description": "A body over 1 MiB."},
     },
 )
 def create_album(

@@ -226,7 +226,15 @@ async def _answer(
     return card
 
 
-@router.get("", response_model=RecordPage, summary="List your records", responses=_ERRORS)
+@router.get(
+    "",
+    response_model=RecordPage,
+    summary="List your records",
+    responses={
+        **_ERRORS,
+        400: {"model": ErrorBody, "description": "A malformed `cursor` (`bad_cursor`)."},
+    },
+)
 def list_records(
     state: State,
     owner: Owner,
@@ -265,7 +273,11 @@ def get_record(state: State, owner: Owner, record_id: RecordId) -> dict[str, Any
     "/{record_id}",
     response_model=RecordCard,
     summary="Edit title and brief",
-    responses={**_ERRORS, 400: {"model": ErrorBody, "description": "Body is not JSON."}},
+    responses={
+        **_ERRORS,
+        400: {"model": ErrorBody, "description": "Body is not JSON."},
+        413: {"model": ErrorBody, "description": "A body over 1 MiB."},
+    },
 )
 def patch_record(
     state: State, owner: Owner, record_id: RecordId, patch: RecordPatch
@@ -295,7 +307,7 @@ _TEXT_TYPES = {
             "description": "The transcript in the format asked for.",
             "content": {
                 "text/plain": {"schema": {"type": "string"}},
-                "application/json": {"schema": TextJson.model_json_schema()},
+                "application/json": {"schema": {"$ref": "#/components/schemas/TextJson"}},
                 "application/x-subrip": {"schema": {"type": "string"}},
                 "text/vtt": {"schema": {"type": "string"}},
             },
@@ -372,7 +384,10 @@ def get_events(state: State, owner: Owner, record_id: RecordId) -> list[dict[str
     summary="The uploaded file",
     response_class=Response,
     responses={
-        200: {"description": "The original bytes.", "content": {"application/octet-stream": {}}},
+        200: {
+            "description": "The original bytes, with the MIME type sniffed at intake.",
+            "content": {"*/*": {}},
+        },
         206: {"description": "The requested byte range."},
         304: {"description": "Not modified (If-None-Match)."},
         416: {"model": ErrorBody, "description": "Range outside the file."},
