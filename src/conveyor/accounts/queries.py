@@ -6,14 +6,27 @@ from collections.abc import Collection, Sequence
 
 from sqlalchemy import Connection, RowMapping, delete, insert, select, update
 
-from conveyor.db.tables import api_tokens, users
+from conveyor.db.tables import api_tokens, users, web_sessions
 
 __all__ = [
+    "clear_failed_sign_ins",
+    "delete_expired_sessions",
+    "delete_session",
+    "delete_sessions_of",
     "delete_token",
+    "existing_tokens",
+    "insert_session",
     "insert_token",
     "insert_user",
     "list_users",
+    "pause_sign_in",
+    "record_failed_sign_in",
+    "session_exists",
+    "session_owner",
+    "set_admin",
+    "set_password_hash",
     "token_exists",
+    "token_of_user",
     "token_owner",
     "tokens_of",
     "touch_token",
@@ -104,3 +117,115 @@ def existing_tokens(conn: Connection, token_ids: Collection[int]) -> set[int]:
         return set()
     query = select(api_tokens.c.id).where(api_tokens.c.id.in_(sorted(set(token_ids))))
     return {int(i) for i in conn.execute(query).scalars()}
+def set_password_hash(conn: Connection, user_id: int, password_hash: str | None) -> None:
+    """Store a user's password hash (a new password also lifts a sign-in pause)."""
+    conn.execute(
+        update(users)
+        .where(users.c.id == user_id)
+        .values(password_hash=password_hash, failed_sign_ins=0, sign_in_paused_until=None)
+    )
+
+
+def set_admin(conn: Connection, user_id: int, is_admin: bool) -> None:
+    """Mark a user an administrator (the operator view) or not."""
+    conn.execute(update(users).where(users.c.id == user_id).values(is_admin=is_admin))
+
+
+def record_failed_sign_in(conn: Connection, user_id: int, paused_until: float | None) -> int:
+    """Count one more failed sign-in in a row; returns the new count."""
+    conn.execute(
+        update(users)
+        .where(users.c.id == user_id)
+        .values(
+            failed_sign_ins=users.c.failed_sign_ins + 1,
+            sign_in_paused_until=paused_until,
+        )
+    )
+    row = conn.execute(select(users.c.failed_sign_ins).where(users.c.id == user_id)).first()
+    return 0 if row is None else int(row[0])
+
+
+def pause_sign_in(conn: Connection, user_id: int, paused_until: float) -> None:
+    """Refuse sign-ins of a user until ``paused_until`` (epoch s)."""
+    conn.execute(
+        update(users).where(users.c.id == user_id).values(sign_in_paused_until=paused_until)
+    )
+
+
+def clear_failed_sign_ins(conn: Connection, user_id: int) -> None:
+    """A successful sign-in: the failure count starts again at zero."""
+    conn.execute(
+        update(users)
+        .where(users.c.id == user_id)
+        .values(failed_sign_ins=0, sign_in_paused_until=None)
+    )
+
+
+def insert_session(
+    conn: Connection,
+    *,
+    user_id: int,
+    token_hash: str,
+    csrf_token: str,
+    created_at: float,
+    expires_at: float,
+) -> int:
+    """Insert a ``web_sessions`` row (the cookie's hash only); returns its id."""
+    result = conn.execute(
+        insert(web_sessions).values(
+            user_id=user_id,
+            token_hash=token_hash,
+            csrf_token=csrf_token,
+            created_at=created_at,
+            expires_at=expires_at,
+        )
+    )
+    assert result.inserted_primary_key is not None
+    return int(result.inserted_primary_key[0])
+
+
+def session_owner(conn: Connection, token_hash: str) -> RowMapping | None:
+    """The session with that cookie hash joined to its user: ``session_id``, ``csrf_token``,
+    ``expires_at``, ``user_id``, ``name``, ``is_admin``."""
+    query = (
+        select(
+            web_sessions.c.id.label("session_id"),
+            web_sessions.c.csrf_token,
+            web_sessions.c.expires_at,
+            users.c.id.label("user_id"),
+            users.c.name,
+            users.c.is_admin,
+        )
+        .join(users, users.c.id == web_sessions.c.user_id)
+        .where(web_sessions.c.token_hash == token_hash)
+    )
+    return conn.execute(query).mappings().first()
+
+
+def session_exists(conn: Connection, session_id: int) -> bool:
+    """True while the session is not signed out (one primary-key read)."""
+    query = select(web_sessions.c.id).where(web_sessions.c.id == session_id)
+    return conn.execute(query).first() is not None
+
+
+def delete_session(conn: Connection, session_id: int) -> None:
+    """Sign a session out."""
+    conn.execute(delete(web_sessions).where(web_sessions.c.id == session_id))
+
+
+def delete_sessions_of(conn: Connection, user_id: int) -> None:
+    """Sign every session of a user out (a new password)."""
+    conn.execute(delete(web_sessions).where(web_sessions.c.user_id == user_id))
+
+
+def delete_expired_sessions(conn: Connection, now: float) -> None:
+    """Drop sessions whose time is up."""
+    conn.execute(delete(web_sessions).where(web_sessions.c.expires_at <= now))
+
+
+def token_of_user(conn: Connection, token_id: int, user_id: int) -> RowMapping | None:
+    """The token ``token_id`` if it belongs to ``user_id``."""
+    query = select(api_tokens.c.id).where(
+        api_tokens.c.id == token_id, api_tokens.c.user_id == user_id
+    )
+    return conn.execute(query).mappings().first()

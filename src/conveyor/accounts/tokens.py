@@ -31,6 +31,7 @@ __all__ = [
     "hash_token",
     "list_tokens",
     "list_users",
+    "revoke_own_token",
     "revoke_token",
     "token_active",
 ]
@@ -101,9 +102,19 @@ def add_user(engine: Engine, clock: Clock, name: str) -> int:
 
 
 def list_users(engine: Engine) -> list[dict[str, Any]]:
-    """Every user: ``id``, ``name``, ``created_at`` (epoch seconds)."""
+    """Every user: ``id``, ``name``, ``created_at`` (epoch seconds), ``has_password``,
+    ``is_admin`` (never the password hash)."""
     with engine.connect() as conn:
-        return [dict(r) for r in queries.list_users(conn)]
+        return [
+            {
+                "id": r["id"],
+                "name": r["name"],
+                "created_at": r["created_at"],
+                "has_password": r["password_hash"] is not None,
+                "is_admin": bool(r["is_admin"]),
+            }
+            for r in queries.list_users(conn)
+        ]
 
 
 def create_token(
@@ -157,6 +168,18 @@ def active_tokens(engine: Engine, token_ids: Collection[int]) -> set[int]:
     """Those of ``token_ids`` that are not revoked: every open stream's token, one query."""
     with engine.connect() as conn:
         return queries.existing_tokens(conn, token_ids)
+
+
+def revoke_own_token(engine: Engine, user_id: int, token_id: int) -> None:
+    """Delete a token of ``user_id`` (the web app's token page).
+
+    Raises:
+        NotFound: no such token of theirs (another user's token is not revealed).
+    """
+    with engine.begin() as conn:
+        if queries.token_of_user(conn, token_id, user_id) is None:
+            raise NotFound(f"token {token_id} does not exist")
+        queries.delete_token(conn, token_id)
 
 
 def token_active(engine: Engine, token_id: int) -> bool:

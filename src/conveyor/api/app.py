@@ -16,6 +16,11 @@ Routes (all ``/api`` routes need ``Authorization: Bearer <token>``)::
     GET   /api/records/{id}/events       history (D14)               200 401 404
     GET   /api/records/{id}/original     the upload (Range)          200 206 304 401 404 416
     POST  /api/records/{id}/resume       resume a halted record      200 401 404 409
+    PUT   /api/records/{id}/proofread    the owner's correction (D1) 200 400 401 404 409 422
+    DELETE /api/records/{id}/proofread   drop the correction         204 401 404
+    GET   /api/records/{id}/topics       topics (D9)                 200 401 404
+    PUT   /api/records/{id}/topics       up to five topics           200 400 401 404 422
+    GET   /api/topics                    the owner's dictionary      200 401
     POST  /api/albums                    create                      201 400 401 409 413 422
     GET   /api/albums                    list                        200 401
     GET   /api/albums/{id}               album + items + roles URLs  200 401 404
@@ -41,7 +46,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 from starlette.responses import Response
 
 from conveyor import __version__
-from conveyor.api import routes_albums, routes_files, routes_records
+from conveyor.api import routes_albums, routes_files, routes_records, routes_texts
 from conveyor.api.auth import AuthMiddleware
 from conveyor.api.errors import RETRY_AFTER_OUTAGE, error_response, install_error_handlers
 from conveyor.api.limits import BodyLimitMiddleware
@@ -194,6 +199,7 @@ def create_app(runtime: Runtime, *, run_workers: bool = True) -> FastAPI:
     app.add_middleware(MetricsMiddleware)
     app.add_middleware(SecurityHeadersMiddleware)
     app.include_router(routes_records.router)
+    app.include_router(routes_texts.router)
     app.include_router(routes_albums.router)
     app.include_router(routes_files.router)
 

@@ -10,10 +10,10 @@ from conveyor.api.auth import Owner
 from conveyor.api.objects import object_response
 from conveyor.api.queries import owned_file
 from conveyor.api.schemas import ErrorBody
-from conveyor.api.state import State
+from conveyor.api.state import ApiState, State
 from conveyor.errors import NotFound
 
-__all__ = ["router"]
+__all__ = ["owned_file_response", "router"]
 
 router = APIRouter(prefix="/api/files", tags=["files"])
 
@@ -39,8 +39,13 @@ def get_file(
     key: Annotated[str, Path(max_length=255, description="The object's key, from a role URL.")],
 ) -> Response:
     """An object of one of your records or items: ETag, `If-None-Match` → 304, one byte range."""
+    return owned_file_response(request, state, key, owner.name)
+
+
+def owned_file_response(request: Request, state: ApiState, key: str, owner: str) -> Response:
+    """The object ``key`` if it belongs to a record or item of ``owner`` (else NotFound)."""
     with state.runtime.engine.connect() as conn:
-        row = owned_file(conn, key, owner.name)
+        row = owned_file(conn, key, owner)
     if row is None:
         raise NotFound("no such file")
     try:

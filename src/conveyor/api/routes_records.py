@@ -31,15 +31,16 @@ from conveyor.api.state import ApiState, State
 from conveyor.api.text_formats import srt, vtt
 from conveyor.api.uploads import Upload, clean_filename, receive_upload, upload_responses
 from conveyor.audio import queries
-from conveyor.audio.cards import record_card, transcript_of
+from conveyor.audio.cards import record_card
 from conveyor.audio.deletion import delete_record
 from conveyor.audio.intake import accept_audio
+from conveyor.audio.texts import export_text
 from conveyor.clock import iso_utc
 from conveyor.errors import NotFound, RejectedInput
 from conveyor.objects import file_by_id
 from conveyor.pipeline import resume
 
-__all__ = ["RECORD_FIELDS", "UPLOAD_BODY", "card_of", "router"]
+__all__ = ["RECORD_FIELDS", "UPLOAD_BODY", "card_of", "original_response", "router"]
 
 router = APIRouter(prefix="/api/records", tags=["records"])
 
@@ -325,13 +326,15 @@ def get_text(
 ) -> Response:
     """The transcript (P11): plain text, or JSON with segment times, SRT or WebVTT.
 
+    When you saved a correction (`PUT .../proofread`), every format gives it instead.
+
     404 `no_text` until the record reaches `done` (the message says where it is).
     """
     with state.runtime.engine.connect() as conn:
         row = queries.record_by_id(conn, record_id, owner.name)
         if row is None:
             raise NotFound(f"record {record_id} does not exist")
-        text = transcript_of(conn, record_id)
+        text = export_text(conn, record_id)
     if text is None:
         where = (
             f"it is halted at {row['stage']} ({row['halt_reason']})"
@@ -343,6 +346,7 @@ def get_text(
     if format == "json":
         body = TextJson(
             record_id=record_id,
+            kind=text["kind"],
             language=text["language"],
             no_speech=bool(row["no_speech"]),
             text=text["body"],
@@ -396,7 +400,12 @@ def get_events(state: State, owner: Owner, record_id: RecordId) -> list[dict[str
 )
 def get_original(request: Request, state: State, owner: Owner, record_id: RecordId) -> Response:
     """The original upload, unchanged (ETag, Range)."""
-    row = _own_record(state, record_id, owner.name)
+    return original_response(request, state, record_id, owner.name)
+
+
+def original_response(request: Request, state: ApiState, record_id: int, owner: str) -> Response:
+    """The original upload of ``owner``'s record (ETag, Range); NotFound otherwise."""
+    row = _own_record(state, record_id, owner)
     with state.runtime.engine.connect() as conn:
         file_row = file_by_id(conn, int(row["original_file_id"]))
     if file_row is None:

@@ -8,7 +8,7 @@ they stay right behind a reverse proxy.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -29,6 +29,7 @@ __all__ = [
     "Item",
     "ItemLinks",
     "MediaStage",
+    "Proofread",
     "RecordCard",
     "RecordEvent",
     "RecordLinks",
@@ -38,6 +39,7 @@ __all__ = [
     "RoleObject",
     "TextJson",
     "TextSegment",
+    "Topics",
 ]
 
 # Text the databases can store: no NUL (PostgreSQL refuses it in text columns).
@@ -156,10 +158,32 @@ class TextJson(BaseModel):
     """The transcript with segment times (`?format=json`)."""
 
     record_id: int
+    kind: Literal["transcript", "proofread"] = Field(
+        default="transcript",
+        description="`proofread` when the owner corrected the transcript (exports use it).",
+    )
     language: str | None
     no_speech: bool
     text: str
     segments: list[TextSegment]
+
+
+class Proofread(BaseModel):
+    """The owner's correction: one text per transcript segment, in order (times are kept)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    segments: list[Annotated[str, Field(max_length=10_000, pattern=PLAIN_TEXT)]] = Field(
+        max_length=100_000
+    )
+
+
+class Topics(BaseModel):
+    """A record's topics (D9): at most five names; new names join your dictionary."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    topics: list[Annotated[str, Field(max_length=100, pattern=PLAIN_TEXT)]] = Field(max_length=5)
 
 
 class RecordEvent(BaseModel):

@@ -7,19 +7,32 @@ from typing import Any
 
 from sqlalchemy import Connection, RowMapping, delete, func, insert, select, update
 
-from conveyor.db.tables import audio_records, recognition_attempts, record_events, texts
+from conveyor.db.tables import (
+    audio_records,
+    recognition_attempts,
+    record_events,
+    record_topics,
+    texts,
+    topics,
+)
 
 __all__ = [
     "attempts_of",
     "count_attempts",
+    "delete_text",
     "events_of",
     "finish_attempt",
     "insert_attempt",
     "insert_record",
+    "insert_topic",
     "latest_attempt",
     "list_records",
+    "owner_topics",
     "record_by_id",
+    "record_topic_names",
+    "replace_record_topics",
     "texts_of",
+    "topic_id",
     "update_owner_fields",
     "upsert_text",
 ]
@@ -211,3 +224,49 @@ def file_ids_of_record(conn: Connection, record: RowMapping) -> set[int]:
 def delete_record(conn: Connection, record_id: int) -> None:
     """Remove a record row; its texts, attempts, topics and idempotency keys go with it."""
     conn.execute(delete(audio_records).where(audio_records.c.id == record_id))
+
+
+def owner_topics(conn: Connection, owner: str) -> Sequence[RowMapping]:
+    """``owner``'s topic dictionary (D9), by name."""
+    query = select(topics.c.id, topics.c.name).where(topics.c.owner == owner)
+    return conn.execute(query.order_by(topics.c.name)).mappings().all()
+
+
+def topic_id(conn: Connection, owner: str, name: str) -> int | None:
+    """The id of ``owner``'s topic ``name``."""
+    query = select(topics.c.id).where(topics.c.owner == owner, topics.c.name == name)
+    row = conn.execute(query).first()
+    return None if row is None else int(row[0])
+
+
+def insert_topic(conn: Connection, owner: str, name: str) -> int:
+    """Add ``name`` to ``owner``'s dictionary; returns its id."""
+    result = conn.execute(insert(topics).values(owner=owner, name=name))
+    assert result.inserted_primary_key is not None
+    return int(result.inserted_primary_key[0])
+
+
+def record_topic_names(conn: Connection, record_id: int) -> list[str]:
+    """The record's topics in their order."""
+    query = (
+        select(topics.c.name)
+        .join(record_topics, record_topics.c.topic_id == topics.c.id)
+        .where(record_topics.c.record_id == record_id)
+        .order_by(record_topics.c.position)
+    )
+    return [str(r[0]) for r in conn.execute(query)]
+
+
+def replace_record_topics(conn: Connection, record_id: int, topic_ids: Sequence[int]) -> None:
+    """Set the record's topics to ``topic_ids`` in that order (at most five, D9)."""
+    conn.execute(delete(record_topics).where(record_topics.c.record_id == record_id))
+    for position, tid in enumerate(topic_ids):
+        conn.execute(
+            insert(record_topics).values(record_id=record_id, position=position, topic_id=tid)
+        )
+
+
+def delete_text(conn: Connection, record_id: int, kind: str) -> bool:
+    """Remove the record's text of ``kind``; True when there was one."""
+    result = conn.execute(delete(texts).where(texts.c.record_id == record_id, texts.c.kind == kind))
+    return result.rowcount > 0

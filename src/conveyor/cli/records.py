@@ -142,12 +142,13 @@ def show(
     ] = False,
 ) -> None:
     """Show a record's card: stage, halt reason and the way forward, attempts, transcript."""
-    from conveyor.audio.cards import record_card, transcript_of
+    from conveyor.audio.cards import record_card
+    from conveyor.audio.texts import export_text
 
     runtime = _runtime_for(record_id)
     with runtime.engine.connect() as conn:
         row = _record(runtime, conn, record_id)
-        text = transcript_of(conn, record_id)
+        text = export_text(conn, record_id)
     card = record_card(row)
     if as_json:
         card["transcript"] = text["body"] if text else None

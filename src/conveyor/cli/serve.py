@@ -60,8 +60,8 @@ def serve(
     ] = True,
 ) -> None:
     """Serve the HTTP API (and the workers) until SIGINT/SIGTERM."""
-    from conveyor.api.app import create_app
     from conveyor.api.server import make_server
+    from conveyor.web import create_app
 
     setup_logging(logging.INFO)
     runtime = make_runtime()

@@ -15,22 +15,85 @@ users_app = typer.Typer(help="Owners of records and albums.", no_args_is_help=Tr
 tokens_app = typer.Typer(help="Bearer tokens of the HTTP API.", no_args_is_help=True)
 
 
+def _ask_password(name: str) -> str:
+    # Asked twice and never echoed; read from standard input when it is not a terminal.
+    password: str = typer.prompt(f"password for {name}", hide_input=True, confirmation_prompt=True)
+    return password
+
+
 @users_app.command("add")
 def users_add(
     name: Annotated[str, typer.Argument(metavar="NAME", help="The user name (no spaces).")],
+    password: Annotated[
+        bool,
+        typer.Option(
+            "--password",
+            help="Ask for a password (typed twice, not shown) so the user can sign in to "
+            "the web app.",
+        ),
+    ] = False,
+    admin: Annotated[
+        bool, typer.Option("--admin", help="May open the operator view of the web app.")
+    ] = False,
 ) -> None:
     """Add a user; records and albums uploaded with their tokens belong to them."""
-    from conveyor.accounts import add_user
+    from conveyor.accounts import add_user, check_new_password, set_admin, set_password
     from conveyor.errors import Conflict, RejectedInput
 
     runtime = make_runtime()
+    secret = _ask_password(name.strip()) if password else None
     try:
+        if secret is not None:
+            check_new_password(secret)
         user_id = add_user(runtime.engine, runtime.clock, name)
+        if secret is not None:
+            set_password(runtime.engine, name, secret)
+        if admin:
+            set_admin(runtime.engine, name, True)
     except Conflict as exc:
         raise fail(str(exc), ExitCode.CONFLICT) from None
     except RejectedInput as exc:
         raise fail(str(exc), ExitCode.USAGE) from None
-    console.print(f"user {user_id} {name.strip()!r} added")
+    extra = " with a password" if secret is not None else ""
+    extra += " (admin)" if admin else ""
+    console.print(f"user {user_id} {name.strip()!r} added{extra}")
+
+
+@users_app.command("passwd")
+def users_passwd(
+    name: Annotated[str, typer.Argument(metavar="NAME", help="Whose password.")],
+) -> None:
+    """Set a user's web sign-in password (asked twice, not shown); signs their sessions out."""
+    from conveyor.accounts import set_password
+    from conveyor.errors import NotFound, RejectedInput
+
+    runtime = make_runtime()
+    secret = _ask_password(name.strip())
+    try:
+        set_password(runtime.engine, name, secret)
+    except NotFound as exc:
+        raise fail(str(exc), ExitCode.NOT_FOUND) from None
+    except RejectedInput as exc:
+        raise fail(str(exc), ExitCode.USAGE) from None
+    console.print(f"password of {name.strip()!r} set")
+
+
+@users_app.command("admin")
+def users_admin(
+    name: Annotated[str, typer.Argument(metavar="NAME", help="The user.")],
+    revoke: Annotated[bool, typer.Option("--revoke", help="Take the admin flag away.")] = False,
+) -> None:
+    """Make a user an administrator (the web app's operator view), or no longer one."""
+    from conveyor.accounts import set_admin
+    from conveyor.errors import NotFound
+
+    runtime = make_runtime()
+    try:
+        set_admin(runtime.engine, name, not revoke)
+    except NotFound as exc:
+        raise fail(str(exc), ExitCode.NOT_FOUND) from None
+    state = "no longer an admin" if revoke else "an admin"
+    console.print(f"{name.strip()!r} is {state}")
 
 
 @users_app.command("list")
@@ -44,9 +107,15 @@ def users_list() -> None:
     if not users:
         note("no users yet; add one with `conveyor users add NAME`")
         return
-    out = table("id", "name", "created")
+    out = table("id", "name", "created", "password", "admin")
     for user in users:
-        out.add_row(str(user["id"]), user["name"], iso_utc(user["created_at"]) or "")
+        out.add_row(
+            str(user["id"]),
+            user["name"],
+            iso_utc(user["created_at"]) or "",
+            "yes" if user["has_password"] else "no",
+            "yes" if user["is_admin"] else "no",
+        )
     console.print(out)
 
 

@@ -44,6 +44,7 @@ __all__ = [
     "texts",
     "topics",
     "users",
+    "web_sessions",
 ]
 
 metadata = MetaData(
@@ -88,6 +89,25 @@ users = Table(
     Column("id", Integer, primary_key=True),
     Column("name", String(100), nullable=False, unique=True),
     Column("created_at", Double, nullable=False),
+    # Web sign-in: an argon2id hash (PHC string), or null for a user without a password.
+    Column("password_hash", String(200), nullable=True),
+    Column("is_admin", Boolean, nullable=False, server_default="0"),
+    # Failed sign-ins in a row, and until when sign-in is paused after too many.
+    Column("failed_sign_ins", Integer, nullable=False, server_default="0"),
+    Column("sign_in_paused_until", Double, nullable=True),
+)
+
+# Browser sessions: the cookie's SHA-256 only, and the CSRF token its forms carry.
+web_sessions = Table(
+    "web_sessions",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("user_id", Integer, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+    Column("token_hash", String(64), nullable=False, unique=True),
+    Column("csrf_token", String(64), nullable=False),
+    Column("created_at", Double, nullable=False),
+    Column("expires_at", Double, nullable=False),
+    Index("ix_web_sessions_user_id", "user_id"),
 )
 
 api_tokens = Table(
@@ -216,7 +236,7 @@ record_events = Table(
     Index("ix_record_events_record", "domain", "record_id", "id"),
 )
 
-# Per-owner topic dictionary, at most five per record (D9); nothing writes them yet.
+# Per-owner topic dictionary, at most five per record (D9).
 topics = Table(
     "topics",
     metadata,

@@ -279,9 +279,16 @@ def release_claims(
 
 
 def resume_halted(
-    conn: Connection, domain: Domain, record_id: int, now: ColumnElement[float]
+    conn: Connection,
+    domain: Domain,
+    record_id: int,
+    now: ColumnElement[float],
+    reason: str | None = None,
 ) -> str | None:
     """Clear every guard of a halted record in one statement (P9).
+
+    With ``reason``, only a record halted for that reason is resumed (a bulk resume acts on
+    the set it counted, not on a record that was resumed and halted again for another cause).
 
     Clears the halt fields, the claim token and expiry, the failure count and the retry pause,
     and re-sets ``state_entered_at``; the stuck countdown starts again at the next claim (D3);
@@ -291,9 +298,12 @@ def resume_halted(
         The stage the record continues from, or None when the record is missing or not halted.
     """
     table = domain.table
+    guard = [table.c.id == record_id, table.c.halted_at.is_not(None)]
+    if reason is not None:
+        guard.append(table.c.halt_reason == reason)
     row = conn.execute(
         update(table)
-        .where(table.c.id == record_id, table.c.halted_at.is_not(None))
+        .where(*guard)
         .values(
             halted_at=None,
             halt_reason=None,

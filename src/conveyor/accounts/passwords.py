@@ -1,0 +1,152 @@
+"""Passwords for the web sign-in: argon2id hashes, and a pause after repeated failures.
+
+Hashes are argon2id PHC strings from argon2-cffi's :class:`~argon2.PasswordHasher` (its
+defaults follow RFC 9106's second recommended option); a hash made with weaker parameters is
+replaced on the next successful sign-in. After :data:`MAX_FAILED_SIGN_INS` wrong passwords in a
+row a user's sign-in is paused, :data:`FIRST_PAUSE` seconds first and twice as long on each
+further failure (at most :data:`LONGEST_PAUSE`); while paused, no password is even checked. A
+good password starts the count again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
+from sqlalchemy import Engine
+
+from conveyor.accounts import queries
+from conveyor.clock import Clock
+from conveyor.errors import ConveyorError, NotFound, RejectedInput
+
+__all__ = [
+    "FIRST_PAUSE",
+    "LONGEST_PAUSE",
+    "MAX_FAILED_SIGN_INS",
+    "MIN_PASSWORD",
+    "SignInPaused",
+    "SignedIn",
+    "check_new_password",
+    "check_password",
+    "set_admin",
+    "set_password",
+]
+
+MAX_FAILED_SIGN_INS = 5
+FIRST_PAUSE = 60.0
+LONGEST_PAUSE = 900.0
+MIN_PASSWORD = 8
+_MAX_PASSWORD = 1024
+
+# The hasher of this process (argon2-cffi's defaults: argon2id, t=3, m=64 MiB, p=4). Tests
+# swap in one with a smaller cost; verifying reads the cost from each stored hash anyway.
+hasher = PasswordHasher()
+_dummy: dict[PasswordHasher, str] = {}
+
+
+def _dummy_hash() -> str:
+    # Checked against when the user does not exist, so an unknown name costs as long as a
+    # wrong password and the answer's timing does not tell which names exist. Made on first
+    # use, so starting the CLI does not pay for it.
+    if hasher not in _dummy:
+        _dummy[hasher] = hasher.hash("conveyor: no such user")
+    return _dummy[hasher]
+
+
+class SignInPaused(ConveyorError):
+    """Too many wrong passwords in a row: sign-in is paused for ``seconds`` more."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = max(1, round(seconds))
+        super().__init__(f"too many failed sign-ins; try again in {self.seconds} s")
+
+
+@dataclass(frozen=True)
+class SignedIn:
+    """A user whose password was right: ``user_id``, ``name``, ``is_admin``."""
+
+    user_id: int
+    name: str
+    is_admin: bool
+
+
+def check_new_password(password: str) -> None:
+    """Refuse a password too short or too long before anything is written.
+
+    Raises:
+        RejectedInput: ``weak_password`` (under 8 characters) or ``bad_password``.
+    """
+    if len(password) < MIN_PASSWORD:
+        raise RejectedInput("weak_password", f"a password has at least {MIN_PASSWORD} characters")
+    if len(password) > _MAX_PASSWORD:
+        raise RejectedInput("bad_password", f"a password has at most {_MAX_PASSWORD} characters")
+
+
+def set_password(engine: Engine, name: str, password: str) -> None:
+    """Give ``name`` a new password (argon2id); signs out every session of theirs.
+
+    Raises:
+        RejectedInput: ``weak_password`` (under 8 characters) or ``bad_password`` (too long).
+        NotFound: no such user.
+    """
+    check_new_password(password)
+    digest = hasher.hash(password)
+    with engine.begin() as conn:
+        row = queries.user_by_name(conn, name.strip())
+        if row is None:
+            raise NotFound(f"user {name!r} does not exist")
+        queries.set_password_hash(conn, int(row["id"]), digest)
+        queries.delete_sessions_of(conn, int(row["id"]))
+
+
+def set_admin(engine: Engine, name: str, is_admin: bool) -> None:
+    """Mark ``name`` an administrator (sees the operator view) or not.
+
+    Raises:
+        NotFound: no such user.
+    """
+    with engine.begin() as conn:
+        row = queries.user_by_name(conn, name.strip())
+        if row is None:
+            raise NotFound(f"user {name!r} does not exist")
+        queries.set_admin(conn, int(row["id"]), is_admin)
+
+
+def _verify(digest: str, password: str) -> bool:
+    try:
+        return hasher.verify(digest, password)
+    except (VerifyMismatchError, VerificationError, InvalidHashError):
+        return False
+
+
+def check_password(engine: Engine, clock: Clock, name: str, password: str) -> SignedIn | None:
+    """Sign-in: the user when ``password`` is theirs, None otherwise.
+
+    Raises:
+        SignInPaused: the user's sign-in is paused after repeated failures (the password is
+            not checked, and the pause is not extended).
+    """
+    now = clock.now()
+    with engine.connect() as conn:
+        row = queries.user_by_name(conn, name.strip()) if name.strip() else None
+    if row is None or row["password_hash"] is None:
+        _verify(_dummy_hash(), password[:_MAX_PASSWORD])
+        return None
+    user_id = int(row["id"])
+    paused_until = row["sign_in_paused_until"]
+    if paused_until is not None and now < float(paused_until):
+        raise SignInPaused(float(paused_until) - now)
+    digest = str(row["password_hash"])
+    if len(password) > _MAX_PASSWORD or not _verify(digest, password):
+        with engine.begin() as conn:
+            failed = queries.record_failed_sign_in(conn, user_id, None)
+            if failed >= MAX_FAILED_SIGN_INS:
+                pause = min(LONGEST_PAUSE, FIRST_PAUSE * 2.0 ** (failed - MAX_FAILED_SIGN_INS))
+                queries.pause_sign_in(conn, user_id, now + pause)
+        return None
+    with engine.begin() as conn:
+        if hasher.check_needs_rehash(digest):
+            queries.set_password_hash(conn, user_id, hasher.hash(password))
+        queries.clear_failed_sign_ins(conn, user_id)
+    return SignedIn(user_id=user_id, name=str(row["name"]), is_admin=bool(row["is_admin"]))

@@ -1,0 +1,134 @@
+"""The web app's own reads: queue places, record changes of an owner, the operator's totals."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import Connection, RowMapping, Table, and_, func, or_, select
+
+from conveyor.db.tables import audio_records, record_events
+
+__all__ = [
+    "audio_events_after",
+    "backlog",
+    "count_records",
+    "halted_ids",
+    "halted_records",
+    "halted_totals",
+    "latest_audio_event_id",
+    "place_in_queue",
+]
+
+
+def place_in_queue(
+    conn: Connection,
+    table: Table,
+    *,
+    stage: str,
+    order_column: str,
+    value: float,
+    row_id: int,
+    newest_first: bool,
+) -> int:
+    """How many waiting, unhalted records of ``stage`` are claimed before this one (0 = next).
+
+    ``order_column`` is the claim order (audio: ``created_at`` oldest first; media:
+    ``uploaded_at`` newest first), the id breaks ties as the claim does.
+    """
+    column = table.c[order_column]
+    if newest_first:
+        ahead = or_(column > value, and_(column == value, table.c.id > row_id))
+    else:
+        ahead = or_(column < value, and_(column == value, table.c.id < row_id))
+    query = (
+        select(func.count())
+        .select_from(table)
+        .where(table.c.stage == stage, table.c.halted_at.is_(None), ahead)
+    )
+    return int(conn.execute(query).scalar_one())
+
+
+def count_records(conn: Connection, owner: str) -> int:
+    """How many records ``owner`` has."""
+    query = select(func.count()).select_from(audio_records).where(audio_records.c.owner == owner)
+    return int(conn.execute(query).scalar_one())
+
+
+def audio_events_after(
+    conn: Connection, owner: str, after_id: int, limit: int, record_id: int | None = None
+) -> Sequence[RowMapping]:
+    """Journal rows (D14) of ``owner``'s records after ``after_id``, oldest first."""
+    query = (
+        select(record_events)
+        .join(audio_records, audio_records.c.id == record_events.c.record_id)
+        .where(
+            record_events.c.domain == "audio",
+            record_events.c.id > after_id,
+            audio_records.c.owner == owner,
+        )
+        .order_by(record_events.c.id)
+        .limit(limit)
+    )
+    if record_id is not None:
+        query = query.where(record_events.c.record_id == record_id)
+    return conn.execute(query).mappings().all()
+
+
+def latest_audio_event_id(conn: Connection) -> int:
+    """The newest journal id of any audio record (0 when none): a stream starts after it."""
+    query = select(func.max(record_events.c.id)).where(record_events.c.domain == "audio")
+    return int(conn.execute(query).scalar_one() or 0)
+
+
+def backlog(conn: Connection, table: Table, terminal: Sequence[str]) -> Sequence[RowMapping]:
+    """Unhalted records waiting per stage: ``stage``, ``waiting``, ``oldest`` (epoch s of the
+    longest wait)."""
+    query = (
+        select(
+            table.c.stage,
+            func.count().label("waiting"),
+            func.min(table.c.state_entered_at).label("oldest"),
+        )
+        .where(table.c.halted_at.is_(None), table.c.stage.not_in(list(terminal)))
+        .group_by(table.c.stage)
+    )
+    return conn.execute(query).mappings().all()
+
+
+def halted_totals(conn: Connection, table: Table) -> Sequence[RowMapping]:
+    """Halted records per reason: ``halt_reason``, ``n``."""
+    query = (
+        select(table.c.halt_reason, func.count().label("n"))
+        .where(table.c.halted_at.is_not(None))
+        .group_by(table.c.halt_reason)
+        .order_by(table.c.halt_reason)
+    )
+    return conn.execute(query).mappings().all()
+
+
+def halted_records(conn: Connection, table: Table, limit: int) -> Sequence[RowMapping]:
+    """Halted records of every owner, most recently halted first."""
+    query = (
+        select(
+            table.c.id,
+            table.c.owner,
+            table.c.stage,
+            table.c.halt_reason,
+            table.c.halt_error,
+            table.c.halted_at,
+        )
+        .where(table.c.halted_at.is_not(None))
+        .order_by(table.c.halted_at.desc(), table.c.id.desc())
+        .limit(limit)
+    )
+    return conn.execute(query).mappings().all()
+
+
+def halted_ids(conn: Connection, table: Table, reason: str) -> list[int]:
+    """Ids of every record halted now with ``reason``: the frozen set of a bulk resume."""
+    query = (
+        select(table.c.id)
+        .where(table.c.halted_at.is_not(None), table.c.halt_reason == reason)
+        .order_by(table.c.id)
+    )
+    return [int(r[0]) for r in conn.execute(query)]

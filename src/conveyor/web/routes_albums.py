@@ -1,0 +1,201 @@
+"""Albums: the list, the live grid, uploads, the viewer, resume; files behind the session."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from functools import partial
+from typing import Annotated, Any
+from urllib.parse import quote
+
+import anyio.to_thread
+from fastapi import APIRouter, Form, Header, Path, Query, Request
+from fastapi.responses import JSONResponse, RedirectResponse, StreamingResponse
+from starlette.responses import Response
+
+from conveyor.accounts import session_active
+from conveyor.api.routes_files import owned_file_response
+from conveyor.api.sse import album_stream
+from conveyor.api.state import ApiState, State
+from conveyor.api.uploads import Upload, receive_upload
+from conveyor.errors import Conflict, NotFound, RejectedInput
+from conveyor.media import albums as album_views
+from conveyor.media import queries as media_queries
+from conveyor.media.intake import accept_media
+from conveyor.pipeline import resume
+from conveyor.web.auth import Csrf, CsrfHeader, Viewer
+from conveyor.web.pages import render
+from conveyor.web.views import item_status
+
+__all__ = ["router"]
+
+router = APIRouter(include_in_schema=False)
+
+AlbumId = Annotated[int, Path(ge=1, le=2**31 - 1)]
+ItemId = Annotated[int, Path(ge=1, le=2**31 - 1)]
+
+
+def _album(state: ApiState, album_id: int, owner: str) -> dict[str, Any]:
+    with state.runtime.engine.connect() as conn:
+        row = media_queries.album_by_id(conn, album_id, owner)
+    if row is None:
+        raise NotFound(f"album {album_id} does not exist")
+    return dict(row)
+
+
+def _item(state: ApiState, item_id: int, owner: str) -> dict[str, Any]:
+    runtime = state.runtime
+    with runtime.engine.connect() as conn:
+        return item_status(conn, item_id, owner, runtime.clock.now())
+
+
+@router.get("/albums")
+def albums_page(
+    request: Request,
+    state: State,
+    viewer: Viewer,
+    error: Annotated[str | None, Query(max_length=300)] = None,
+) -> Response:
+    """Your albums, with a form to create one."""
+    with state.runtime.engine.connect() as conn:
+        albums = album_views.list_albums(conn, viewer.name)
+    return render(request, "albums.html", {"albums": albums, "error": error})
+
+
+@router.post("/albums")
+def albums_create(
+    state: State, viewer: Csrf, name: Annotated[str, Form(max_length=200)] = ""
+) -> Response:
+    """Create an album and open it."""
+    runtime = state.runtime
+    try:
+        album_id = album_views.create_album(
+            runtime.engine, runtime.clock, owner=viewer.name, name=name
+        )
+    except (RejectedInput, Conflict) as exc:
+        return RedirectResponse(f"/albums?error={quote(str(exc))}", status_code=303)
+    return RedirectResponse(f"/albums/{album_id}", status_code=303)
+
+
+@router.get("/albums/{album_id}")
+def album_page(request: Request, state: State, viewer: Viewer, album_id: AlbumId) -> Response:
+    """The grid, newest first; tiles appear and fill in from the album's live stream."""
+    album = _album(state, album_id, viewer.name)
+    runtime = state.runtime
+    now = runtime.clock.now()
+    with runtime.engine.connect() as conn:
+        last_event_id = media_queries.latest_event_id(conn, album_id)
+        items = [
+            item_status(conn, int(i["id"]), viewer.name, now)
+            for i in media_queries.items_of_album(conn, album_id)
+        ]
+    return render(
+        request,
+        "album.html",
+        {"album": album, "items": items, "last_event_id": last_event_id},
+    )
+
+
+@router.post("/albums/{album_id}/upload")
+async def album_upload(
+    request: Request, state: State, viewer: CsrfHeader, album_id: AlbumId
+) -> Response:
+    """One photo or video per request: 201 ``{"id", "url"}``."""
+    runtime = state.runtime
+    max_bytes = runtime.settings.api.max_upload_bytes
+    await anyio.to_thread.run_sync(_album, state, album_id, viewer.name)
+
+    def accept(chunks: Iterator[bytes], upload: Upload) -> int:
+        return accept_media(
+            runtime.engine,
+            runtime.store,
+            runtime.clock,
+            chunks,
+            album_id=album_id,
+            owner=viewer.name,
+            original_name=upload.filename,
+            max_pixels=runtime.settings.media.max_pixels,
+            max_bytes=max_bytes,
+        )
+
+    item_id = await receive_upload(request, accept, max_bytes=max_bytes)
+    await anyio.to_thread.run_sync(runtime.notifier.publish)
+    return JSONResponse({"id": item_id, "url": f"/items/{item_id}"}, status_code=201)
+
+
+@router.get("/albums/{album_id}/events")
+async def album_events(
+    state: State,
+    viewer: Viewer,
+    album_id: AlbumId,
+    last_event_id: Annotated[int | None, Query(ge=0, le=2**62)] = None,
+    last_event_id_header: Annotated[
+        str | None, Header(alias="Last-Event-ID", max_length=20)
+    ] = None,
+) -> StreamingResponse:
+    """The album's live events (M5) for the page, resumable after the last id seen."""
+    runtime = state.runtime
+    broadcast = state.broadcast
+
+    def start_id() -> int:
+        _album(state, album_id, viewer.name)
+        header = (last_event_id_header or "").strip()
+        if header.isdigit():
+            return min(int(header), 2**62)
+        if last_event_id is not None:
+            return last_event_id
+        return broadcast.latest_id(album_id)
+
+    start = await anyio.to_thread.run_sync(start_id)
+    stream = album_stream(
+        broadcast,
+        runtime.notifier,
+        album_id,
+        start,
+        heartbeat=runtime.settings.api.sse_heartbeat,
+        poll_interval=broadcast.poll_interval,
+        closing=state.closing,
+        still_allowed=partial(session_active, runtime.engine, viewer.session_id),
+    )
+    return StreamingResponse(
+        stream,
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+    )
+
+
+@router.get("/items/{item_id}/tile")
+def item_tile(request: Request, state: State, viewer: Viewer, item_id: ItemId) -> Response:
+    """One tile of the grid (swapped in when the item changes)."""
+    return render(request, "_item_tile.html", {"it": _item(state, item_id, viewer.name)})
+
+
+@router.get("/items/{item_id}")
+def item_page(request: Request, state: State, viewer: Viewer, item_id: ItemId) -> Response:
+    """The viewer: medium/preview image, or the video with its poster once converted."""
+    item = _item(state, item_id, viewer.name)
+    album = _album(state, int(item["album_id"]), viewer.name)
+    return render(request, "item.html", {"it": item, "album": album})
+
+
+@router.post("/items/{item_id}/resume")
+def item_resume(state: State, viewer: Csrf, item_id: ItemId) -> Response:
+    """Resume a halted photo or video (P9)."""
+    runtime = state.runtime
+    _item(state, item_id, viewer.name)
+    with contextlib.suppress(Conflict):
+        resume(runtime.engine, runtime.media, item_id, clock=runtime.clock)
+    runtime.notifier.publish()
+    return RedirectResponse(f"/items/{item_id}", status_code=303)
+
+
+@router.head("/files/{key:path}")
+@router.get("/files/{key:path}")
+def file_get(
+    request: Request,
+    state: State,
+    viewer: Viewer,
+    key: Annotated[str, Path(max_length=255)],
+) -> Response:
+    """An object of one of your records or items (ETag, Range), as in the API."""
+    return owned_file_response(request, state, key, viewer.name)

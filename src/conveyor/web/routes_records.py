@@ -1,0 +1,356 @@
+"""Recordings: the live list, uploads, the record page, edits, proofreading, downloads, resume."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from functools import partial
+from typing import Annotated, Any
+from urllib.parse import urlencode
+
+import anyio.to_thread
+from fastapi import APIRouter, Form, Header, Path, Query, Request
+from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse, StreamingResponse
+from starlette.responses import Response
+
+from conveyor.accounts import session_active
+from conveyor.api.objects import object_response
+from conveyor.api.state import ApiState, State
+from conveyor.api.text_formats import srt, vtt
+from conveyor.api.uploads import Upload, receive_upload
+from conveyor.audio import queries as audio_queries
+from conveyor.audio.intake import accept_audio
+from conveyor.audio.texts import (
+    MAX_TOPICS,
+    PROOFREAD,
+    TRANSCRIPT,
+    export_text,
+    owner_topics,
+    record_topics,
+    save_proofread,
+    set_topics,
+)
+from conveyor.errors import Conflict, NotFound, RejectedInput
+from conveyor.objects import file_by_id
+from conveyor.pipeline import resume
+from conveyor.web import queries
+from conveyor.web.auth import Csrf, CsrfHeader, Viewer
+from conveyor.web.pages import render
+from conveyor.web.streams import journal_stream
+from conveyor.web.views import record_status
+
+__all__ = ["PAGE_SIZE", "router"]
+
+router = APIRouter(include_in_schema=False)
+
+PAGE_SIZE = 50
+RecordId = Annotated[int, Path(ge=1, le=2**31 - 1)]
+
+
+def _record_row(state: ApiState, record_id: int, owner: str) -> dict[str, Any]:
+    with state.runtime.engine.connect() as conn:
+        row = audio_queries.record_by_id(conn, record_id, owner)
+        if row is None:
+            raise NotFound(f"record {record_id} does not exist")
+        return record_status(conn, row, state.runtime.clock.now())
+
+
+@router.get("/")
+def home() -> Response:
+    """The recordings list is the home page."""
+    return RedirectResponse("/records", status_code=303)
+
+
+@router.get("/records")
+def records_page(
+    request: Request,
+    state: State,
+    viewer: Viewer,
+    before: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
+) -> Response:
+    """Your recordings, newest first, :data:`PAGE_SIZE` a page (``?before=ID`` for older)."""
+    runtime = state.runtime
+    now = runtime.clock.now()
+    with runtime.engine.connect() as conn:
+        last_event_id = queries.latest_audio_event_id(conn)
+        rows = audio_queries.list_records(
+            conn, owner=viewer.name, after_id=before, limit=PAGE_SIZE + 1
+        )
+        records = [record_status(conn, r, now) for r in rows[:PAGE_SIZE]]
+        total = queries.count_records(conn, viewer.name)
+    older = records[-1]["id"] if len(rows) > PAGE_SIZE else None
+    return render(
+        request,
+        "records.html",
+        {
+            "records": records,
+            "total": total,
+            "older": older,
+            "first_page": before is None,
+            "last_event_id": last_event_id,
+        },
+    )
+
+
+@router.post("/records/upload")
+async def upload_recording(request: Request, state: State, viewer: CsrfHeader) -> Response:
+    """One file per request (the page sends each dropped file on its own, with progress).
+
+    201 ``{"id", "url"}``; a refused file answers the API's error shape with its status.
+    """
+    runtime = state.runtime
+    max_bytes = runtime.settings.api.max_upload_bytes
+
+    def accept(chunks: Iterator[bytes], upload: Upload) -> int:
+        return accept_audio(
+            runtime.engine,
+            runtime.store,
+            runtime.clock,
+            chunks,
+            owner=viewer.name,
+            original_name=upload.filename,
+            title=None,
+            language=None,
+            raw_pcm=False,
+            strict=True,
+            max_bytes=max_bytes,
+            languages=runtime.languages,
+        )
+
+    record_id = await receive_upload(request, accept, max_bytes=max_bytes)
+    await anyio.to_thread.run_sync(runtime.notifier.publish)
+    return JSONResponse({"id": record_id, "url": f"/records/{record_id}"}, status_code=201)
+
+
+@router.get("/records/events")
+async def records_events(
+    state: State,
+    viewer: Viewer,
+    record: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
+    last_event_id: Annotated[int | None, Query(ge=0, le=2**62)] = None,
+    last_event_id_header: Annotated[
+        str | None, Header(alias="Last-Event-ID", max_length=20)
+    ] = None,
+) -> StreamingResponse:
+    """Live changes of your recordings (or of one), resumable after the last id seen."""
+    runtime = state.runtime
+
+    def start_id() -> int:
+        header = (last_event_id_header or "").strip()
+        if header.isdigit():
+            return min(int(header), 2**62)
+        if last_event_id is not None:
+            return last_event_id
+        with runtime.engine.connect() as conn:
+            return queries.latest_audio_event_id(conn)
+
+    start = await anyio.to_thread.run_sync(start_id)
+    stream = journal_stream(
+        runtime.engine,
+        runtime.notifier,
+        viewer.name,
+        start,
+        record_id=record,
+        heartbeat=runtime.settings.api.sse_heartbeat,
+        poll_interval=state.broadcast.poll_interval,
+        closing=state.closing,
+        still_allowed=partial(session_active, runtime.engine, viewer.session_id),
+    )
+    return StreamingResponse(
+        stream,
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+    )
+
+
+@router.get("/records/{record_id}/row")
+def record_row(request: Request, state: State, viewer: Viewer, record_id: RecordId) -> Response:
+    """One row of the list (the page swaps it in when the record changes)."""
+    record = _record_row(state, record_id, viewer.name)
+    return render(request, "_record_row.html", {"r": record})
+
+
+@router.get("/records/{record_id}/status")
+def record_status_part(
+    request: Request, state: State, viewer: Viewer, record_id: RecordId
+) -> Response:
+    """The status box of a record page (swapped in live)."""
+    record = _record_row(state, record_id, viewer.name)
+    return render(request, "_record_status.html", {"r": record})
+
+
+@router.get("/records/{record_id}")
+def record_page(
+    request: Request,
+    state: State,
+    viewer: Viewer,
+    record_id: RecordId,
+    saved: Annotated[str | None, Query(max_length=20)] = None,
+    error: Annotated[str | None, Query(max_length=300)] = None,
+) -> Response:
+    """Player, timed transcript, edits, topics, correction, downloads; status live."""
+    runtime = state.runtime
+    with runtime.engine.connect() as conn:
+        row = audio_queries.record_by_id(conn, record_id, viewer.name)
+        if row is None:
+            raise NotFound(f"record {record_id} does not exist")
+        record = record_status(conn, row, runtime.clock.now())
+        text = export_text(conn, record_id)
+        topics = record_topics(conn, record_id)
+        last_event_id = queries.latest_audio_event_id(conn)
+    dictionary = owner_topics(runtime.engine, viewer.name)
+    segments: list[dict[str, Any]] = []
+    if text is not None:
+        segments = list(text["segments"] or []) or [
+            {"start": 0.0, "end": 0.0, "text": str(text["body"])}
+        ]
+    return render(
+        request,
+        "record.html",
+        {
+            "r": record,
+            "text": text,
+            "segments": segments,
+            "proofread": text is not None and text["kind"] == PROOFREAD,
+            "topics": topics,
+            "dictionary": [t for t in dictionary if t not in topics],
+            "max_topics": MAX_TOPICS,
+            "last_event_id": last_event_id,
+            "saved": saved,
+            "error": error,
+        },
+    )
+
+
+def _back(record_id: int, *, saved: str | None = None, error: str | None = None) -> Response:
+    query = urlencode({k: v for k, v in (("saved", saved), ("error", error)) if v})
+    return RedirectResponse(f"/records/{record_id}{'?' + query if query else ''}", 303)
+
+
+@router.post("/records/{record_id}/details")
+def record_details(
+    state: State,
+    viewer: Csrf,
+    record_id: RecordId,
+    title: Annotated[str, Form(max_length=300)] = "",
+    brief: Annotated[str, Form(max_length=20_000)] = "",
+) -> Response:
+    """Save title and brief (P7: the owner's fields; blank clears)."""
+    values = {"title": title.strip() or None, "brief": brief.strip() or None}
+    if any("\x00" in (v or "") for v in values.values()):
+        return _back(record_id, error="Text may not contain NUL characters.")
+    with state.runtime.engine.begin() as conn:
+        if not audio_queries.update_owner_fields(conn, record_id, viewer.name, values):
+            raise NotFound(f"record {record_id} does not exist")
+    return _back(record_id, saved="details")
+
+
+@router.post("/records/{record_id}/topics")
+async def record_topics_form(
+    request: Request, state: State, viewer: Csrf, record_id: RecordId
+) -> Response:
+    """Set the record's topics: the ticked ones of the dictionary plus new names (D9)."""
+    form = await request.form()
+    names = [v for v in form.getlist("topic") if isinstance(v, str)]
+    new = form.get("new_topics")
+    if isinstance(new, str):
+        names += [n for n in new.split(",") if n.strip()]
+    try:
+        await anyio.to_thread.run_sync(
+            set_topics, state.runtime.engine, record_id, viewer.name, names
+        )
+    except RejectedInput as exc:
+        return _back(record_id, error=str(exc))
+    return _back(record_id, saved="topics")
+
+
+@router.post("/records/{record_id}/proofread")
+async def record_proofread(
+    request: Request, state: State, viewer: Csrf, record_id: RecordId
+) -> Response:
+    """Save the corrected transcript (kind ``proofread``, never overwritten by the pipeline)."""
+    form = await request.form()
+    segments = [v for v in form.getlist("segment") if isinstance(v, str)]
+    runtime = state.runtime
+    try:
+        await anyio.to_thread.run_sync(
+            save_proofread, runtime.engine, runtime.clock, record_id, viewer.name, segments
+        )
+    except (RejectedInput, Conflict) as exc:
+        return _back(record_id, error=str(exc))
+    return _back(record_id, saved="proofread")
+
+
+@router.post("/records/{record_id}/resume")
+def record_resume(state: State, viewer: Csrf, record_id: RecordId) -> Response:
+    """Resume a halted record from its stage (P9)."""
+    runtime = state.runtime
+    _record_row(state, record_id, viewer.name)
+    try:
+        resume(runtime.engine, runtime.audio, record_id, clock=runtime.clock)
+    except Conflict:
+        return _back(record_id, error="It is not halted any more.")
+    runtime.notifier.publish()
+    return _back(record_id, saved="resumed")
+
+
+@router.get("/records/{record_id}/audio")
+def record_audio(request: Request, state: State, viewer: Viewer, record_id: RecordId) -> Response:
+    """What the player plays: the normalized audio once it exists, else the upload."""
+    runtime = state.runtime
+    with runtime.engine.connect() as conn:
+        row = audio_queries.record_by_id(conn, record_id, viewer.name)
+        if row is None:
+            raise NotFound(f"record {record_id} does not exist")
+        file_id = row["normalized_file_id"] or row["original_file_id"]
+        file_row = file_by_id(conn, int(file_id))
+    if file_row is None:
+        raise NotFound(f"record {record_id} has no stored audio")
+    path = runtime.store.path(str(file_row["key"]))
+    return object_response(request, path, file_row)
+
+
+_DOWNLOADS = {
+    "txt": "text/plain; charset=utf-8",
+    "srt": "application/x-subrip; charset=utf-8",
+    "vtt": "text/vtt; charset=utf-8",
+    "json": "application/json",
+}
+
+
+@router.get("/records/{record_id}/download/{fmt}")
+def record_download(
+    state: State,
+    viewer: Viewer,
+    record_id: RecordId,
+    fmt: Annotated[str, Path(pattern="^(txt|srt|vtt|json)$")],
+) -> Response:
+    """The text as a file: the correction when there is one, else the transcript."""
+    with state.runtime.engine.connect() as conn:
+        row = audio_queries.record_by_id(conn, record_id, viewer.name)
+        if row is None:
+            raise NotFound(f"record {record_id} does not exist")
+        text = export_text(conn, record_id)
+    if text is None:
+        raise NotFound(f"record {record_id} has no text yet")
+    segments: list[dict[str, Any]] = list(text["segments"] or [])
+    if fmt == "json":
+        body = json.dumps(
+            {
+                "record_id": record_id,
+                "kind": text["kind"],
+                "language": text["language"],
+                "no_speech": bool(row["no_speech"]),
+                "text": text["body"],
+                "segments": segments,
+            },
+            ensure_ascii=False,
+        )
+    else:
+        body = {"txt": str(text["body"]), "srt": srt(segments), "vtt": vtt(segments)}[fmt]
+    stem = f"record-{record_id}" + ("-proofread" if text["kind"] != TRANSCRIPT else "")
+    return PlainTextResponse(
+        body,
+        media_type=_DOWNLOADS[fmt],
+        headers={"Content-Disposition": f'attachment; filename="{stem}.{fmt}"'},
+    )

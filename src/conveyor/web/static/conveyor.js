@@ -1,0 +1,218 @@
+/* Conveyor's pages: live updates, uploads with progress, the transcript player.
+ * Plain browser JavaScript, no build step, no dependencies. */
+"use strict";
+(function () {
+  var csrf = document.body.dataset.csrf || "";
+
+  function announce(text) {
+    var region = document.getElementById("announce");
+    if (!region) return;
+    var line = document.createElement("p");
+    line.textContent = text;
+    region.appendChild(line);
+    while (region.childNodes.length > 5) region.removeChild(region.firstChild);
+  }
+
+  function setLive(text) {
+    var el = document.getElementById("live-status");
+    if (!el) return;
+    if (text) { el.textContent = text; el.hidden = false; } else { el.textContent = ""; el.hidden = true; }
+  }
+
+  function logActivity(text) {
+    var list = document.getElementById("activity");
+    if (!list) return;
+    var li = document.createElement("li");
+    li.className = "activity-entry";
+    li.textContent = text;
+    list.insertBefore(li, list.firstChild);
+  }
+
+  /* Follow a Server-Sent Events stream, resuming after the last id seen: on a drop the page
+   * says it is reconnecting and, once back, receives every missed event exactly once. */
+  function follow(url, lastId, onEvent) {
+    var source = null, retry = 1000, seen = lastId;
+    function open() {
+      var sep = url.indexOf("?") < 0 ? "?" : "&";
+      source = new EventSource(url + sep + "last_event_id=" + seen);
+      source.onopen = function () { retry = 1000; setLive(""); };
+      function handle(ev) {
+        var id = parseInt(ev.lastEventId, 10);
+        if (!(id > seen)) return;  /* never twice */
+        seen = id;
+        onEvent(JSON.parse(ev.data), ev.type);
+      }
+      ["record", "item.ready", "item.playback_ready", "item.halted", "message"].forEach(function (t) {
+        source.addEventListener(t, handle);
+      });
+      source.onerror = function () {
+        source.close();
+        setLive("Connection lost; reconnecting…");
+        setTimeout(open, retry);
+        retry = Math.min(retry * 2, 15000);
+      };
+    }
+    open();
+    window.addEventListener("pagehide", function () { if (source) source.close(); });
+  }
+
+  function fetchHtml(url) {
+    return fetch(url, { headers: { Accept: "text/html-fragment" }, credentials: "same-origin" })
+      .then(function (r) { if (!r.ok) throw new Error(r.status); return r.text(); })
+      .then(function (html) {
+        var t = document.createElement("template");
+        t.innerHTML = html.trim();
+        return t.content.firstElementChild;
+      });
+  }
+
+  /* Relative "time in stage" stays current without a reload. */
+  function words(seconds) {
+    var s = Math.max(0, Math.floor(seconds));
+    if (s < 60) return s + " s";
+    if (s < 3600) return Math.floor(s / 60) + " min";
+    if (s < 86400) { var h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60); return h + " h" + (m ? " " + m + " min" : ""); }
+    var d = Math.floor(s / 86400), hh = Math.floor((s % 86400) / 3600); return d + " d" + (hh ? " " + hh + " h" : "");
+  }
+  function tick() {
+    document.querySelectorAll("time[data-since]").forEach(function (el) {
+      var t = Date.parse(el.dataset.since);
+      if (!isNaN(t)) el.textContent = words((Date.now() - t) / 1000);
+    });
+  }
+  setInterval(tick, 5000);
+
+  /* The recordings list. */
+  var records = document.getElementById("records");
+  if (records && records.dataset.live) {
+    follow(records.dataset.live, parseInt(records.dataset.lastEventId, 10) || 0, function (ev) {
+      var label = "Recording " + ev.record_id + ": " + ev.outcome + " at " + ev.stage;
+      logActivity(label + (ev.outcome_text ? " (" + ev.outcome_text + ")" : ""));
+      fetchHtml("/records/" + ev.record_id + "/row").then(function (row) {
+        var old = document.getElementById("record-" + ev.record_id);
+        var name = row.querySelector(".record-name").textContent;
+        if (old) {
+          old.replaceWith(row);
+        } else if (records.dataset.firstPage === "true") {
+          var empty = records.querySelector(".empty");
+          if (empty) empty.remove();
+          records.insertBefore(row, records.firstChild);
+        }
+        announce(name + ": " + row.querySelector(".record-status").textContent.replace(/\s+/g, " ").trim());
+      }).catch(function () {});
+    });
+  }
+
+  /* A record page: live status, then the transcript once it is done. */
+  var recordLive = document.getElementById("record-live");
+  if (recordLive) {
+    follow(recordLive.dataset.live, parseInt(recordLive.dataset.lastEventId, 10) || 0, function (ev) {
+      fetchHtml("/records/" + recordLive.dataset.record + "/status").then(function (box) {
+        var old = document.getElementById("record-status");
+        if (old) old.replaceWith(box);
+        announce(box.textContent.replace(/\s+/g, " ").trim());
+        if (box.dataset.stage === "done" && recordLive.dataset.hasText !== "true") {
+          window.location.reload();
+        }
+      }).catch(function () {});
+    });
+  }
+
+  /* An album's grid: tiles appear and fill in as variants become ready (newest first). */
+  var grid = document.getElementById("grid");
+  function placeTile(tile) {
+    var id = parseInt(tile.dataset.id, 10);
+    var old = document.getElementById(tile.id);
+    if (old) { old.replaceWith(tile); return; }
+    var empty = document.getElementById("grid-empty");
+    if (empty) empty.remove();
+    var after = null;
+    grid.querySelectorAll(".tile").forEach(function (t) {
+      if (!after && parseInt(t.dataset.id, 10) < id) after = t;
+    });
+    grid.insertBefore(tile, after);
+  }
+  if (grid && grid.dataset.live) {
+    follow(grid.dataset.live, parseInt(grid.dataset.lastEventId, 10) || 0, function (ev, type) {
+      logActivity("Item " + ev.item_id + ": " + type.replace("item.", "").replace("_", " "));
+      fetchHtml("/items/" + ev.item_id + "/tile").then(function (tile) {
+        placeTile(tile);
+        announce(tile.querySelector(".tile-name").textContent + ": " + tile.querySelector(".tile-status").textContent.replace(/\s+/g, " ").trim());
+      }).catch(function () {});
+    });
+  }
+
+  /* Uploads: drag and drop or choose several files; each goes on its own with progress. */
+  document.querySelectorAll(".dropzone").forEach(function (zone) {
+    var input = zone.querySelector("input[type=file]");
+    var list = zone.parentNode.querySelector(".uploads");
+    function send(file) {
+      var li = document.createElement("li");
+      var name = document.createElement("span");
+      name.className = "upload-name";
+      name.textContent = file.name;
+      var bar = document.createElement("progress");
+      bar.max = 100; bar.value = 0;
+      bar.setAttribute("aria-label", "Upload of " + file.name);
+      var state = document.createElement("span");
+      state.className = "upload-state";
+      state.textContent = "waiting";
+      li.append(name, " ", bar, " ", state);
+      list.appendChild(li);
+      var xhr = new XMLHttpRequest();
+      xhr.open("POST", zone.dataset.uploadUrl);
+      xhr.setRequestHeader("X-CSRF-Token", csrf);
+      xhr.setRequestHeader("Accept", "application/json");
+      xhr.upload.onprogress = function (e) {
+        if (e.lengthComputable) { bar.value = Math.round((e.loaded / e.total) * 100); state.textContent = bar.value + "%"; }
+      };
+      xhr.onload = function () {
+        var body = {};
+        try { body = JSON.parse(xhr.responseText); } catch (e) { body = {}; }
+        if (xhr.status === 201) {
+          bar.value = 100;
+          state.textContent = "";
+          var a = document.createElement("a");
+          a.href = body.url; a.textContent = "uploaded";
+          state.appendChild(a);
+          li.className = "upload-done";
+          announce(file.name + " uploaded");
+          if (grid) fetchHtml(body.url + "/tile").then(placeTile).catch(function () {});
+        } else {
+          li.className = "upload-failed";
+          state.textContent = "refused: " + ((body.error && body.error.message) || ("HTTP " + xhr.status));
+          announce(file.name + " was refused");
+        }
+      };
+      xhr.onerror = function () { li.className = "upload-failed"; state.textContent = "failed: the connection dropped"; };
+      var form = new FormData();
+      form.append("file", file, file.name);
+      xhr.send(form);
+    }
+    function sendAll(files) { Array.prototype.forEach.call(files, send); }
+    input.addEventListener("change", function () { sendAll(input.files); input.value = ""; });
+    zone.addEventListener("dragover", function (e) { e.preventDefault(); zone.classList.add("over"); });
+    zone.addEventListener("dragleave", function () { zone.classList.remove("over"); });
+    zone.addEventListener("drop", function (e) { e.preventDefault(); zone.classList.remove("over"); sendAll(e.dataTransfer.files); });
+  });
+
+  /* The transcript: choose a line to play from there; the line being played is marked. */
+  var player = document.getElementById("player");
+  var segs = document.querySelectorAll("#transcript .seg");
+  if (player && segs.length) {
+    segs.forEach(function (b) {
+      b.addEventListener("click", function () {
+        player.currentTime = parseFloat(b.dataset.start);
+        player.play().catch(function () {});
+      });
+    });
+    player.addEventListener("timeupdate", function () {
+      var t = player.currentTime;
+      segs.forEach(function (b) {
+        var on = t >= parseFloat(b.dataset.start) && t < parseFloat(b.dataset.end);
+        b.classList.toggle("current", on);
+        if (on) b.setAttribute("aria-current", "true"); else b.removeAttribute("aria-current");
+      });
+    });
+  }
+})();
