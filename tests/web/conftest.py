@@ -49,19 +49,31 @@ class Site:
 MakeSite = Callable[..., Site]
 
 
+def build_site(
+    engine: Engine,
+    tmp_path: Path,
+    *,
+    run_workers: bool = False,
+    clock: Any = None,
+    **sections: dict[str, Any],
+) -> Site:
+    """The site on ``engine`` with three users: alice, bob, and root (an admin)."""
+    runtime = Runtime(build_settings(tmp_path, **sections), clock, engine=engine)
+    tokens = {}
+    for name, password in PASSWORDS.items():
+        add_user(engine, runtime.clock, name)
+        set_password(engine, name, password)
+        tokens[name] = create_token(engine, runtime.clock, name).token
+    set_admin(engine, "root", True)
+    return Site(runtime, create_app(runtime, run_workers=run_workers), tokens)
+
+
 @pytest.fixture
 def make_site(engine: Engine, tmp_path: Path) -> MakeSite:
     """``make_site(run_workers=False, clock=None, **sections)``: alice, bob, and root (admin)."""
 
     def build(*, run_workers: bool = False, clock: Any = None, **sections: dict[str, Any]) -> Site:
-        runtime = Runtime(build_settings(tmp_path, **sections), clock, engine=engine)
-        tokens = {}
-        for name, password in PASSWORDS.items():
-            add_user(engine, runtime.clock, name)
-            set_password(engine, name, password)
-            tokens[name] = create_token(engine, runtime.clock, name).token
-        set_admin(engine, "root", True)
-        return Site(runtime, create_app(runtime, run_workers=run_workers), tokens)
+        return build_site(engine, tmp_path, run_workers=run_workers, clock=clock, **sections)
 
     return build
 

@@ -1,0 +1,159 @@
+"""Debian's Chromium driven by Playwright for Python, and a live server of the site.
+
+The browser is the system's ``/usr/bin/chromium`` (never Playwright's own download). When it
+is missing the set-up installs the Debian package ``chromium`` with apt-get (as root); if that
+is impossible the browser tests skip locally and fail under ``CI=true``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi import FastAPI
+
+from conveyor.api.server import ConveyorServer, make_server
+
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--autoplay-policy=no-user-gesture-required",
+]
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+DESKTOP = {"width": 1280, "height": 860}
+PHONE = {"width": 390, "height": 844}
+
+
+def _need(reason: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"browser tests must run under CI: {reason}")
+    pytest.skip(reason)
+
+
+def ensure_chromium() -> str:
+    """The path of Debian's Chromium, installing the package when it is missing."""
+    if Path(CHROMIUM).exists():
+        return CHROMIUM
+    if os.geteuid() == 0 and shutil.which("apt-get"):
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        subprocess.run(["apt-get", "update", "-qq"], env=env, check=False, timeout=600)
+        subprocess.run(
+            ["apt-get", "install", "-y", "-qq", "chromium"], env=env, check=False, timeout=900
+        )
+    if not Path(CHROMIUM).exists():
+        _need("Debian's chromium is not installed and could not be installed")
+    return CHROMIUM
+
+
+def axe_source() -> str:
+    """axe-core's script from the installed ``axe-playwright-python`` package (no CDN)."""
+    import axe_playwright_python
+
+    path = Path(axe_playwright_python.__file__).with_name("axe.min.js")
+    return path.read_text(encoding="utf-8")
+
+
+class LiveServer:
+    """uvicorn serving an app on 127.0.0.1 in a thread."""
+
+    def __init__(self, app: FastAPI) -> None:
+        self.server: ConveyorServer = make_server(app, "127.0.0.1", 0, log_level="warning")
+        self.thread = threading.Thread(target=self.server.run, name="uvicorn-web", daemon=True)
+
+    def __enter__(self) -> LiveServer:
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.02)
+        return self
+
+    @property
+    def url(self) -> str:
+        port = self.server.servers[0].sockets[0].getsockname()[1]
+        return f"http://127.0.0.1:{port}"
+
+    def __exit__(self, *exc: Any) -> None:
+        self.server.close_streams()
+        self.server.should_exit = True
+        self.thread.join(timeout=60)
+
+
+class CuttableProxy:
+    """A TCP relay on 127.0.0.1 in front of the server whose open connections the test can cut,
+    as a dropped network would (the browser's offline mode leaves open streams alone)."""
+
+    def __init__(self, upstream_port: int) -> None:
+        import socket
+
+        self.upstream_port = upstream_port
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.open: set[Any] = set()
+        self.lock = threading.Lock()
+        self.closed = False
+        threading.Thread(target=self._accept, name="proxy-accept", daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _accept(self) -> None:
+        import socket
+
+        while not self.closed:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
+            with self.lock:
+                self.open.update((client, upstream))
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    def _pump(self, src: Any, dst: Any) -> None:
+        try:
+            while chunk := src.recv(65536):
+                dst.sendall(chunk)
+        except OSError:
+            pass
+        finally:
+            self._close(src)
+            self._close(dst)
+
+    def _close(self, sock: Any) -> None:
+        import socket
+
+        with self.lock:
+            self.open.discard(sock)
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+        sock.close()
+
+    def cut(self) -> None:
+        """Drop every open connection at once."""
+        with self.lock:
+            socks = list(self.open)
+        for sock in socks:
+            self._close(sock)
+
+    def close(self) -> None:
+        self.closed = True
+        self.listener.close()
+        self.cut()

@@ -1,0 +1,380 @@
+"""The web app in a real browser (Playwright + Debian's Chromium), as a person uses it.
+
+One server with workers serves every test of this module (SQLite, the embedded default);
+each test signs in with its own browser context. Screenshots of each page go to
+``docs/screenshots/`` so the docs show what the code does.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from browser import (
+    DESKTOP,
+    FLAGS,
+    PHONE,
+    SCREENSHOTS,
+    CuttableProxy,
+    LiveServer,
+    axe_source,
+    ensure_chromium,
+)
+from sqlalchemy import update
+
+from conftest import PASSWORDS, Site, build_site
+from conveyor.audio.intake import accept_audio
+from conveyor.db.engine import make_engine
+from conveyor.db.migrate import upgrade
+from conveyor.db.tables import audio_records
+from conveyor.pipeline import resume
+
+playwright_api = pytest.importorskip("playwright.sync_api")
+
+Page = Any
+Browser = Any
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    path = ensure_chromium()
+    with playwright_api.sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=path, args=FLAGS, headless=True)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Site, str]]:
+    from argon2 import PasswordHasher
+
+    from conveyor.accounts import passwords
+
+    saved = passwords.hasher
+    passwords.hasher = PasswordHasher(time_cost=1, memory_cost=8 * 1024, parallelism=1)
+    tmp = tmp_path_factory.mktemp("web")
+    engine = make_engine(f"sqlite:///{tmp / 'conveyor.db'}")
+    upgrade(engine)
+    built = build_site(
+        engine,
+        tmp,
+        run_workers=True,
+        pipeline={"workers": 1},
+        media={"short_workers": 1, "long_workers": 0},
+    )
+    try:
+        with LiveServer(built.app) as server:
+            yield built, server.url
+    finally:
+        passwords.hasher = saved
+        engine.dispose()
+
+
+def new_page(
+    browser: Browser,
+    url: str,
+    user: str | None,
+    viewport: dict[str, int] = DESKTOP,
+    *,
+    bypass_csp: bool = False,
+) -> Page:
+    # bypass_csp lets the test inject axe-core's script; the pages allow only their own.
+    context = browser.new_context(viewport=viewport, base_url=url, bypass_csp=bypass_csp)
+    context.set_default_timeout(20_000)
+    page = context.new_page()
+    if user is not None:
+        page.goto("/sign-in")
+        page.fill("#username", user)
+        page.fill("#password", PASSWORDS[user])
+        page.click("button[type=submit]")
+        page.wait_for_url(re.compile(r"/records$"))
+    return page
+
+
+def shot(page: Page, name: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+
+
+def serious_violations(page: Page) -> list[str]:
+    page.add_script_tag(content=axe_source())
+    result = page.evaluate("async () => await axe.run(document)")
+    assert result["passes"], "axe-core ran no rule"
+    return [
+        f"{v['id']} ({v['impact']}): {v['help']} — {[n['target'] for n in v['nodes']]}"
+        for v in result["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
+
+
+def test_sign_in_and_sign_out(browser: Browser, site: tuple[Site, str]) -> None:
+    _, url = site
+    page = new_page(browser, url, None)
+    page.goto("/records")
+    page.wait_for_url(re.compile(r"/sign-in\?next=/records"))
+    shot(page, "sign-in")
+    page.fill("#username", "alice")
+    page.fill("#password", "not the password")
+    page.click("button[type=submit]")
+    assert page.locator("#sign-in-error").inner_text() == "Wrong user name or password."
+    page.fill("#password", PASSWORDS["alice"])
+    page.click("button[type=submit]")
+    page.wait_for_url(re.compile(r"/records$"))
+    assert page.locator(".who").inner_text() == "alice"
+    page.click("text=Sign out")
+    page.wait_for_url(re.compile(r"/sign-in$"))
+    page.goto("/records")
+    page.wait_for_url(re.compile(r"/sign-in"))
+    page.context.close()
+
+
+def test_upload_jfk_until_transcript_shows_then_play_correct_and_export(
+    browser: Browser, site: tuple[Site, str], corpus: Path
+) -> None:
+    """Drop jfk.wav, watch the list move live, read the timed transcript, play from a line,
+    correct it: the correction stays after a reload and is what the downloads hold."""
+    _, url = site
+    page = new_page(browser, url, "alice")
+    page.set_input_files("#record-files", str(corpus / "audio" / "jfk.wav"))
+    page.locator(".uploads .upload-done a").wait_for()
+    row = page.locator(".record-row").first
+    row.wait_for()
+    assert "jfk.wav" in row.inner_text()
+    # The list follows the record through its stages without a reload.
+    page.locator(".record-row.is-done").first.wait_for(timeout=240_000)
+    assert page.locator("#activity .activity-entry").count() >= 3
+    shot(page, "recordings")
+    page.click(".record-row.is-done .record-name")
+    page.locator("#transcript .seg").first.wait_for()
+    segments = page.locator("#transcript .seg")
+    assert segments.count() >= 1
+    assert "country" in page.locator("#transcript").inner_text().lower()
+    shot(page, "record")
+    # A line is a button: choose it (here with the keyboard) and the player jumps there; the
+    # line being played is marked.
+    last = segments.nth(segments.count() - 1)
+    start = float(last.get_attribute("data-start") or 0)
+    last.focus()
+    page.keyboard.press("Enter")
+    page.wait_for_function(
+        "s => Math.abs(document.getElementById('player').currentTime - s) < 1.5", arg=start
+    )
+    page.locator("#transcript .seg.current").wait_for()
+    # Correct the first line; it survives a reload and the exports carry it.
+    page.fill("#seg-1", "And so, my fellow Americans (corrected):")
+    page.click("text=Save correction")
+    page.wait_for_url(re.compile(r"saved=proofread"))
+    page.reload()
+    assert "(corrected)" in page.locator("#transcript").inner_text()
+    record_url = page.url.split("?")[0]
+    for fmt in ("txt", "srt", "vtt", "json"):
+        body = page.request.get(f"{record_url}/download/{fmt}").text()
+        assert "(corrected)" in body, fmt
+    page.context.close()
+
+
+def test_second_page_on_an_album_sees_a_photo_appear_live(
+    browser: Browser, site: tuple[Site, str], corpus: Path
+) -> None:
+    _, url = site
+    uploader = new_page(browser, url, "alice")
+    uploader.goto("/albums")
+    uploader.fill("#album-name", "Holiday")
+    uploader.click("text=Create")
+    uploader.wait_for_url(re.compile(r"/albums/\d+$"))
+    album_url = uploader.url
+    watcher = new_page(browser, url, "alice", viewport=PHONE)
+    watcher.goto(album_url)
+    assert watcher.locator(".tile").count() == 0
+    uploader.set_input_files("#item-files", str(corpus / "media" / "exif-samples__Canon_40D.jpg"))
+    # The watcher never reloads: the tile arrives from the album's live stream with its thumb.
+    watcher.locator(".tile[data-ready=true] img.thumb").wait_for(timeout=120_000)
+    assert watcher.locator(".tile").count() == 1
+    shot(watcher, "album-phone")
+    shot(uploader, "album")
+    watcher.click(".tile-link")
+    watcher.locator(".viewer img").wait_for()
+    src = watcher.locator(".viewer img").get_attribute("src") or ""
+    assert "preview" in src or "medium" in src
+    shot(watcher, "item-phone")
+    uploader.context.close()
+    watcher.context.close()
+
+
+def halted_record(
+    site: Site, corpus: Path, owner: str = "alice", reason: str = "undecodable"
+) -> int:
+    """A record of ``owner`` halted with ``reason`` (as a step would leave it)."""
+    runtime = site.runtime
+    with (corpus / "audio" / "corrupt_bad_header.wav").open("rb") as source:
+        record_id = accept_audio(
+            runtime.engine,
+            runtime.store,
+            runtime.clock,
+            source,
+            owner=owner,
+            original_name="broken.wav",
+        )
+    with runtime.engine.begin() as conn:
+        conn.execute(
+            update(audio_records)
+            .where(audio_records.c.id == record_id)
+            .values(
+                halted_at=runtime.clock.now(),
+                halt_reason=reason,
+                halt_error="the decoder found no audio stream",
+            )
+        )
+    return record_id
+
+
+def test_resume_a_halted_record_from_its_page(
+    browser: Browser, site: tuple[Site, str], corpus: Path
+) -> None:
+    built, url = site
+    record_id = halted_record(built, corpus)
+    page = new_page(browser, url, "alice")
+    page.goto(f"/records/{record_id}")
+    status = page.locator("#record-status")
+    assert "could not be read" in status.inner_text()
+    shot(page, "record-halted")
+    page.click("#record-status button:has-text('Resume')")
+    page.wait_for_url(re.compile(r"saved=resumed"))
+    assert page.locator("#record-status").get_attribute("data-halted") == "false" or (
+        # A worker may have tried it again at once and halted it anew (the file is broken).
+        "could not be read" in page.locator("#record-status").inner_text()
+    )
+    page.context.close()
+
+
+def test_a_form_posted_without_its_csrf_token_is_refused(
+    browser: Browser, site: tuple[Site, str], corpus: Path
+) -> None:
+    built, url = site
+    record_id = halted_record(built, corpus)
+    page = new_page(browser, url, "alice")
+    page.goto(f"/records/{record_id}")
+    page.evaluate(
+        "() => document.querySelectorAll('input[name=csrf_token]').forEach(e => e.remove())"
+    )
+    page.fill("#title", "Forged")
+    page.click("text=Save title and brief")
+    assert "Refused" in page.locator("h1").inner_text()
+    page.goto(f"/records/{record_id}")
+    assert page.locator("#title").input_value() != "Forged"
+    page.context.close()
+
+
+def test_another_owners_record_url_answers_not_found(
+    browser: Browser, site: tuple[Site, str], corpus: Path
+) -> None:
+    built, url = site
+    record_id = halted_record(built, corpus)
+    page = new_page(browser, url, "bob")
+    response = page.goto(f"/records/{record_id}")
+    assert response is not None and response.status == 404
+    assert page.locator("h1").inner_text() == "Not found"
+    assert "broken.wav" not in page.content()
+    page.context.close()
+
+
+def test_network_drop_and_return_shows_every_missed_change_once(
+    browser: Browser, site: tuple[Site, str], corpus: Path
+) -> None:
+    built, url = site
+    runtime = built.runtime
+    ids = [halted_record(built, corpus, reason="stuck_test") for _ in range(3)]
+    proxy = CuttableProxy(int(url.rsplit(":", 1)[1]))
+    page = new_page(browser, proxy.url, "alice")
+    page.goto("/records")
+    time.sleep(1)  # the stream is open
+    # The network drops: the open stream is cut and nothing new gets through.
+    page.context.set_offline(True)
+    proxy.cut()
+    page.locator("#live-status:not([hidden])").wait_for(timeout=30_000)
+    assert "reconnecting" in page.locator("#live-status").inner_text().lower()
+    for record_id in ids:  # three changes while the page is cut off
+        resume(runtime.engine, runtime.audio, record_id, clock=runtime.clock)
+    runtime.notifier.publish()
+    page.context.set_offline(False)
+    page.locator("#live-status[hidden]").wait_for(state="attached", timeout=30_000)
+    for record_id in ids:
+        entry = page.locator(
+            "#activity .activity-entry", has_text=f"Recording {record_id}: resumed"
+        )
+        entry.first.wait_for()
+    time.sleep(2)  # nothing arrives twice, even after more time
+    for record_id in ids:
+        entry = page.locator(
+            "#activity .activity-entry", has_text=f"Recording {record_id}: resumed"
+        )
+        assert entry.count() == 1
+    page.context.close()
+
+
+def test_operator_resumes_exactly_the_frozen_set(
+    browser: Browser, site: tuple[Site, str], corpus: Path
+) -> None:
+    built, url = site
+    runtime = built.runtime
+    frozen = [
+        halted_record(built, corpus, owner=o, reason="operator_test") for o in ("alice", "bob")
+    ]
+    page = new_page(browser, url, "root")
+    page.goto("/operator")
+    shot(page, "operator")
+    row = page.locator("tr", has_text="operator_test")
+    assert row.locator("td").nth(1).inner_text() == "2"
+    row.locator("button").click()
+    assert "2" in page.locator("#frozen-count").inner_text()
+    late = halted_record(built, corpus, reason="operator_test")  # halts after the count
+    page.click("text=Resume these 2")
+    assert "Resumed 2" in page.locator("#bulk-result").inner_text()
+    from sqlalchemy import select
+
+    with runtime.engine.connect() as conn:
+        reasons = dict(
+            conn.execute(
+                select(audio_records.c.id, audio_records.c.halt_reason).where(
+                    audio_records.c.id.in_([*frozen, late])
+                )
+            ).all()
+        )
+    assert reasons[late] == "operator_test"
+    assert all(reasons[i] != "operator_test" for i in frozen)
+    page.context.close()
+
+
+def test_every_page_passes_an_accessibility_scan(
+    browser: Browser, site: tuple[Site, str], corpus: Path
+) -> None:
+    """axe-core, run in each page, finds no serious or critical violation."""
+    built, url = site
+    record_id = halted_record(built, corpus, owner="root")
+    page = new_page(browser, url, "root", bypass_csp=True)
+    failures: dict[str, list[str]] = {}
+    paths = ["/records", f"/records/{record_id}", "/albums", "/tokens", "/operator"]
+    page.goto("/albums")
+    page.fill("#album-name", "Scan")
+    page.click("text=Create")
+    page.wait_for_url(re.compile(r"/albums/\d+$"))
+    paths.append(page.url.split(url, 1)[1])
+    for path in paths:
+        page.goto(path)
+        found = serious_violations(page)
+        if found:
+            failures[path] = found
+    shot(page, "album-empty")
+    page.goto("/tokens")
+    shot(page, "tokens")
+    page.click("text=Sign out")
+    page.wait_for_url(re.compile(r"/sign-in$"))
+    found = serious_violations(page)
+    if found:
+        failures["/sign-in"] = found
+    assert failures == {}
+    page.context.close()
