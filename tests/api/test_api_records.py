@@ -286,6 +286,7 @@ def test_text_in_every_format(api: Api, client: TestClient, corpus: Path) -> Non
     as_json = client.get(f"{url}?format=json", headers=api.alice).json()
     assert as_json == {
         "record_id": card["id"],
+        "kind": "transcript",
         "language": "en",
         "no_speech": False,
         "text": "And so my fellow Americans, ask not --> what",

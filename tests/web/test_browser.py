@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser import (
+from browser_helpers import (
     DESKTOP,
     FLAGS,
     PHONE,
@@ -25,8 +25,8 @@ from browser import (
     ensure_chromium,
 )
 from sqlalchemy import update
+from web_helpers import PASSWORDS, Site, build_site
 
-from conftest import PASSWORDS, Site, build_site
 from conveyor.audio.intake import accept_audio
 from conveyor.db.engine import make_engine
 from conveyor.db.migrate import upgrade

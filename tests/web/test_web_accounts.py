@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, select
+from web_helpers import HTML, PASSWORDS, PRODUCTION_HASHER, MakeSite, login_csrf, sign_in
 
-from conftest import PASSWORDS, PRODUCTION_HASHER, MakeSite
 from conveyor.accounts import SignInPaused, check_password, set_password
 from conveyor.accounts.passwords import FIRST_PAUSE, MAX_FAILED_SIGN_INS
 from conveyor.db.tables import users, web_sessions
@@ -19,31 +19,6 @@ from conveyor.errors import RejectedInput
 from conveyor.testing import FakeClock
 
 CONVEYOR = str(Path(sys.executable).with_name("conveyor"))
-HTML = {"Accept": "text/html"}
-
-
-def login_csrf(client: TestClient) -> str:
-    page = client.get("/sign-in", headers=HTML)
-    assert page.status_code == 200
-    found = re.search(r'name="csrf_token" value="([^"]+)"', page.text)
-    assert found
-    return found.group(1)
-
-
-def sign_in(client: TestClient, name: str, password: str | None = None) -> str:
-    """Sign ``name`` in; returns the session's CSRF token (from the next page)."""
-    token = login_csrf(client)
-    reply = client.post(
-        "/sign-in",
-        data={"username": name, "password": password or PASSWORDS[name], "csrf_token": token},
-        headers=HTML,
-        follow_redirects=False,
-    )
-    assert reply.status_code == 303, reply.text
-    page = client.get("/records", headers=HTML)
-    found = re.search(r'data-csrf="([^"]+)"', page.text)
-    assert found
-    return found.group(1)
 
 
 def test_passwords_are_argon2id_and_never_stored_plain(engine: Engine, make_site: MakeSite) -> None:

@@ -9,9 +9,8 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, insert, select, update
-from test_web_accounts import HTML, sign_in
+from web_helpers import HTML, MakeSite, Site, sign_in
 
-from conftest import MakeSite, Site
 from conveyor.audio.intake import accept_audio
 from conveyor.db.tables import audio_records, texts
 

@@ -101,7 +101,12 @@ def put_topics(state: State, owner: Owner, record_id: RecordId, body: Topics) ->
     return {"topics": names}
 
 
-@router.get("/topics", response_model=list[str], summary="Your topic dictionary")
+@router.get(
+    "/topics",
+    response_model=list[str],
+    summary="Your topic dictionary",
+    responses={401: _ERRORS[401]},
+)
 def list_topics(state: State, owner: Owner) -> list[str]:
     """Every topic you have used, by name (D9)."""
     return owner_topics(state.runtime.engine, owner.name)
