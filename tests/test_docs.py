@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from conveyor.api.app import create_app
 from conveyor.api.errors import _CODES
 from conveyor.cli.exits import ExitCode
 from conveyor.config import Settings
 from conveyor.halts import HALT_REASONS
 from conveyor.runtime import Runtime
+from conveyor.web import create_app
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"

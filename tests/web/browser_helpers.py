@@ -16,10 +16,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
 from fastapi import FastAPI
 
 from conveyor.api.server import ConveyorServer, make_server
+from needs import need
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = [
@@ -38,12 +38,6 @@ DESKTOP = {"width": 1280, "height": 860}
 PHONE = {"width": 390, "height": 844}
 
 
-def _need(reason: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"browser tests must run under CI: {reason}")
-    pytest.skip(reason)
-
-
 def ensure_chromium() -> str:
     """The path of Debian's Chromium, installing the package when it is missing."""
     if Path(CHROMIUM).exists():
@@ -54,8 +48,7 @@ def ensure_chromium() -> str:
         subprocess.run(
             ["apt-get", "install", "-y", "-qq", "chromium"], env=env, check=False, timeout=900
         )
-    if not Path(CHROMIUM).exists():
-        _need("Debian's chromium is not installed and could not be installed")
+    need(Path(CHROMIUM).exists(), f"Debian's chromium at {CHROMIUM} (apt-get install chromium)")
     return CHROMIUM
 
 

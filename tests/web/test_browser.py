@@ -24,6 +24,7 @@ from browser_helpers import (
     axe_source,
     ensure_chromium,
 )
+from playwright.sync_api import sync_playwright
 from sqlalchemy import update
 from web_helpers import PASSWORDS, Site, build_site
 
@@ -33,8 +34,6 @@ from conveyor.db.migrate import upgrade
 from conveyor.db.tables import audio_records
 from conveyor.pipeline import resume
 
-playwright_api = pytest.importorskip("playwright.sync_api")
-
 Page = Any
 Browser = Any
 
@@ -42,7 +41,7 @@ Browser = Any
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     path = ensure_chromium()
-    with playwright_api.sync_playwright() as pw:
+    with sync_playwright() as pw:
         chromium = pw.chromium.launch(executable_path=path, args=FLAGS, headless=True)
         yield chromium
         chromium.close()
