@@ -226,6 +226,10 @@ def halted_record(
                 halted_at=runtime.clock.now(),
                 halt_reason=reason,
                 halt_error="the decoder found no audio stream",
+                # A worker may have claimed it already: taking the claim away makes that
+                # worker's save find no row (P6), so this halt is the one that stays.
+                claim_token=None,
+                claim_expires_at=None,
             )
         )
     return record_id

@@ -241,9 +241,9 @@ def test_cli_users_add_password_passwd_and_admin(tmp_path: Path) -> None:
     assert "added with a password (admin)" in added.stdout
     assert "carol-pass-1" not in added.stdout + added.stderr
     changed = run("users", "passwd", "carol", stdin="new-pass-111\nnew-pass-111\n")
-    assert changed.returncode == 0 and "password of carol set" in changed.stdout
+    assert changed.returncode == 0 and "password of 'carol' set" in changed.stdout
     weak = run("users", "passwd", "carol", stdin="short\nshort\n")
-    assert weak.returncode == 1 and "at least 8 characters" in weak.stderr
+    assert weak.returncode == 2 and "at least 8 characters" in weak.stderr
     listing = run("users", "list")
     assert re.search(r"carol.*yes.*yes", listing.stdout)
 

@@ -175,7 +175,7 @@ def item_page(request: Request, state: State, viewer: Viewer, item_id: ItemId) -
     """The viewer: medium/preview image, or the video with its poster once converted."""
     item = _item(state, item_id, viewer.name)
     album = _album(state, int(item["album_id"]), viewer.name)
-    return render(request, "item.html", {"it": item, "album": album})
+    return render(request, "viewer.html", {"it": item, "album": album})
 
 
 @router.post("/items/{item_id}/resume")
