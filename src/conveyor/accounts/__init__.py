@@ -53,11 +53,11 @@ from conveyor.accounts.tokens import (
 __all__ = [
     "Account",
     "IssuedToken",
-    "active_tokens",
     "NewSession",
     "SessionAccount",
     "SignInPaused",
     "SignedIn",
+    "active_tokens",
     "add_user",
     "authenticate",
     "check_new_password",

@@ -117,6 +117,8 @@ def existing_tokens(conn: Connection, token_ids: Collection[int]) -> set[int]:
         return set()
     query = select(api_tokens.c.id).where(api_tokens.c.id.in_(sorted(set(token_ids))))
     return {int(i) for i in conn.execute(query).scalars()}
+
+
 def set_password_hash(conn: Connection, user_id: int, password_hash: str | None) -> None:
     """Store a user's password hash (a new password also lifts a sign-in pause)."""
     conn.execute(

@@ -12,7 +12,6 @@ __all__ = [
     "audio_events_after",
     "backlog",
     "count_records",
-    "halted_ids",
     "halted_records",
     "halted_totals",
     "latest_audio_event_id",
@@ -122,13 +121,3 @@ def halted_records(conn: Connection, table: Table, limit: int) -> Sequence[RowMa
         .limit(limit)
     )
     return conn.execute(query).mappings().all()
-
-
-def halted_ids(conn: Connection, table: Table, reason: str) -> list[int]:
-    """Ids of every record halted now with ``reason``: the frozen set of a bulk resume."""
-    query = (
-        select(table.c.id)
-        .where(table.c.halted_at.is_not(None), table.c.halt_reason == reason)
-        .order_by(table.c.id)
-    )
-    return [int(r[0]) for r in conn.execute(query)]

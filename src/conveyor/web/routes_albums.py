@@ -15,7 +15,6 @@ from starlette.responses import Response
 
 from conveyor.accounts import session_active
 from conveyor.api.routes_files import owned_file_response
-from conveyor.api.sse import album_stream
 from conveyor.api.state import ApiState, State
 from conveyor.api.uploads import Upload, receive_upload
 from conveyor.errors import Conflict, NotFound, RejectedInput
@@ -25,6 +24,7 @@ from conveyor.media.intake import accept_media
 from conveyor.pipeline import resume
 from conveyor.web.auth import Csrf, CsrfHeader, Viewer
 from conveyor.web.pages import render
+from conveyor.web.streams import album_reader, page_stream
 from conveyor.web.views import item_status
 
 __all__ = ["router"]
@@ -118,7 +118,7 @@ async def album_upload(
             max_bytes=max_bytes,
         )
 
-    item_id = await receive_upload(request, accept, max_bytes=max_bytes)
+    item_id = await receive_upload(request, accept, max_bytes=max_bytes, owner=viewer.name)
     await anyio.to_thread.run_sync(runtime.notifier.publish)
     return JSONResponse({"id": item_id, "url": f"/items/{item_id}"}, status_code=201)
 
@@ -147,10 +147,9 @@ async def album_events(
         return broadcast.latest_id(album_id)
 
     start = await anyio.to_thread.run_sync(start_id)
-    stream = album_stream(
-        broadcast,
+    stream = page_stream(
+        album_reader(broadcast, album_id),
         runtime.notifier,
-        album_id,
         start,
         heartbeat=runtime.settings.api.sse_heartbeat,
         poll_interval=broadcast.poll_interval,

@@ -16,7 +16,7 @@ from conveyor.accounts import SessionAccount
 from conveyor.api.state import ApiState, State
 from conveyor.clock import iso_utc
 from conveyor.errors import RejectedInput
-from conveyor.pipeline import Domain, resume_many
+from conveyor.pipeline import Domain, halted_ids, resume_many
 from conveyor.web import queries
 from conveyor.web.auth import Csrf, require_admin
 from conveyor.web.pages import render
@@ -86,9 +86,7 @@ def operator_freeze(
 ) -> Response:
     """Count the set first: every record halted now with ``reason``; ask to confirm."""
     require_admin(viewer)
-    table = _domain(state, domain).table
-    with state.runtime.engine.connect() as conn:
-        ids = queries.halted_ids(conn, table, reason)[:_MAX_SET]
+    ids = halted_ids(state.runtime.engine, _domain(state, domain), reason=reason)[:_MAX_SET]
     return render(
         request,
         "operator_confirm.html",
@@ -118,9 +116,7 @@ def operator_resume(
         frozen = [int(x) for x in ids.split(",") if x.strip()]
     except ValueError:
         raise RejectedInput("invalid_request", "the set of ids is malformed") from None
-    report = resume_many(
-        runtime.engine, _domain(state, domain), frozen, clock=runtime.clock, reason=reason
-    )
+    report = resume_many(runtime.engine, _domain(state, domain), frozen, clock=runtime.clock)
     runtime.notifier.publish()
     return render(
         request,

@@ -36,7 +36,7 @@ from conveyor.pipeline import resume
 from conveyor.web import queries
 from conveyor.web.auth import Csrf, CsrfHeader, Viewer
 from conveyor.web.pages import render
-from conveyor.web.streams import journal_stream
+from conveyor.web.streams import journal_reader, page_stream
 from conveyor.web.views import record_status
 
 __all__ = ["PAGE_SIZE", "router"]
@@ -117,7 +117,7 @@ async def upload_recording(request: Request, state: State, viewer: CsrfHeader) -
             languages=runtime.languages,
         )
 
-    record_id = await receive_upload(request, accept, max_bytes=max_bytes)
+    record_id = await receive_upload(request, accept, max_bytes=max_bytes, owner=viewer.name)
     await anyio.to_thread.run_sync(runtime.notifier.publish)
     return JSONResponse({"id": record_id, "url": f"/records/{record_id}"}, status_code=201)
 
@@ -145,12 +145,10 @@ async def records_events(
             return queries.latest_audio_event_id(conn)
 
     start = await anyio.to_thread.run_sync(start_id)
-    stream = journal_stream(
-        runtime.engine,
+    stream = page_stream(
+        journal_reader(runtime.engine, viewer.name, record),
         runtime.notifier,
-        viewer.name,
         start,
-        record_id=record,
         heartbeat=runtime.settings.api.sse_heartbeat,
         poll_interval=state.broadcast.poll_interval,
         closing=state.closing,

@@ -1,9 +1,10 @@
-"""The live stream of an owner's recordings: their journal rows (D14) as Server-Sent Events.
+"""Live streams of the pages: an owner's recordings (journal rows, D14) and an album (M5).
 
-Like the album stream (:mod:`conveyor.api.sse`), each connection reads the durable journal
-itself after the last id it delivered, so a reconnecting page (``Last-Event-ID`` or
-``?last_event_id=``) gets every change it missed exactly once, and a slow page slows only its
-own stream. The data of each event names the record, its stage and the outcome.
+Each connection reads the durable table itself after the last id it delivered, so a
+reconnecting page (``Last-Event-ID`` or ``?last_event_id=``) gets every change it missed exactly
+once, and a slow page slows only its own stream. A write in this process wakes the streams at
+once (the notifier); writes of other processes are seen at the next poll. The stream ends when
+the server stops or the session is signed out (checked at most every 5 s).
 """
 
 from __future__ import annotations
@@ -17,12 +18,17 @@ import anyio
 import anyio.to_thread
 from sqlalchemy import Engine
 
-from conveyor.api.sse import SSE_READS
+from conveyor.api.live import READS
+from conveyor.api.sse import format_event
 from conveyor.clock import iso_utc
 from conveyor.db.notify import Notifier
+from conveyor.media.broadcast import AlbumBroadcast
 from conveyor.web import queries
 
-__all__ = ["journal_stream"]
+__all__ = ["album_reader", "journal_reader", "page_stream"]
+
+Reader = Callable[[int], list[tuple[int, str]]]
+"""``read(after_id)`` → ``(id, SSE block)`` of the next events, oldest first."""
 
 _TICK = 0.1
 _RETRY_MS = 2000
@@ -30,40 +36,52 @@ _BATCH = 100
 _AUTH_CHECK = 5.0
 
 
-def _read(engine: Engine, owner: str, after: int, record_id: int | None) -> list[tuple[int, str]]:
-    with engine.connect() as conn:
-        rows = queries.audio_events_after(conn, owner, after, _BATCH, record_id)
-    blocks = []
-    for r in rows:
-        data = {
-            "id": r["id"],
-            "record_id": r["record_id"],
-            "stage": r["stage"],
-            "outcome": r["outcome"],
-            "outcome_text": r["outcome_text"],
-            "created_at": iso_utc(r["created_at"]),
-        }
-        blocks.append((int(r["id"]), f"id: {r['id']}\nevent: record\ndata: {json.dumps(data)}\n\n"))
-    return blocks
+def journal_reader(engine: Engine, owner: str, record_id: int | None) -> Reader:
+    """Changes of ``owner``'s records (or of one record) as SSE blocks of event ``record``."""
+
+    def read(after: int) -> list[tuple[int, str]]:
+        with engine.connect() as conn:
+            rows = queries.audio_events_after(conn, owner, after, _BATCH, record_id)
+        blocks = []
+        for r in rows:
+            data = {
+                "id": r["id"],
+                "record_id": r["record_id"],
+                "stage": r["stage"],
+                "outcome": r["outcome"],
+                "outcome_text": r["outcome_text"],
+                "created_at": iso_utc(r["created_at"]),
+            }
+            block = f"id: {r['id']}\nevent: record\ndata: {json.dumps(data)}\n\n"
+            blocks.append((int(r["id"]), block))
+        return blocks
+
+    return read
 
 
-async def journal_stream(
-    engine: Engine,
+def album_reader(broadcast: AlbumBroadcast, album_id: int) -> Reader:
+    """The album's outbox events as the API's stream formats them."""
+
+    def read(after: int) -> list[tuple[int, str]]:
+        return [(e.id, format_event(e)) for e in broadcast.events_after(album_id, after, _BATCH)]
+
+    return read
+
+
+async def page_stream(
+    read: Reader,
     notifier: Notifier,
-    owner: str,
     last_id: int,
     *,
-    record_id: int | None,
     heartbeat: float,
     poll_interval: float,
     closing: threading.Event,
     still_allowed: Callable[[], bool],
 ) -> AsyncIterator[str]:
-    """SSE text of ``owner``'s record changes after ``last_id`` until ``closing`` is set or
-    the session ends (``still_allowed`` False, checked at most every 5 s).
+    """SSE text of ``read``'s events after ``last_id`` until ``closing`` is set or
+    ``still_allowed`` turns False (the session was signed out).
 
     Args:
-        record_id: only this record's changes (its page), or all of the owner's (the list).
         heartbeat: seconds of silence before a ``: keep-alive`` comment.
         poll_interval: seconds between reads without a wake-up (other processes' writes).
     """
@@ -72,14 +90,12 @@ async def journal_stream(
     check_every = min(heartbeat, _AUTH_CHECK)
     while not closing.is_set():
         if time.monotonic() - last_check >= check_every:
-            if not await anyio.to_thread.run_sync(still_allowed, limiter=SSE_READS):
+            if not await anyio.to_thread.run_sync(still_allowed, limiter=READS):
                 yield ": signed out\n\n"
                 return
             last_check = time.monotonic()
         generation = notifier.generation
-        blocks = await anyio.to_thread.run_sync(
-            _read, engine, owner, last_id, record_id, limiter=SSE_READS
-        )
+        blocks = await anyio.to_thread.run_sync(read, last_id, limiter=READS)
         if blocks:
             for event_id, block in blocks:
                 yield block
