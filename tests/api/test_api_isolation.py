@@ -35,7 +35,6 @@ def requests_for(
             f"/api/records/{record}/proofread",
             {"json": {"segments": ["x"]}},
         ),
-        ("DELETE", "/api/records/{record_id}/proofread", f"/api/records/{record}/proofread", {}),
         ("GET", "/api/records/{record_id}/topics", f"/api/records/{record}/topics", {}),
         (
             "PUT",
@@ -52,6 +51,7 @@ def requests_for(
         # Deleting answers 204 for a missing thing too (idempotent): the same, and harmless.
         ("DELETE", "/api/items/{item_id}", f"/api/items/{item}", {}),
         ("DELETE", "/api/albums/{album_id}", f"/api/albums/{album}", {}),
+        ("DELETE", "/api/records/{record_id}/proofread", f"/api/records/{record}/proofread", {}),
         ("DELETE", "/api/records/{record_id}", f"/api/records/{record}", {}),
     ]
 

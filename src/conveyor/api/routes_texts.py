@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Response
@@ -67,11 +68,13 @@ def put_proofread(
     status_code=204,
     response_class=Response,
     summary="Drop your correction",
-    responses=_ERRORS,
+    responses={401: _ERRORS[401], 422: _ERRORS[422]},
 )
 def delete_proofread(state: State, owner: Owner, record_id: RecordId) -> Response:
-    """Exports use the pipeline's transcript again. 204 whether or not there was one."""
-    clear_proofread(state.runtime.engine, record_id, owner.name)
+    """Exports use the pipeline's transcript again. 204 whether or not there was one, like every
+    deletion (idempotent): another owner's record is left alone and answers the same."""
+    with contextlib.suppress(NotFound):
+        clear_proofread(state.runtime.engine, record_id, owner.name)
     return Response(status_code=204)
 
 
