@@ -30,15 +30,18 @@ def test_d3_advance_resets_failures_pause_and_the_time_in_stage(
     (jid,) = add_jobs(db, 1, clock.now())
     entered = job(db, jid)["state_entered_at"]
     executor = Executor(db, clock, settings)
+    first_claim = clock.now()
     assert executor.run_once(domain, "default")
     row = job(db, jid)
     assert (row["stage"], row["attempts"], row["state_entered_at"]) == ("new", 1, entered)
+    assert row["work_started_at"] == first_claim  # the stuck countdown runs (D3)
     clock.advance(100)
     advanced_at = clock.now()
     assert executor.run_once(domain, "default")
     row = job(db, jid)
     assert (row["stage"], row["attempts"], row["retry_at"]) == ("waiting", 0, None)
     assert row["state_entered_at"] == advanced_at != entered
+    assert row["work_started_at"] is None  # no countdown until the first claim in "waiting"
     for failures in range(1, settings.max_attempts):
         clock.advance(100)
         assert executor.run_once(domain, "default")
