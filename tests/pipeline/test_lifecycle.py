@@ -15,7 +15,7 @@ from sqlalchemy import Engine, select, update
 from conveyor.clock import SystemClock
 from conveyor.config import PipelineSettings
 from conveyor.db.tables import record_events
-from conveyor.pipeline import Advance, Executor, Fail, StepContext
+from conveyor.pipeline import Advance, Executor, Fail, StepContext, resume
 from conveyor.pipeline.outcomes import Outcome
 from conveyor.testing import FakeClock
 
@@ -164,3 +164,22 @@ def test_p6_a_batch_saves_its_held_claims_and_nothing_of_the_one_lost(
             .order_by(record_events.c.record_id)
         ).all()
     assert [tuple(r) for r in journal] == [(a, "advanced"), (c, "advanced")]
+
+
+def test_d3_resume_of_a_stuck_record_restarts_its_countdown(
+    db: Engine, clock: FakeClock, settings: PipelineSettings
+) -> None:
+    """Halted ``stuck``, then resumed: the next claim runs the step instead of finding the old
+    countdown over the limit again (resume re-sets the time in stage, P9)."""
+    outcomes = iter([Fail("slow provider"), Advance({"result": "after resume"})])
+    domain = make_domain(new=lambda ctx: next(outcomes))
+    (jid,) = add_jobs(db, 1, clock.now())
+    executor = Executor(db, clock, settings)
+    assert executor.run_once(domain, "default")  # the first claim starts the countdown
+    clock.advance(settings.own_work_limit + 1)
+    assert executor.run_once(domain, "default")
+    assert job(db, jid)["halt_reason"] == "stuck"
+    resume(db, domain, jid, clock=clock)
+    assert executor.run_once(domain, "default")
+    row = job(db, jid)
+    assert (row["stage"], row["result"], row["halted_at"]) == ("waiting", "after resume", None)
