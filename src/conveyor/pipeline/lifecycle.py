@@ -396,22 +396,34 @@ def resume(engine: Engine, domain: Domain, record_id: int, *, clock: Clock) -> s
     """
     now = queries.now_of(clock)
     with engine.begin() as conn:
-        stage = queries.resume_halted(conn, domain, record_id, now)
+        stage = _resume_one(conn, domain, record_id, now, by="the operator")
         if stage is None:
             if queries.read_record(conn, domain, record_id) is None:
                 raise NotFound(f"{domain.noun} {record_id} does not exist")
             raise Conflict(f"{domain.noun} {record_id} is not halted")
+    log.info("%s %s resumed at %s", domain.noun, record_id, stage)
+    return stage
+
+
+def _resume_one(
+    conn: Connection, domain: Domain, record_id: int, now: ColumnElement[float], *, by: str
+) -> str | None:
+    """Resume one halted record inside ``conn`` and journal it (origin ``human``, P9, D14).
+
+    Returns the stage it continues from, or ``None`` when it is not halted or does not exist.
+    """
+    stage = queries.resume_halted(conn, domain, record_id, now)
+    if stage is not None:
         queries.insert_event(
             conn,
             domain=domain.name,
             record_id=record_id,
             stage=stage,
             outcome="resumed",
-            outcome_text=f"resumed at {stage} by the operator",
+            outcome_text=f"resumed at {stage} by {by}",
             origin="human",
             now=now,
         )
-    log.info("%s %s resumed at %s", domain.noun, record_id, stage)
     return stage
 
 
@@ -460,21 +472,8 @@ def resume_many(
                 if not 0 < record_id < 2**63:
                     skipped.append(record_id)
                     continue
-                stage = queries.resume_halted(conn, domain, record_id, now)
-                if stage is None:
-                    skipped.append(record_id)
-                    continue
-                queries.insert_event(
-                    conn,
-                    domain=domain.name,
-                    record_id=record_id,
-                    stage=stage,
-                    outcome="resumed",
-                    outcome_text=f"resumed at {stage} by the operator (bulk)",
-                    origin="human",
-                    now=now,
-                )
-                resumed.append(record_id)
+                stage = _resume_one(conn, domain, record_id, now, by="the operator (bulk)")
+                (skipped if stage is None else resumed).append(record_id)
     if resumed:
         log.info("%d %ss resumed in bulk", len(resumed), domain.noun)
     return Resumed(resumed, skipped)
