@@ -12,7 +12,9 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["MAX_DIGITS", "header_int"]
+from conveyor.api.errors import ApiError
+
+__all__ = ["MAX_DIGITS", "header_int", "last_event_id"]
 
 #: Digits accepted in one number: 2**63 - 1 has 19, so anything longer is out of every range
 #: we use (and Python's int() refuses strings over 4300 digits with an exception).
@@ -39,3 +41,22 @@ def header_int(value: str | bytes | None) -> int | None:
     if _DIGITS.fullmatch(value) is None:
         return None
     return int(value)
+
+
+def last_event_id(header: str) -> int:
+    """The ``Last-Event-ID`` a reconnecting client sent: ASCII digits, or 400.
+
+    A value that is not a number is refused rather than read as "no id": silently restarting
+    from the newest event would drop every event the client missed.
+
+    Raises:
+        ApiError: 400 ``bad_last_event_id`` for anything but 1 to 19 ASCII digits up to 2**63-1.
+    """
+    value = header_int(header.strip())
+    if value is None or value > 2**63 - 1:
+        raise ApiError(
+            400,
+            "bad_last_event_id",
+            "Last-Event-ID must be the decimal id of an event this stream sent (ASCII digits)",
+        )
+    return value

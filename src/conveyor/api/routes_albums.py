@@ -13,8 +13,7 @@ from sqlalchemy.exc import IntegrityError
 from starlette.background import BackgroundTask
 
 from conveyor.api.auth import Owner
-from conveyor.api.errors import ApiError
-from conveyor.api.headers import header_int
+from conveyor.api.headers import last_event_id as parse_last_event_id
 from conveyor.api.idempotency import IDEMPOTENCY_KEY, REPLAYED, IdempotentUpload
 from conveyor.api.schemas import PLAIN_TEXT, Album, AlbumCreate, AlbumDetail, ErrorBody, Item
 from conveyor.api.sse import album_stream
@@ -270,7 +269,7 @@ async def album_events(
             _own_album(conn, album_id, owner.name)
         latest = broadcast.latest_id(album_id)
         if last_event_id_header is not None:
-            return _last_event_id(last_event_id_header), latest
+            return parse_last_event_id(last_event_id_header), latest
         if last_event_id is not None:
             return last_event_id, latest
         return latest, latest
@@ -287,22 +286,6 @@ async def album_events(
         # Gives the slot back even when the client left before the stream began.
         background=BackgroundTask(slot.close),
     )
-
-
-def _last_event_id(header: str) -> int:
-    """The ``Last-Event-ID`` a reconnecting client sent: ASCII digits, or 400.
-
-    A value that is not a number is refused rather than read as "no id": silently restarting
-    from the newest event would drop every event the client missed.
-    """
-    value = header_int(header.strip())
-    if value is None or value > 2**63 - 1:
-        raise ApiError(
-            400,
-            "bad_last_event_id",
-            "Last-Event-ID must be the decimal id of an event this stream sent (ASCII digits)",
-        )
-    return value
 
 
 @router.get("/items/{item_id}", response_model=Item, summary="A photo or video", responses=_ERRORS)

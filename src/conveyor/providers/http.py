@@ -78,7 +78,8 @@ def retry_after(response: httpx.Response, *, now: Callable[[], float] = time.tim
     if value is None:
         return None
     value = value.strip()
-    if value.isdigit():
+    # ASCII only: str.isdigit accepts superscripts, which float() then refuses.
+    if value.isascii() and value.isdigit():
         return float(value)
     try:
         when = email.utils.parsedate_to_datetime(value)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from functools import partial
 from typing import Annotated, Any
 from urllib.parse import quote
 
@@ -13,7 +12,6 @@ from fastapi import APIRouter, Form, Header, Path, Query, Request
 from fastapi.responses import JSONResponse, RedirectResponse, StreamingResponse
 from starlette.responses import Response
 
-from conveyor.accounts import session_active
 from conveyor.api.routes_files import owned_file_response
 from conveyor.api.state import ApiState, State
 from conveyor.api.uploads import Upload, receive_upload
@@ -24,7 +22,7 @@ from conveyor.media.intake import accept_media
 from conveyor.pipeline import resume
 from conveyor.web.auth import Csrf, CsrfHeader, Viewer
 from conveyor.web.pages import render
-from conveyor.web.streams import album_reader, page_stream
+from conveyor.web.streams import album_reader, page_stream_response, start_point
 from conveyor.web.views import item_status
 
 __all__ = ["router"]
@@ -134,32 +132,21 @@ async def album_events(
     ] = None,
 ) -> StreamingResponse:
     """The album's live events (M5) for the page, resumable after the last id seen."""
-    runtime = state.runtime
     broadcast = state.broadcast
 
     def start_id() -> int:
         _album(state, album_id, viewer.name)
-        header = (last_event_id_header or "").strip()
-        if header.isdigit():
-            return min(int(header), 2**62)
-        if last_event_id is not None:
-            return last_event_id
-        return broadcast.latest_id(album_id)
+        return start_point(
+            last_event_id_header, last_event_id, lambda: broadcast.latest_id(album_id)
+        )
 
     start = await anyio.to_thread.run_sync(start_id)
-    stream = page_stream(
+    return page_stream_response(
+        state,
+        viewer.session_id,
         album_reader(broadcast, album_id),
-        runtime.notifier,
         start,
-        heartbeat=runtime.settings.api.sse_heartbeat,
         poll_interval=broadcast.poll_interval,
-        closing=state.closing,
-        still_allowed=partial(session_active, runtime.engine, viewer.session_id),
-    )
-    return StreamingResponse(
-        stream,
-        media_type="text/event-stream",
-        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
     )
 
 

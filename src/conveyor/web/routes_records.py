@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from functools import partial
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
@@ -13,7 +12,6 @@ from fastapi import APIRouter, Form, Header, Path, Query, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse, StreamingResponse
 from starlette.responses import Response
 
-from conveyor.accounts import session_active
 from conveyor.api.objects import object_response
 from conveyor.api.state import ApiState, State
 from conveyor.api.text_formats import srt, vtt
@@ -36,7 +34,7 @@ from conveyor.pipeline import resume
 from conveyor.web import queries
 from conveyor.web.auth import Csrf, CsrfHeader, Viewer
 from conveyor.web.pages import render
-from conveyor.web.streams import journal_reader, page_stream
+from conveyor.web.streams import journal_reader, page_stream_response, start_point
 from conveyor.web.views import record_status
 
 __all__ = ["PAGE_SIZE", "router"]
@@ -135,29 +133,17 @@ async def records_events(
     """Live changes of your recordings (or of one), resumable after the last id seen."""
     runtime = state.runtime
 
-    def start_id() -> int:
-        header = (last_event_id_header or "").strip()
-        if header.isdigit():
-            return min(int(header), 2**62)
-        if last_event_id is not None:
-            return last_event_id
+    def latest() -> int:
         with runtime.engine.connect() as conn:
             return queries.latest_audio_event_id(conn)
 
-    start = await anyio.to_thread.run_sync(start_id)
-    stream = page_stream(
+    start = await anyio.to_thread.run_sync(start_point, last_event_id_header, last_event_id, latest)
+    return page_stream_response(
+        state,
+        viewer.session_id,
         journal_reader(runtime.engine, viewer.name, record),
-        runtime.notifier,
         start,
-        heartbeat=runtime.settings.api.sse_heartbeat,
         poll_interval=state.broadcast.poll_interval,
-        closing=state.closing,
-        still_allowed=partial(session_active, runtime.engine, viewer.session_id),
-    )
-    return StreamingResponse(
-        stream,
-        media_type="text/event-stream",
-        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
     )
 
 

@@ -13,19 +13,24 @@ import json
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
+from functools import partial
 
 import anyio
 import anyio.to_thread
+from fastapi.responses import StreamingResponse
 from sqlalchemy import Engine
 
+from conveyor.accounts import session_active
+from conveyor.api.headers import last_event_id
 from conveyor.api.live import READS
 from conveyor.api.sse import format_event
+from conveyor.api.state import ApiState
 from conveyor.clock import iso_utc
 from conveyor.db.notify import Notifier
 from conveyor.media.broadcast import AlbumBroadcast
 from conveyor.web import queries
 
-__all__ = ["album_reader", "journal_reader", "page_stream"]
+__all__ = ["album_reader", "journal_reader", "page_stream", "page_stream_response", "start_point"]
 
 Reader = Callable[[int], list[tuple[int, str]]]
 """``read(after_id)`` → ``(id, SSE block)`` of the next events, oldest first."""
@@ -113,3 +118,44 @@ async def page_stream(
                 yield ": keep-alive\n\n"
                 last_write = time.monotonic()
             await anyio.sleep(_TICK)
+
+
+def start_point(header: str | None, query: int | None, latest: Callable[[], int]) -> int:
+    """The event id a page's stream starts after.
+
+    Args:
+        header: the ``Last-Event-ID`` a reconnecting ``EventSource`` sends (ASCII digits).
+        query: ``?last_event_id=`` of a page's first connection.
+        latest: the newest id now, for a page that saw nothing yet (called only then).
+
+    Raises:
+        ApiError: 400 ``bad_last_event_id`` for a header that is not a number, rather than a
+            silent restart from the newest event that would drop what the page missed.
+    """
+    if header is not None and header.strip():
+        return min(last_event_id(header), 2**62)
+    if query is not None:
+        return query
+    return latest()
+
+
+def page_stream_response(
+    state: ApiState, session_id: int, read: Reader, start: int, *, poll_interval: float
+) -> StreamingResponse:
+    """``read``'s events after ``start`` as a text/event-stream response that ends when the
+    server stops or the session ``session_id`` is signed out."""
+    runtime = state.runtime
+    stream = page_stream(
+        read,
+        runtime.notifier,
+        start,
+        heartbeat=runtime.settings.api.sse_heartbeat,
+        poll_interval=poll_interval,
+        closing=state.closing,
+        still_allowed=partial(session_active, runtime.engine, session_id),
+    )
+    return StreamingResponse(
+        stream,
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+    )

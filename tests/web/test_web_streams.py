@@ -1,0 +1,30 @@
+"""The pages' live streams read ``Last-Event-ID`` by HTTP's rules, as the API's streams do."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+from web_helpers import MakeSite, sign_in
+
+
+@pytest.mark.parametrize("odd", ["¹", "²3", "١٢", "1_0", "-1", "x"])
+def test_a_last_event_id_that_is_not_ascii_digits_is_400_on_every_page_stream(
+    make_site: MakeSite, odd: str
+) -> None:
+    site = make_site()
+    with TestClient(site.app) as client:
+        sign_in(client, "alice")
+        album = client.post(
+            "/api/albums",
+            json={"name": "Trip"},
+            headers={"Authorization": f"Bearer {site.tokens['alice']}"},
+        )
+        assert album.status_code == 201, album.text
+        paths = ["/records/events", f"/albums/{album.json()['id']}/events"]
+        answered = []
+        for path in paths:
+            response = client.get(path, headers={"Last-Event-ID": odd.encode()})
+            assert response.status_code == 400, (path, response.status_code, response.text)
+            assert response.json()["error"]["code"] == "bad_last_event_id"
+            answered.append(path)
+        assert answered == paths
