@@ -7,6 +7,7 @@ from it (config passed down, never read from a global).
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from functools import cached_property
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from conveyor.config import Settings
 from conveyor.db.engine import make_engine
 from conveyor.db.migrate import upgrade
 from conveyor.db.notify import Notifier
+from conveyor.errors import ConfigError
 from conveyor.media.domain import MEDIA, MediaSteps, build_media_domain
 from conveyor.objects import LocalStore, Sweeper
 from conveyor.pipeline import Declaration, Domain, WorkerPool
@@ -146,14 +148,29 @@ class Runtime:
         """Every domain this process moves."""
         return [self.audio, self.media]
 
-    def lanes(self) -> dict[str, int]:
-        """Lane → worker count, from each declared lane's settings key (D8, M7)."""
+    def lanes(self, serve: Collection[str] | None = None) -> dict[str, int]:
+        """Lane → worker count, from each declared lane's settings key (D8, M7).
+
+        Args:
+            serve: the lanes this process serves (``conveyor worker --lanes``); the others are
+                left out, so their records wait for a process that serves them. None: every lane.
+
+        Raises:
+            ConfigError: ``serve`` names a lane no domain declares.
+        """
         counts: dict[str, int] = {}
         for declaration in DECLARATIONS:
             for lane in declaration.lanes:
                 section, key = lane.workers_key.split(".")
                 counts[lane.name] = int(getattr(getattr(self.settings, section), key))
-        return counts
+        if serve is None:
+            return counts
+        unknown = sorted(set(serve) - set(counts))
+        if unknown:
+            raise ConfigError(
+                f"unknown lane {', '.join(map(repr, unknown))}; the lanes are {', '.join(counts)}"
+            )
+        return {name: count for name, count in counts.items() if name in serve}
 
     def pool(self, lanes: dict[str, int] | None = None) -> WorkerPool:
         """A worker pool over every domain (not started)."""

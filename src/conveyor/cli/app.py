@@ -77,6 +77,14 @@ def version() -> None:
 
 @app.command()
 def worker(
+    lanes: Annotated[
+        str | None,
+        typer.Option(
+            metavar="LANES",
+            help="Serve only these lanes (comma-separated: audio, short, long); the others' "
+            "records wait for a process that serves them. Default: every lane.",
+        ),
+    ] = None,
     workers: Annotated[
         int | None,
         typer.Option(
@@ -100,13 +108,25 @@ def worker(
         str, typer.Option(metavar="HOST", help="Address the metrics endpoint listens on.")
     ] = "127.0.0.1",
 ) -> None:
-    """Run the workers of every lane until SIGINT/SIGTERM (running steps finish or are released)."""
+    """Run the workers of every lane (or of --lanes) until SIGINT/SIGTERM (running steps finish
+    or are released)."""
     setup_logging(logging.INFO)
+    serve = _parse_lanes(lanes)
     runtime = make_runtime()
-    lanes = runtime.lanes()
+    from conveyor.errors import ConfigError
+
+    try:
+        counts = runtime.lanes(serve)
+    except ConfigError as exc:
+        raise fail(str(exc), ExitCode.USAGE) from None
     if workers is not None:
-        lanes["audio"] = workers
-    if lanes.get("audio", 0) > 0:
+        if "audio" not in counts:
+            raise fail(
+                "--workers sets the audio lane's workers, but --lanes does not serve audio",
+                ExitCode.USAGE,
+            )
+        counts["audio"] = workers
+    if counts.get("audio", 0) > 0:
         from conveyor.cli.startup import check_recognizer
 
         check_recognizer(runtime)
@@ -123,13 +143,23 @@ def worker(
             ) from None
         note(f"metrics at http://{metrics_host}:{server.server_port}/metrics")
     stop = stop_on_signals()
-    pool = runtime.pool(lanes)
+    pool = runtime.pool(counts)
     pool.start()
     sweeper = runtime.sweeper()  # objects left without a journal row, every sweep_interval
     sweeper.start()
     stop.wait()
     sweeper.stop()
     pool.stop()
+
+
+def _parse_lanes(value: str | None) -> list[str] | None:
+    """``--lanes audio,short`` → ``["audio", "short"]``; None when not given."""
+    if value is None:
+        return None
+    names = [part.strip() for part in value.split(",") if part.strip()]
+    if not names:
+        raise fail("--lanes names no lane; give e.g. --lanes audio,short,long", ExitCode.USAGE)
+    return names
 
 
 @db_app.command("upgrade")
