@@ -19,6 +19,7 @@ from conveyor.db.migrate import upgrade
 from conveyor.db.tables import metadata
 from conveyor.testing import FakeClock
 from needs import AUDIO_CORPUS, CORPUS, in_ci, need, need_corpus
+from s3server import S3Server, start_s3_server
 
 # Warm local recognizers outlive the test that started them; make them leave soon after.
 os.environ.setdefault("CONVEYOR_TRANSCRIPTION__IDLE_EXIT", "10")
@@ -78,6 +79,19 @@ def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
         _truncate(eng)
         yield eng
         _truncate(eng)
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    """A real S3-compatible server (moto) on a free loopback port, for the whole session."""
+    with start_s3_server() as server:
+        yield server
+
+
+@pytest.fixture
+def s3_bucket(s3_server: S3Server) -> str:
+    """A fresh, empty bucket on :func:`s3_server`."""
+    return s3_server.bucket()
 
 
 @pytest.fixture

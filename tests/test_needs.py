@@ -59,7 +59,11 @@ PROBES = {
 @pytest.fixture
 def probe_suite(pytester: pytest.Pytester) -> pytest.Pytester:
     pytester.makeconftest((HERE / "conftest.py").read_text())
-    pytester.makepyfile(needs=(HERE / "needs.py").read_text(), **PROBES)
+    pytester.makepyfile(
+        needs=(HERE / "needs.py").read_text(),
+        s3server=(HERE / "s3server.py").read_text(),
+        **PROBES,
+    )
     return pytester
 
 

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -94,15 +94,60 @@ class DatabaseSettings(_Section):
         return url
 
 
-class StorageSettings(_Section):
-    """``[storage]``: where objects (uploads, variants, raw responses) live."""
+_STORAGE_URL = re.compile(r"^(file:.*|s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?)$")
 
+
+class StorageSettings(_Section):
+    """``[storage]``: where objects (uploads, variants, raw responses) live.
+
+    The credential for ``s3://`` is ``access_key_id``/``secret_access_key`` or, when they are
+    unset, boto3's usual sources (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
+    ``AWS_SESSION_TOKEN``, ``~/.aws``, instance roles); it is never logged or shown (D16).
+    """
+
+    url: str = "file:"
+    """Where objects live: ``file:`` (the folder ``root``, the embedded default), ``file:PATH``
+    (another folder), or ``s3://bucket`` / ``s3://bucket/prefix`` (an S3-compatible bucket)."""
     root: Path = Path("conveyor-data")
-    """Local folder for objects; created on first use."""
+    """Local data folder: the objects when ``url = "file:"``, the embedded database's default
+    place, and the work folder's default parent; created on first use."""
+    work_dir: Path | None = None
+    """Folder for this host's working copies and scratch files (each process takes its own
+    subfolder); ``<root>/work`` when unset. Never shared between hosts."""
+    endpoint: str | None = None
+    """``s3://`` only: the server's URL, e.g. ``https://storage.yandexcloud.net`` or
+    ``http://127.0.0.1:9000``; AWS when unset."""
+    region: str | None = None
+    """``s3://`` only: the signing region; ``AWS_DEFAULT_REGION`` or ``us-east-1`` when unset."""
+    path_style: bool = False
+    """``s3://`` only: address the bucket as ``endpoint/bucket`` (MinIO, moto, most
+    self-hosted servers) rather than ``bucket.endpoint``."""
+    access_key_id: SecretStr | None = None
+    """``s3://`` only: the access key id (else the AWS environment variables)."""
+    secret_access_key: SecretStr | None = None
+    """``s3://`` only: the secret key (else the AWS environment variables); never shown."""
+    part_size: int = Field(default=8 * 1024 * 1024, ge=5 * 1024 * 1024)
+    """``s3://`` only: bytes per multipart part; larger objects are uploaded in parts."""
+    presign: bool = False
+    """``s3://`` only: answer file downloads with a redirect to a presigned URL of the bucket
+    instead of streaming the bytes through the API."""
+    presign_expires: float = Field(default=300.0, gt=0, le=604800)
+    """Seconds a presigned URL stays valid."""
     sweep_interval: float = Field(default=3600.0, gt=0)
     """Seconds between sweeps for stored objects without a journal row (in worker processes)."""
     sweep_grace: float = Field(default=3600.0, gt=0)
-    """Seconds an object may exist without a journal row before a sweep removes it."""
+    """Seconds an object may exist without a journal row before a sweep removes it (and an
+    unfinished multipart upload before it is aborted)."""
+
+    @field_validator("url")
+    @classmethod
+    def _known_store(cls, url: str) -> str:
+        if not _STORAGE_URL.match(url):
+            raise ValueError(
+                "must be file: (the folder [storage] root), file:PATH, or s3://bucket/prefix, "
+                "e.g. s3://conveyor-objects/prod"
+            )
+        return url
 
 
 class PipelineSettings(_Section):

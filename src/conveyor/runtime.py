@@ -21,7 +21,7 @@ from conveyor.db.migrate import upgrade
 from conveyor.db.notify import Notifier
 from conveyor.errors import ConfigError
 from conveyor.media.domain import MEDIA, MediaSteps, build_media_domain
-from conveyor.objects import LocalStore, Sweeper
+from conveyor.objects import LocalStore, Sweeper, open_store
 from conveyor.pipeline import Declaration, Domain, WorkerPool
 from conveyor.providers.base import RecognitionProvider
 
@@ -80,8 +80,15 @@ class Runtime:
 
     @cached_property
     def store(self) -> LocalStore:
-        """The object store under ``[storage] root``."""
-        return LocalStore(self.settings.storage.root)
+        """The object store ``[storage] url`` names.
+
+        Raises:
+            ConfigError: an ``s3://`` URL (the steps do not work on a bucket yet).
+        """
+        store = open_store(self.settings.storage)
+        if not isinstance(store, LocalStore):
+            raise ConfigError("[storage] url: s3:// is not wired into the pipeline yet")
+        return store
 
     @cached_property
     def notifier(self) -> Notifier:

@@ -1,19 +1,39 @@
-"""Objects: the store (bytes by key) and the object journal (one ``files`` row per object)."""
+"""Objects: the store (bytes by key, :class:`ObjectStore`) and the object journal (one
+``files`` row per object)."""
 
+from conveyor.objects.factory import open_store, work_folder
+from conveyor.objects.local import LocalStore
 from conveyor.objects.queries import delete_file_rows, file_by_id, file_by_key, put_file_row
-from conveyor.objects.store import ListedObject, LocalStore, StoredObject
+from conveyor.objects.store import (
+    ListedObject,
+    ObjectMismatch,
+    ObjectStore,
+    Readable,
+    StoredObject,
+    check_key,
+    new_key,
+)
 from conveyor.objects.sweep import Sweeper, SweepReport, discard_unjournaled, sweep_orphans
+from conveyor.objects.work import WorkFolder
 
 __all__ = [
     "ListedObject",
     "LocalStore",
+    "ObjectMismatch",
+    "ObjectStore",
+    "Readable",
     "StoredObject",
     "SweepReport",
     "Sweeper",
+    "WorkFolder",
+    "check_key",
     "delete_file_rows",
     "discard_unjournaled",
     "file_by_id",
     "file_by_key",
+    "new_key",
+    "open_store",
     "put_file_row",
     "sweep_orphans",
+    "work_folder",
 ]

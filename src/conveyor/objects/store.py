@@ -1,32 +1,44 @@
-"""The object store: a local folder (S3-compatible stores later), addressed by key.
+"""The object store seam: bytes by key, on a local folder or an S3-compatible bucket.
 
-Objects are written to a temporary name beside their final place and renamed when complete,
-so a crash never leaves half an object under a real key.
+Everything outside :mod:`conveyor.objects` sees an :class:`ObjectStore` and nothing else: it
+never learns whether the store is a folder. Steps read an object through a local working copy
+(:meth:`ObjectStore.local_copy`, in the process's own work folder) and store what they made with
+:meth:`ObjectStore.put_file`; the HTTP routes read byte ranges (:meth:`ObjectStore.open`).
+
+A key is a relative POSIX path such as ``media/12/thumb-3f9a….webp`` (:func:`check_key`).
+A write is all or nothing on both backends: an interrupted write leaves nothing under its key
+(a temporary name beside it, or an incomplete multipart upload, that
+:meth:`ObjectStore.abort_stale_writes` removes later).
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
-import shutil
+import re
 import uuid
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Protocol, runtime_checkable
 
-from conveyor.errors import RejectedInput
+__all__ = [
+    "ListedObject",
+    "ObjectMismatch",
+    "ObjectStore",
+    "Readable",
+    "Source",
+    "StoredObject",
+    "check_key",
+    "new_key",
+]
 
-__all__ = ["ListedObject", "LocalStore", "StoredObject"]
-
-_CHUNK = 1024 * 1024
+#: What :meth:`ObjectStore.put` accepts: a local file, a binary stream, or byte chunks.
+Source = Path | BinaryIO | Iterable[bytes]
 
 
 @dataclass(frozen=True)
 class ListedObject:
-    """An object found by :meth:`LocalStore.list`: key, size in bytes, modification time
-    (epoch seconds)."""
+    """An object as the store lists it: key, size in bytes, modification time (epoch seconds)."""
 
     key: str
     size: int
@@ -42,130 +54,135 @@ class StoredObject:
     sha256: str
 
 
-class LocalStore:
-    """Objects under ``root``; a key is a relative POSIX path such as ``audio/12/original``.
+class ObjectMismatch(ValueError):
+    """The bytes written are not the size or SHA-256 the caller declared; nothing was kept."""
 
-    Args:
-        root: the storage folder (``[storage] root``); created when missing.
+
+class Readable(Protocol):
+    """A byte stream being read: a local file or an HTTP response body."""
+
+    def read(self, size: int = -1, /) -> bytes:
+        """Up to ``size`` bytes (all that remain when negative); ``b""`` at the end."""
+        ...
+
+
+_SEGMENT = re.compile(r"[^\x00-\x1f\\]+")
+
+
+def check_key(key: str) -> str:
+    """Return ``key`` if it is a valid object key, else raise.
+
+    A key is 1-1024 bytes of UTF-8, ``/``-separated non-empty segments, none ``.`` or ``..``,
+    without control characters or backslashes, and not starting with ``/``.
+
+    Raises:
+        ValueError: the key is not valid (it could leave the store's folder or prefix).
+    """
+    if not key or len(key.encode("utf-8", "surrogatepass")) > 1024:
+        raise ValueError(f"object key must be 1-1024 bytes: {key!r}")
+    for segment in key.split("/"):
+        if segment in ("", ".", "..") or not _SEGMENT.fullmatch(segment):
+            raise ValueError(f"not a valid object key: {key!r}")
+    return key
+
+
+def new_key(prefix: str, suffix: str = "") -> str:
+    """A fresh unique key under ``prefix``, e.g. ``uploads/audio/<32 hex>``."""
+    return f"{prefix}/{uuid.uuid4().hex}{suffix}"
+
+
+@runtime_checkable
+class ObjectStore(Protocol):
+    """Objects by key. Implemented by :class:`conveyor.objects.local.LocalStore` (``file:``)
+    and :class:`conveyor.objects.s3.S3Store` (``s3://bucket/prefix``).
+
+    Missing objects raise :class:`FileNotFoundError` from every reading method; invalid keys
+    raise :class:`ValueError` (:func:`check_key`).
     """
 
-    def __init__(self, root: Path) -> None:
-        self.root = Path(root).resolve()
-        self.root.mkdir(parents=True, exist_ok=True)
+    def describe_location(self) -> str:
+        """Where the objects are, for people: a folder, or a bucket URL; never a credential."""
+        ...
 
-    @staticmethod
-    def new_key(prefix: str, suffix: str = "") -> str:
-        """A fresh unique key under ``prefix``."""
-        return f"{prefix}/{uuid.uuid4().hex}{suffix}"
+    def put(
+        self,
+        key: str,
+        source: Source,
+        *,
+        max_bytes: int | None = None,
+        size: int | None = None,
+        sha256: str | None = None,
+    ) -> StoredObject:
+        """Store ``source`` under ``key``, replacing any object there, without holding it in
+        memory.
 
-    def path(self, key: str) -> Path:
-        """The file behind ``key``.
+        Args:
+            source: a local file (left untouched), a binary stream, or byte chunks.
+            max_bytes: refuse more than this many bytes.
+            size: the expected size in bytes, checked before the object becomes visible.
+            sha256: the expected SHA-256 (hex), checked the same way.
+
+        Returns:
+            The key, size and SHA-256 of what was stored.
 
         Raises:
-            ValueError: the key tries to leave the storage root.
+            RejectedInput: ``too_large`` past ``max_bytes``; nothing is kept.
+            ObjectMismatch: the bytes differ from ``size``/``sha256``; nothing is kept.
         """
-        path = (self.root / key).resolve()
-        if not path.is_relative_to(self.root.resolve()):
-            raise ValueError(f"object key escapes the store: {key!r}")
-        return path
+        ...
+
+    def put_file(
+        self, key: str, src: Path, *, size: int | None = None, sha256: str | None = None
+    ) -> StoredObject:
+        """Store the local file ``src`` under ``key`` (see :meth:`put`)."""
+        ...
+
+    def open(
+        self, key: str, start: int = 0, end: int | None = None
+    ) -> AbstractContextManager[Readable]:
+        """Read bytes ``start`` to ``end`` (exclusive; the end of the object when None).
+
+        Raises:
+            FileNotFoundError: no object under ``key``.
+        """
+        ...
+
+    def local_copy(self, key: str) -> AbstractContextManager[Path]:
+        """A private local copy of the object in this process's work folder, removed after.
+
+        The copy is the caller's: changing it never changes the stored object.
+
+        Raises:
+            FileNotFoundError: no object under ``key``.
+        """
+        ...
+
+    def stat(self, key: str) -> ListedObject | None:
+        """Size and modification time of the object, or None when there is none."""
+        ...
 
     def exists(self, key: str) -> bool:
         """True when an object is stored under ``key``."""
-        return self.path(key).is_file()
-
-    @contextmanager
-    def writer(self, key: str) -> Iterator[Path]:
-        """Yield a temporary path to write ``key`` into; it becomes the object on success.
-
-        On an exception the temporary file is removed and the previous object (if any) stays.
-        """
-        final = self.path(key)
-        final.parent.mkdir(parents=True, exist_ok=True)
-        temp = final.with_name(f".{final.name}.{uuid.uuid4().hex}.part")
-        try:
-            yield temp
-            os.replace(temp, final)
-        finally:
-            temp.unlink(missing_ok=True)
-
-    def put_stream(
-        self, key: str, source: BinaryIO | Iterable[bytes], *, max_bytes: int | None = None
-    ) -> StoredObject:
-        """Store ``source`` under ``key`` without holding it in memory.
-
-        Args:
-            source: a binary file object, or an iterable of byte chunks.
-            max_bytes: refuse objects larger than this many bytes.
-
-        Raises:
-            RejectedInput: ``too_large`` past ``max_bytes`` (nothing is kept).
-        """
-        chunks: Iterable[bytes]
-        if hasattr(source, "read"):
-            stream = source
-            chunks = iter(lambda: stream.read(_CHUNK), b"")
-        else:
-            chunks = source
-        digest = hashlib.sha256()
-        size = 0
-        with self.writer(key) as temp, temp.open("wb") as out:
-            for chunk in chunks:
-                size += len(chunk)
-                if max_bytes is not None and size > max_bytes:
-                    raise RejectedInput(
-                        "too_large", f"the upload is larger than the limit of {max_bytes} bytes"
-                    )
-                digest.update(chunk)
-                out.write(chunk)
-            out.flush()
-            os.fsync(out.fileno())
-        return StoredObject(key=key, size=size, sha256=digest.hexdigest())
-
-    def put(
-        self, key: str, source: Path | BinaryIO | Iterable[bytes], *, max_bytes: int | None = None
-    ) -> StoredObject:
-        """Store an upload given as a file path, a binary stream or byte chunks (see above)."""
-        if isinstance(source, Path):
-            return self.put_file(key, source)
-        return self.put_stream(key, source, max_bytes=max_bytes)
-
-    def put_file(self, key: str, src: Path) -> StoredObject:
-        """Copy the file ``src`` into the store under ``key`` (``src`` is left untouched)."""
-        with src.open("rb") as handle:
-            return self.put_stream(key, handle)
-
-    def describe(self, key: str) -> StoredObject:
-        """Size and SHA-256 of a stored object."""
-        digest = hashlib.sha256()
-        size = 0
-        with self.path(key).open("rb") as handle:
-            for chunk in iter(lambda: handle.read(_CHUNK), b""):
-                size += len(chunk)
-                digest.update(chunk)
-        return StoredObject(key=key, size=size, sha256=digest.hexdigest())
-
-    def list(self, prefix: str = "") -> Iterator[ListedObject]:
-        """Every object under the folder ``prefix`` (the whole store when empty), in no order.
-
-        Includes what a killed writer left (``.*.part``) and scratch files, so a sweep can
-        find every byte the store holds.
-        """
-        top = self.path(prefix) if prefix else self.root
-        if not top.is_dir():
-            return
-        for path in top.rglob("*"):
-            try:
-                stat = path.stat()
-            except FileNotFoundError:  # removed while we walked
-                continue
-            if path.is_file():
-                key = path.relative_to(self.root).as_posix()
-                yield ListedObject(key=key, size=stat.st_size, modified=stat.st_mtime)
+        ...
 
     def delete(self, key: str) -> None:
         """Remove the object under ``key`` if present."""
-        self.path(key).unlink(missing_ok=True)
+        ...
 
     def delete_prefix(self, prefix: str) -> None:
         """Remove every object under the folder ``prefix``."""
-        shutil.rmtree(self.path(prefix), ignore_errors=True)
+        ...
+
+    def list(self, prefix: str = "") -> Iterator[ListedObject]:
+        """Every complete object under the folder ``prefix`` (all when empty), in no order."""
+        ...
+
+    def abort_stale_writes(self, started_before: float) -> int:
+        """Remove what writes started before ``started_before`` (epoch seconds) left unfinished
+        (a process killed mid-upload). Returns how many were removed."""
+        ...
+
+    def presign(self, key: str, *, expires: float, mime_type: str, disposition: str) -> str | None:
+        """A URL a browser can GET the object from for ``expires`` seconds, with the given
+        ``Content-Type`` and ``Content-Disposition``; None when the store cannot make one."""
+        ...

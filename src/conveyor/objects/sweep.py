@@ -10,7 +10,9 @@ and the journal, so they work the same on any store:
 * :func:`sweep_orphans` (every ``[storage] sweep_interval`` seconds in each worker process,
   :class:`Sweeper`): every stored object under :data:`OBJECT_PREFIXES` without a row and older
   than ``[storage] sweep_grace`` seconds is removed. The grace spares uploads still arriving
-  and steps still running, whose rows are not written yet.
+  and steps still running, whose rows are not written yet. The same sweep removes what writes
+  cut short left behind (:meth:`ObjectStore.abort_stale_writes`: a temporary file in a folder,
+  an unfinished multipart upload in a bucket) once it is older than the grace.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from dataclasses import dataclass
 from sqlalchemy import Engine
 
 from conveyor.objects.queries import journaled_keys
-from conveyor.objects.store import LocalStore
+from conveyor.objects.store import ObjectStore
 
 __all__ = ["OBJECT_PREFIXES", "SweepReport", "Sweeper", "discard_unjournaled", "sweep_orphans"]
 
@@ -39,7 +41,7 @@ _PAGE = 500
 OBJECT_PREFIXES = ("uploads", "audio", "media")
 
 
-def discard_unjournaled(engine: Engine, store: LocalStore, keys: Collection[str]) -> list[str]:
+def discard_unjournaled(engine: Engine, store: ObjectStore, keys: Collection[str]) -> list[str]:
     """Remove those of ``keys`` that have no journal row; returns the keys removed."""
     if not keys:
         return []
@@ -53,16 +55,17 @@ def discard_unjournaled(engine: Engine, store: LocalStore, keys: Collection[str]
 
 @dataclass(frozen=True)
 class SweepReport:
-    """What a sweep found: objects looked at, and keys and bytes removed (or, on a dry run,
-    that would have been)."""
+    """What a sweep found: objects looked at, keys and bytes removed (or, on a dry run, that
+    would have been), and unfinished writes aborted (none on a dry run)."""
 
     examined: int
     removed: list[str]
     removed_bytes: int
+    aborted: int = 0
 
 
 def sweep_orphans(
-    engine: Engine, store: LocalStore, *, grace: float, now: float, dry_run: bool = False
+    engine: Engine, store: ObjectStore, *, grace: float, now: float, dry_run: bool = False
 ) -> SweepReport:
     """Remove every stored object that has no journal row and is older than ``grace`` seconds.
 
@@ -98,7 +101,8 @@ def sweep_orphans(
             settle()
     if page:
         settle()
-    return SweepReport(examined, removed, removed_bytes)
+    aborted = 0 if dry_run else store.abort_stale_writes(now - grace)
+    return SweepReport(examined, removed, removed_bytes, aborted)
 
 
 class Sweeper:
@@ -111,7 +115,9 @@ class Sweeper:
         grace: see :func:`sweep_orphans`.
     """
 
-    def __init__(self, engine: Engine, store: LocalStore, *, interval: float, grace: float) -> None:
+    def __init__(
+        self, engine: Engine, store: ObjectStore, *, interval: float, grace: float
+    ) -> None:
         self.engine = engine
         self.store = store
         self.interval = interval
@@ -136,9 +142,11 @@ class Sweeper:
             except Exception:  # the next sweep tries again; an outage is logged elsewhere
                 log.warning("object sweep failed", exc_info=True)
                 continue
-            if report.removed:
+            if report.removed or report.aborted:
                 log.info(
-                    "object sweep removed %d objects without a journal row (%d bytes)",
+                    "object sweep removed %d objects without a journal row (%d bytes) and "
+                    "aborted %d unfinished writes",
                     len(report.removed),
                     report.removed_bytes,
+                    report.aborted,
                 )

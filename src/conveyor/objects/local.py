@@ -1,0 +1,253 @@
+"""The ``file:`` object store: objects as files under a local folder (the embedded default).
+
+An object is written to a temporary name beside its final place (``.<name>.<hex>.part``),
+flushed, checked against the declared size and SHA-256, and renamed over the key: a crash never
+leaves half an object under a real key, and the temporary file is invisible to :meth:`list`
+until :meth:`LocalStore.abort_stale_writes` removes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import uuid
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import BinaryIO
+
+from conveyor.errors import RejectedInput
+from conveyor.objects.store import (
+    ListedObject,
+    ObjectMismatch,
+    Readable,
+    Source,
+    StoredObject,
+    check_key,
+    new_key,
+)
+from conveyor.objects.work import WorkFolder
+
+__all__ = ["LocalStore", "chunks_of", "verify"]
+
+CHUNK = 1024 * 1024
+_PARTIAL = re.compile(r"\..+\.[0-9a-f]{32}\.part")
+
+
+def chunks_of(source: BinaryIO | Iterable[bytes], chunk: int = CHUNK) -> Iterator[bytes]:
+    """The bytes of a binary stream or an iterable of chunks, as chunks."""
+    if hasattr(source, "read"):
+        stream = source
+        yield from iter(lambda: stream.read(chunk), b"")
+    else:
+        yield from source
+
+
+def verify(
+    key: str, size: int, digest: str, *, want_size: int | None, want_sha: str | None
+) -> None:
+    """Raise :class:`ObjectMismatch` when the written bytes are not the declared ones."""
+    if want_size is not None and size != want_size:
+        raise ObjectMismatch(f"object {key}: {size} bytes written, {want_size} declared")
+    if want_sha is not None and digest != want_sha.lower():
+        raise ObjectMismatch(f"object {key}: SHA-256 {digest} written, {want_sha} declared")
+
+
+class _Slice:
+    """Reads at most ``remaining`` bytes of an open file."""
+
+    def __init__(self, handle: BinaryIO, remaining: int | None) -> None:
+        self._handle = handle
+        self._remaining = remaining
+
+    def read(self, size: int = -1, /) -> bytes:
+        if self._remaining is None:
+            return self._handle.read(size)
+        if size < 0 or size > self._remaining:
+            size = self._remaining
+        data = self._handle.read(size)
+        self._remaining -= len(data)
+        return data
+
+
+class LocalStore:
+    """Objects under ``root``; the key ``audio/12/original`` is the file ``root/audio/12/original``.
+
+    Args:
+        root: the objects' folder; created when missing.
+        work: this process's work folder for local copies (default ``root/work``).
+    """
+
+    def __init__(self, root: Path, *, work: WorkFolder | None = None) -> None:
+        self.root = Path(root).resolve()
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.work = work or WorkFolder(self.root / "work")
+
+    def describe_location(self) -> str:
+        """The folder, as an absolute path."""
+        return str(self.root)
+
+    def _path(self, key: str) -> Path:
+        path = self.root / check_key(key)
+        # check_key bars ".." and absolute keys; a symlink inside the folder is the owner's.
+        return path
+
+    def put(
+        self,
+        key: str,
+        source: Source,
+        *,
+        max_bytes: int | None = None,
+        size: int | None = None,
+        sha256: str | None = None,
+    ) -> StoredObject:
+        """See :meth:`conveyor.objects.ObjectStore.put`."""
+        final = self._path(key)
+        if isinstance(source, Path):
+            with source.open("rb") as handle:
+                return self.put(key, handle, max_bytes=max_bytes, size=size, sha256=sha256)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        temp = final.with_name(f".{final.name}.{uuid.uuid4().hex}.part")
+        digest = hashlib.sha256()
+        written = 0
+        try:
+            with temp.open("wb") as out:
+                for chunk in chunks_of(source):
+                    written += len(chunk)
+                    if max_bytes is not None and written > max_bytes:
+                        raise RejectedInput(
+                            "too_large",
+                            f"the upload is larger than the limit of {max_bytes} bytes",
+                        )
+                    digest.update(chunk)
+                    out.write(chunk)
+                out.flush()
+                os.fsync(out.fileno())
+            verify(key, written, digest.hexdigest(), want_size=size, want_sha=sha256)
+            os.replace(temp, final)
+        finally:
+            temp.unlink(missing_ok=True)
+        return StoredObject(key=key, size=written, sha256=digest.hexdigest())
+
+    def put_file(
+        self, key: str, src: Path, *, size: int | None = None, sha256: str | None = None
+    ) -> StoredObject:
+        """See :meth:`conveyor.objects.ObjectStore.put_file`."""
+        return self.put(key, src, size=size, sha256=sha256)
+
+    @contextmanager
+    def open(self, key: str, start: int = 0, end: int | None = None) -> Iterator[Readable]:
+        """See :meth:`conveyor.objects.ObjectStore.open`."""
+        with self._path(key).open("rb") as handle:
+            if start:
+                handle.seek(start)
+            yield _Slice(handle, None if end is None else max(0, end - start))
+
+    @contextmanager
+    def local_copy(self, key: str) -> Iterator[Path]:
+        """See :meth:`conveyor.objects.ObjectStore.local_copy` (a copy, never the stored file)."""
+        source = self._path(key)
+        copy = self.work.new_file(Path(key).suffix)
+        try:
+            shutil.copyfile(source, copy)
+            yield copy
+        finally:
+            copy.unlink(missing_ok=True)
+
+    def stat(self, key: str) -> ListedObject | None:
+        """See :meth:`conveyor.objects.ObjectStore.stat`."""
+        try:
+            st = self._path(key).stat()
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        if not os.path.isfile(self._path(key)):
+            return None
+        return ListedObject(key=key, size=st.st_size, modified=st.st_mtime)
+
+    def exists(self, key: str) -> bool:
+        """See :meth:`conveyor.objects.ObjectStore.exists`."""
+        return self._path(key).is_file()
+
+    def delete(self, key: str) -> None:
+        """See :meth:`conveyor.objects.ObjectStore.delete`."""
+        path = self._path(key)
+        path.unlink(missing_ok=True)
+        # Empty folders are left: removing them would race with a writer creating them.
+
+    def delete_prefix(self, prefix: str) -> None:
+        """See :meth:`conveyor.objects.ObjectStore.delete_prefix`."""
+        shutil.rmtree(self._path(prefix), ignore_errors=True)
+
+    def _files(self, prefix: str) -> Iterator[tuple[Path, os.stat_result]]:
+        top = self._path(prefix) if prefix else self.root
+        if not top.is_dir():
+            return
+        work = self.work.base.resolve()
+        for path in top.rglob("*"):
+            if path.is_relative_to(work):  # the work folder's files are not objects
+                continue
+            try:
+                st = path.stat()
+            except FileNotFoundError:  # removed while we walked
+                continue
+            if path.is_file():
+                yield path, st
+
+    def list(self, prefix: str = "") -> Iterator[ListedObject]:
+        """See :meth:`conveyor.objects.ObjectStore.list` (temporary files are not objects)."""
+        for path, st in self._files(prefix):
+            if not _PARTIAL.fullmatch(path.name):
+                key = path.relative_to(self.root).as_posix()
+                yield ListedObject(key=key, size=st.st_size, modified=st.st_mtime)
+
+    def abort_stale_writes(self, started_before: float) -> int:
+        """See :meth:`conveyor.objects.ObjectStore.abort_stale_writes`: temporary files of
+        writes cut short, older than ``started_before``."""
+        removed = 0
+        for path, st in self._files(""):
+            if _PARTIAL.fullmatch(path.name) and st.st_mtime < started_before:
+                path.unlink(missing_ok=True)
+                removed += 1
+        return removed
+
+    def presign(self, key: str, *, expires: float, mime_type: str, disposition: str) -> str | None:
+        """A folder has no URLs of its own: always None (the API streams the file)."""
+        return None
+
+    # --- deprecated folder access, kept until every caller works on local copies -----------
+
+    def path(self, key: str) -> Path:
+        """The file behind ``key`` (only :mod:`conveyor.objects` may rely on this)."""
+        return self._path(key)
+
+    new_key = staticmethod(new_key)
+
+    @contextmanager
+    def writer(self, key: str) -> Iterator[Path]:
+        """Yield a temporary path to write ``key`` into; it becomes the object on success."""
+        final = self._path(key)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        temp = final.with_name(f".{final.name}.{uuid.uuid4().hex}.part")
+        try:
+            yield temp
+            os.replace(temp, final)
+        finally:
+            temp.unlink(missing_ok=True)
+
+    def put_stream(
+        self, key: str, source: BinaryIO | Iterable[bytes], *, max_bytes: int | None = None
+    ) -> StoredObject:
+        """Store ``source`` under ``key`` (see :meth:`put`)."""
+        return self.put(key, source, max_bytes=max_bytes)
+
+    def describe(self, key: str) -> StoredObject:
+        """Size and SHA-256 of a stored object, read in full."""
+        digest = hashlib.sha256()
+        size = 0
+        with self._path(key).open("rb") as handle:
+            for chunk in iter(lambda: handle.read(CHUNK), b""):
+                size += len(chunk)
+                digest.update(chunk)
+        return StoredObject(key=key, size=size, sha256=digest.hexdigest())
