@@ -17,8 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
+from sqlalchemy import Engine, text
 
 from conveyor.api.server import ConveyorServer, make_server
+from conveyor.db.tables import metadata
 from needs import need
 
 CHROMIUM = "/usr/bin/chromium"
@@ -58,6 +60,13 @@ def axe_source() -> str:
 
     path = Path(axe_playwright_python.__file__).with_name("axe.min.js")
     return path.read_text(encoding="utf-8")
+
+
+def truncate_all(engine: Engine) -> None:
+    """Empty every table of a PostgreSQL test database (ids start again at 1)."""
+    names = ", ".join(t.name for t in metadata.sorted_tables)
+    with engine.begin() as conn:
+        conn.execute(text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
 
 
 class LiveServer:

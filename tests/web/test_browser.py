@@ -1,8 +1,9 @@
 """The web app in a real browser (Playwright + Debian's Chromium), as a person uses it.
 
-One server with workers serves every test of this module (SQLite, the embedded default);
-each test signs in with its own browser context. Screenshots of each page go to
-``docs/screenshots/`` so the docs show what the code does.
+One server with workers serves every test of this module, once on SQLite (the embedded
+default) and once on PostgreSQL; each test signs in with its own browser context. Screenshots
+of each page (from the SQLite run) go to ``docs/screenshots/`` so the docs show what the code
+does.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from browser_helpers import (
@@ -23,16 +24,21 @@ from browser_helpers import (
     LiveServer,
     axe_source,
     ensure_chromium,
+    truncate_all,
 )
 from playwright.sync_api import sync_playwright
-from sqlalchemy import update
+from sqlalchemy import insert, update
 from web_helpers import PASSWORDS, Site, build_site
 
 from conveyor.audio.intake import accept_audio
 from conveyor.db.engine import make_engine
 from conveyor.db.migrate import upgrade
-from conveyor.db.tables import audio_records
+from conveyor.db.tables import audio_records, media_items
+from conveyor.media.albums import create_album
+from conveyor.media.intake import accept_media
 from conveyor.pipeline import resume
+from conveyor.web.routes_albums import GRID_PAGE
+from conveyor.web.routes_operator import HALTED_PAGE
 
 Page = Any
 Browser = Any
@@ -47,8 +53,19 @@ def browser() -> Iterator[Browser]:
         chromium.close()
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Site, str]]:
+class Served(NamedTuple):
+    """The site under test, the URL its live server answers at, and its database."""
+
+    site: Site
+    url: str
+    backend: str
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def site(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Served]:
+    """One live server with workers per database; every test of the module uses it."""
     from argon2 import PasswordHasher
 
     from conveyor.accounts import passwords
@@ -56,8 +73,12 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Site, str]]
     saved = passwords.hasher
     passwords.hasher = PasswordHasher(time_cost=1, memory_cost=8 * 1024, parallelism=1)
     tmp = tmp_path_factory.mktemp("web")
-    engine = make_engine(f"sqlite:///{tmp / 'conveyor.db'}")
-    upgrade(engine)
+    if request.param == "sqlite":
+        engine = make_engine(f"sqlite:///{tmp / 'conveyor.db'}")
+        upgrade(engine)
+    else:
+        engine = request.getfixturevalue("pg_engine")
+        truncate_all(engine)
     built = build_site(
         engine,
         tmp,
@@ -67,10 +88,13 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Site, str]]
     )
     try:
         with LiveServer(built.app) as server:
-            yield built, server.url
+            yield Served(built, server.url, request.param)
     finally:
         passwords.hasher = saved
-        engine.dispose()
+        if request.param == "sqlite":
+            engine.dispose()
+        else:
+            truncate_all(engine)
 
 
 def new_page(
@@ -94,7 +118,10 @@ def new_page(
     return page
 
 
-def shot(page: Page, name: str) -> None:
+def shot(served: Served, page: Page, name: str) -> None:
+    """A screenshot for the docs (from the SQLite run only: one picture per page)."""
+    if served.backend != "sqlite":
+        return
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
 
@@ -110,12 +137,12 @@ def serious_violations(page: Page) -> list[str]:
     ]
 
 
-def test_sign_in_and_sign_out(browser: Browser, site: tuple[Site, str]) -> None:
-    _, url = site
+def test_sign_in_and_sign_out(browser: Browser, site: Served) -> None:
+    url = site.url
     page = new_page(browser, url, None)
     page.goto("/records")
     page.wait_for_url(re.compile(r"/sign-in\?next=/records"))
-    shot(page, "sign-in")
+    shot(site, page, "sign-in")
     page.fill("#username", "alice")
     page.fill("#password", "not the password")
     page.click("button[type=submit]")
@@ -132,11 +159,11 @@ def test_sign_in_and_sign_out(browser: Browser, site: tuple[Site, str]) -> None:
 
 
 def test_upload_jfk_until_transcript_shows_then_play_correct_and_export(
-    browser: Browser, site: tuple[Site, str], corpus: Path
+    browser: Browser, site: Served, corpus: Path
 ) -> None:
     """Drop jfk.wav, watch the list move live, read the timed transcript, play from a line,
     correct it: the correction stays after a reload and is what the downloads hold."""
-    _, url = site
+    url = site.url
     page = new_page(browser, url, "alice")
     page.set_input_files("#record-files", str(corpus / "audio" / "jfk.wav"))
     page.locator(".uploads .upload-done a").wait_for()
@@ -146,13 +173,13 @@ def test_upload_jfk_until_transcript_shows_then_play_correct_and_export(
     # The list follows the record through its stages without a reload.
     page.locator(".record-row.is-done").first.wait_for(timeout=240_000)
     assert page.locator("#activity .activity-entry").count() >= 3
-    shot(page, "recordings")
+    shot(site, page, "recordings")
     page.click(".record-row.is-done .record-name")
     page.locator("#transcript .seg").first.wait_for()
     segments = page.locator("#transcript .seg")
     assert segments.count() >= 1
     assert "country" in page.locator("#transcript").inner_text().lower()
-    shot(page, "record")
+    shot(site, page, "record")
     # A line is a button: choose it (here with the keyboard) and the player jumps there; the
     # line being played is marked.
     last = segments.nth(segments.count() - 1)
@@ -177,9 +204,9 @@ def test_upload_jfk_until_transcript_shows_then_play_correct_and_export(
 
 
 def test_second_page_on_an_album_sees_a_photo_appear_live(
-    browser: Browser, site: tuple[Site, str], corpus: Path
+    browser: Browser, site: Served, corpus: Path
 ) -> None:
-    _, url = site
+    url = site.url
     uploader = new_page(browser, url, "alice")
     uploader.goto("/albums")
     uploader.fill("#album-name", "Holiday")
@@ -193,13 +220,13 @@ def test_second_page_on_an_album_sees_a_photo_appear_live(
     # The watcher never reloads: the tile arrives from the album's live stream with its thumb.
     watcher.locator(".tile[data-ready=true] img.thumb").wait_for(timeout=120_000)
     assert watcher.locator(".tile").count() == 1
-    shot(watcher, "album-phone")
-    shot(uploader, "album")
+    shot(site, watcher, "album-phone")
+    shot(site, uploader, "album")
     watcher.click(".tile-link")
     watcher.locator(".viewer img").wait_for()
     src = watcher.locator(".viewer img").get_attribute("src") or ""
     assert "preview" in src or "medium" in src
-    shot(watcher, "item-phone")
+    shot(site, watcher, "item-phone")
     uploader.context.close()
     watcher.context.close()
 
@@ -235,16 +262,14 @@ def halted_record(
     return record_id
 
 
-def test_resume_a_halted_record_from_its_page(
-    browser: Browser, site: tuple[Site, str], corpus: Path
-) -> None:
-    built, url = site
+def test_resume_a_halted_record_from_its_page(browser: Browser, site: Served, corpus: Path) -> None:
+    built, url = site.site, site.url
     record_id = halted_record(built, corpus)
     page = new_page(browser, url, "alice")
     page.goto(f"/records/{record_id}")
     status = page.locator("#record-status")
     assert "could not be read" in status.inner_text()
-    shot(page, "record-halted")
+    shot(site, page, "record-halted")
     page.click("#record-status button:has-text('Resume')")
     page.wait_for_url(re.compile(r"saved=resumed"))
     assert page.locator("#record-status").get_attribute("data-halted") == "false" or (
@@ -255,9 +280,9 @@ def test_resume_a_halted_record_from_its_page(
 
 
 def test_a_form_posted_without_its_csrf_token_is_refused(
-    browser: Browser, site: tuple[Site, str], corpus: Path
+    browser: Browser, site: Served, corpus: Path
 ) -> None:
-    built, url = site
+    built, url = site.site, site.url
     record_id = halted_record(built, corpus)
     page = new_page(browser, url, "alice")
     page.goto(f"/records/{record_id}")
@@ -273,9 +298,9 @@ def test_a_form_posted_without_its_csrf_token_is_refused(
 
 
 def test_another_owners_record_url_answers_not_found(
-    browser: Browser, site: tuple[Site, str], corpus: Path
+    browser: Browser, site: Served, corpus: Path
 ) -> None:
-    built, url = site
+    built, url = site.site, site.url
     record_id = halted_record(built, corpus)
     page = new_page(browser, url, "bob")
     response = page.goto(f"/records/{record_id}")
@@ -286,9 +311,9 @@ def test_another_owners_record_url_answers_not_found(
 
 
 def test_network_drop_and_return_shows_every_missed_change_once(
-    browser: Browser, site: tuple[Site, str], corpus: Path
+    browser: Browser, site: Served, corpus: Path
 ) -> None:
-    built, url = site
+    built, url = site.site, site.url
     runtime = built.runtime
     ids = [halted_record(built, corpus, reason="stuck_test") for _ in range(3)]
     proxy = CuttableProxy(int(url.rsplit(":", 1)[1]))
@@ -320,16 +345,16 @@ def test_network_drop_and_return_shows_every_missed_change_once(
 
 
 def test_operator_resumes_exactly_the_frozen_set(
-    browser: Browser, site: tuple[Site, str], corpus: Path
+    browser: Browser, site: Served, corpus: Path
 ) -> None:
-    built, url = site
+    built, url = site.site, site.url
     runtime = built.runtime
     frozen = [
         halted_record(built, corpus, owner=o, reason="operator_test") for o in ("alice", "bob")
     ]
     page = new_page(browser, url, "root")
     page.goto("/operator")
-    shot(page, "operator")
+    shot(site, page, "operator")
     row = page.locator("tr", has_text="operator_test")
     assert row.locator("td").nth(1).inner_text() == "2"
     row.locator("button").click()
@@ -353,10 +378,10 @@ def test_operator_resumes_exactly_the_frozen_set(
 
 
 def test_every_page_passes_an_accessibility_scan(
-    browser: Browser, site: tuple[Site, str], corpus: Path
+    browser: Browser, site: Served, corpus: Path
 ) -> None:
     """axe-core, run in each page, finds no serious or critical violation."""
-    built, url = site
+    built, url = site.site, site.url
     record_id = halted_record(built, corpus, owner="root")
     page = new_page(browser, url, "root", bypass_csp=True)
     failures: dict[str, list[str]] = {}
@@ -371,9 +396,9 @@ def test_every_page_passes_an_accessibility_scan(
         found = serious_violations(page)
         if found:
             failures[path] = found
-    shot(page, "album-empty")
+    shot(site, page, "album-empty")
     page.goto("/tokens")
-    shot(page, "tokens")
+    shot(site, page, "tokens")
     page.click("text=Sign out")
     page.wait_for_url(re.compile(r"/sign-in$"))
     found = serious_violations(page)
@@ -381,3 +406,128 @@ def test_every_page_passes_an_accessibility_scan(
         failures["/sign-in"] = found
     assert failures == {}
     page.context.close()
+
+
+def halted_photo(site: Site, corpus: Path, album_id: int, owner: str = "alice") -> int:
+    """A photo of ``owner`` halted from the start (in the intake's own transaction, so no
+    worker ever sees it waiting)."""
+    runtime = site.runtime
+
+    def halt(conn: Any, item_id: int) -> None:
+        conn.execute(
+            update(media_items)
+            .where(media_items.c.id == item_id)
+            .values(halted_at=runtime.clock.now(), halt_reason="step_error", halt_error="test")
+        )
+
+    return accept_media(
+        runtime.engine,
+        runtime.store,
+        runtime.clock,
+        corpus / "media" / "exif-samples__Canon_40D.jpg",
+        album_id=album_id,
+        owner=owner,
+        original_name="live.jpg",
+        max_pixels=runtime.settings.media.max_pixels,
+        on_insert=halt,
+    )
+
+
+def test_the_item_viewer_fills_in_live_as_variants_arrive(
+    browser: Browser, site: Served, corpus: Path
+) -> None:
+    """The viewer of a photo still waiting shows its original; when the preview is made the
+    page swaps it in from the album's stream, without a reload."""
+    built, url = site.site, site.url
+    runtime = built.runtime
+    album_id = create_album(runtime.engine, runtime.clock, owner="alice", name="Live viewer")
+    item_id = halted_photo(built, corpus, album_id)
+    page = new_page(browser, url, "alice", viewport=PHONE)
+    page.goto(f"/items/{item_id}")
+    assert page.locator("#item-view").get_attribute("data-halted") == "true"
+    assert "(original)" in (page.locator("#item-figure img").get_attribute("alt") or "")
+    page.evaluate("() => { window.sameDocument = true; }")
+    time.sleep(1)  # the stream is open
+    # Resumed elsewhere (another tab, the operator): the worker makes the variants.
+    resume(runtime.engine, runtime.media, item_id, clock=runtime.clock)
+    runtime.notifier.publish()
+    page.locator("#item-view:not([data-roles=original]) #item-figure img").wait_for(timeout=120_000)
+    src = page.locator("#item-figure img").get_attribute("src") or ""
+    assert "preview" in src or "medium" in src
+    assert page.locator("#item-view").get_attribute("data-halted") == "false"
+    assert page.evaluate("() => window.sameDocument === true"), "the page was reloaded"
+    assert "Halted" not in page.locator("#item-status").inner_text()
+    page.context.close()
+
+
+def test_album_grid_and_operator_list_page_in_the_browser(
+    browser: Browser, site: Served, corpus: Path
+) -> None:
+    """An album of GRID_PAGE + 5 items shows GRID_PAGE tiles and an Older page with the other
+    5; an upload seen from the older page lands on the first page only. The operator's halted
+    list pages the same way. Both pass the accessibility scan."""
+    built, url = site.site, site.url
+    runtime = built.runtime
+    album_id = create_album(runtime.engine, runtime.clock, owner="alice", name="Paged")
+    now = runtime.clock.now()
+    rows = [
+        {
+            "owner": "alice",
+            "album_id": album_id,
+            "kind": "photo",
+            "original_name": f"old-{n}.jpg",
+            "uploaded_at": now - 1000 + n,
+            "stage": "done",
+            "state_entered_at": now,
+            "attempts": 0,
+            "updated_at": now,
+        }
+        for n in range(GRID_PAGE + 5)
+    ]
+    halted = [
+        {
+            **rows[0],
+            "original_name": f"halted-{n}.jpg",
+            "stage": "uploaded",
+            "halted_at": now - 1000 + n,
+            "halt_reason": "paging_test",
+        }
+        for n in range(HALTED_PAGE + 3)
+    ]
+    with runtime.engine.begin() as conn:
+        conn.execute(insert(media_items), rows)
+    page = new_page(browser, url, "alice", bypass_csp=True)
+    page.goto(f"/albums/{album_id}")
+    assert page.locator(".tile").count() == GRID_PAGE
+    assert page.locator("#grid-total").inner_text() == str(GRID_PAGE + 5)
+    page.click("a[rel=next]")
+    page.wait_for_url(re.compile(r"before="))
+    assert page.locator(".tile").count() == 5
+    assert serious_violations(page) == []
+    page.set_input_files("#item-files", str(corpus / "media" / "exif-samples__Canon_40D.jpg"))
+    done = page.locator(".uploads .upload-done a")
+    done.wait_for()
+    new_id = int((done.get_attribute("href") or "").rsplit("/", 1)[1])
+    page.locator("#activity .activity-entry", has_text=f"Item {new_id}:").first.wait_for(
+        timeout=120_000
+    )
+    assert page.locator(".tile").count() == 5  # the newest upload is not an older item
+    page.click("text=Newest")
+    page.wait_for_url(re.compile(rf"/albums/{album_id}$"))
+    assert page.locator(".tile").first.get_attribute("data-id") == str(new_id)
+    assert page.locator(".tile").count() == GRID_PAGE
+    page.context.close()
+    with runtime.engine.begin() as conn:
+        conn.execute(insert(media_items), halted)
+    operator = new_page(browser, url, "root", bypass_csp=True)
+    operator.goto("/operator")
+    media = operator.locator("section", has=operator.locator("#op-media"))
+    first = media.locator("tr.halted-row td:first-child").all_inner_texts()
+    assert len(first) == HALTED_PAGE
+    media.locator("a[rel=next]").click()
+    operator.wait_for_url(re.compile(r"domain=media&before="))
+    media = operator.locator("section", has=operator.locator("#op-media"))
+    second = media.locator("tr.halted-row td:first-child").all_inner_texts()
+    assert len(second) >= 3 and not set(first) & set(second)
+    assert serious_violations(operator) == []
+    operator.context.close()

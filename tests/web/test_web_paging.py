@@ -1,15 +1,19 @@
-"""The recordings list stays a page at a time with 10,000 records (keyset paging by id)."""
+"""Long lists stay a page at a time (keyset paging): the recordings list with 10,000 records,
+an album grid with 10,000 items, the operator's halted list."""
 
 from __future__ import annotations
 
+import html
 import re
 import time
 
 from fastapi.testclient import TestClient
-from sqlalchemy import insert
+from sqlalchemy import insert, select
 from web_helpers import HTML, MakeSite, sign_in
 
-from conveyor.db.tables import audio_records, files
+from conveyor.db.tables import albums, audio_records, files, media_items
+from conveyor.web.routes_albums import GRID_PAGE
+from conveyor.web.routes_operator import HALTED_PAGE
 
 
 def test_ten_thousand_records_page_by_fifty(make_site: MakeSite) -> None:
@@ -55,3 +59,122 @@ def test_ten_thousand_records_page_by_fifty(make_site: MakeSite) -> None:
         assert last.text.count('class="record-row') == 50 and 'rel="next"' not in last.text
     # Not a timing test (that is bench's job); a page that read every row would show here.
     print(f"first page of 10,000 records: {elapsed * 1000:.0f} ms")
+
+
+def _walk(client: TestClient, url: str, row: str, older: str) -> list[list[int]]:
+    """Every page from ``url`` on, following its ``Older`` link: the ids each page shows."""
+    pages: list[list[int]] = []
+    while url:
+        page = client.get(url, headers=HTML)
+        assert page.status_code == 200, page.text
+        pages.append([int(i) for i in re.findall(row, page.text)])
+        found = re.search(older, page.text)
+        url = html.unescape(found.group(1)) if found else ""
+    return pages
+
+
+def test_album_grid_pages_newest_first_without_skipping_or_repeating(
+    make_site: MakeSite,
+) -> None:
+    """10,000 items, uploaded three at a time (equal times): the grid shows GRID_PAGE a page
+    in (uploaded_at, id) order, newest first, and the Older links walk every item once."""
+    site = make_site()
+    engine = site.runtime.engine
+    now = 1_800_000_000.0
+    with engine.begin() as conn:
+        conn.execute(insert(albums).values(id=1, owner="alice", name="Big", created_at=now))
+        conn.execute(insert(albums).values(id=2, owner="alice", name="Small", created_at=now))
+        conn.execute(
+            insert(media_items),
+            [
+                {
+                    "owner": "alice",
+                    "album_id": 1 if n < 10_000 else 2,
+                    "kind": "photo",
+                    "original_name": f"p-{n}.jpg",
+                    # Three items share each upload time; the album order breaks ties by id.
+                    "uploaded_at": now + (n % 10_000) // 3,
+                    "stage": "done",
+                    "state_entered_at": now,
+                    "attempts": 0,
+                    "updated_at": now,
+                }
+                for n in range(10_000 + 200)
+            ],
+        )
+        rows = conn.execute(
+            select(media_items.c.id, media_items.c.uploaded_at, media_items.c.album_id)
+        ).all()
+    expected = {
+        album: [
+            r.id for r in sorted(rows, key=lambda r: (-r.uploaded_at, -r.id)) if r.album_id == album
+        ]
+        for album in (1, 2)
+    }
+    tile = r'<li class="tile[^"]*" id="item-(\d+)"'
+    older = r'href="(/albums/\d+\?before=[^"]+)" rel="next"'
+    with TestClient(site.app) as client:
+        sign_in(client, "alice")
+        first = client.get("/albums/1", headers=HTML)
+        assert '(<span id="grid-total">10000</span>)' in first.text
+        shown = [int(i) for i in re.findall(tile, first.text)]
+        assert shown == expected[1][:GRID_PAGE]
+        link = re.search(older, first.text)
+        assert link is not None
+        second = client.get(html.unescape(link.group(1)), headers=HTML)
+        assert [int(i) for i in re.findall(tile, second.text)] == expected[1][
+            GRID_PAGE : 2 * GRID_PAGE
+        ]
+        # The small album, walked to its end: every item exactly once, in order.
+        pages = _walk(client, "/albums/2", tile, older)
+        assert [len(p) for p in pages] == [60, 60, 60, 20]
+        assert [i for p in pages for i in p] == expected[2]
+        # Bob cannot page through alice's album; a forged cursor is a 400, not a 500.
+        assert client.get("/albums/2?before=x_1", headers=HTML).status_code == 400
+        assert client.get("/albums/2?before=nan_1", headers=HTML).status_code == 400
+    with TestClient(site.app) as other:
+        sign_in(other, "bob")
+        assert other.get(html.unescape(link.group(1)), headers=HTML).status_code == 404
+
+
+def test_operator_halted_list_pages_most_recent_first(make_site: MakeSite) -> None:
+    """250 halted recordings of two owners, four halted at each instant: HALTED_PAGE a page,
+    most recently halted first, and the Older links walk every one once."""
+    site = make_site()
+    engine = site.runtime.engine
+    now = 1_800_000_000.0
+    with engine.begin() as conn:
+        conn.execute(
+            insert(files).values(
+                id=1, key="u/1", mime_type="audio/wav", size=1, state="stored", created_at=now
+            )
+        )
+        conn.execute(
+            insert(audio_records),
+            [
+                {
+                    "owner": "alice" if n % 2 else "bob",
+                    "original_name": f"h-{n}.ogg",
+                    "created_at": now + n,
+                    "original_file_id": 1,
+                    "stage": "uploaded",
+                    "state_entered_at": now + n,
+                    "attempts": 0,
+                    "updated_at": now + n,
+                    "halted_at": now + 1000 + n // 4,
+                    "halt_reason": "undecodable",
+                }
+                for n in range(250)
+            ],
+        )
+        rows = conn.execute(select(audio_records.c.id, audio_records.c.halted_at)).all()
+    expected = [r.id for r in sorted(rows, key=lambda r: (-r.halted_at, -r.id))]
+    row = r'<tr class="halted-row"><td>(\d+)</td>'
+    older = r'href="(/operator\?domain=audio&amp;before=[^"#]+)#halted-audio" rel="next"'
+    with TestClient(site.app) as client:
+        sign_in(client, "root")
+        pages = _walk(client, "/operator", row, older)
+        assert [len(p) for p in pages] == [HALTED_PAGE, HALTED_PAGE, 50]
+        assert [i for p in pages for i in p] == expected
+        assert client.get("/operator?domain=audio&before=1.5_x", headers=HTML).status_code == 400
+        assert client.get("/operator?domain=nope", headers=HTML).status_code == 422

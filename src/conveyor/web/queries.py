@@ -6,11 +6,14 @@ from collections.abc import Sequence
 
 from sqlalchemy import Connection, RowMapping, Table, and_, func, or_, select
 
-from conveyor.db.tables import audio_records, record_events
+from conveyor.db.tables import audio_records, media_items, record_events
+from conveyor.web.keyset import comes_after
 
 __all__ = [
+    "album_page",
     "audio_events_after",
     "backlog",
+    "count_items",
     "count_records",
     "halted_records",
     "halted_totals",
@@ -50,6 +53,12 @@ def place_in_queue(
 def count_records(conn: Connection, owner: str) -> int:
     """How many records ``owner`` has."""
     query = select(func.count()).select_from(audio_records).where(audio_records.c.owner == owner)
+    return int(conn.execute(query).scalar_one())
+
+
+def count_items(conn: Connection, album_id: int) -> int:
+    """How many items the album holds."""
+    query = select(func.count()).select_from(media_items).where(media_items.c.album_id == album_id)
     return int(conn.execute(query).scalar_one())
 
 
@@ -105,8 +114,28 @@ def halted_totals(conn: Connection, table: Table) -> Sequence[RowMapping]:
     return conn.execute(query).mappings().all()
 
 
-def halted_records(conn: Connection, table: Table, limit: int) -> Sequence[RowMapping]:
-    """Halted records of every owner, most recently halted first."""
+def album_page(
+    conn: Connection, album_id: int, *, after: tuple[float, int] | None, limit: int
+) -> Sequence[RowMapping]:
+    """Up to ``limit`` items of an album, newest upload first (id breaks ties), after the
+    ``(uploaded_at, id)`` of the last item of the previous page."""
+    order = [(media_items.c.uploaded_at, True), (media_items.c.id, True)]
+    query = (
+        select(media_items)
+        .where(media_items.c.album_id == album_id)
+        .order_by(media_items.c.uploaded_at.desc(), media_items.c.id.desc())
+        .limit(limit)
+    )
+    if after is not None:
+        query = query.where(comes_after(order, after))
+    return conn.execute(query).mappings().all()
+
+
+def halted_records(
+    conn: Connection, table: Table, limit: int, *, after: tuple[float, int] | None = None
+) -> Sequence[RowMapping]:
+    """Halted records of every owner, most recently halted first (id breaks ties), after the
+    ``(halted_at, id)`` of the last one of the previous page."""
     query = (
         select(
             table.c.id,
@@ -120,4 +149,7 @@ def halted_records(conn: Connection, table: Table, limit: int) -> Sequence[RowMa
         .order_by(table.c.halted_at.desc(), table.c.id.desc())
         .limit(limit)
     )
+    if after is not None:
+        order = [(table.c.halted_at, True), (table.c.id, True)]
+        query = query.where(comes_after(order, after))
     return conn.execute(query).mappings().all()

@@ -20,14 +20,19 @@ from conveyor.media import albums as album_views
 from conveyor.media import queries as media_queries
 from conveyor.media.intake import accept_media
 from conveyor.pipeline import resume
+from conveyor.web import queries
 from conveyor.web.auth import Csrf, CsrfHeader, Viewer
+from conveyor.web.keyset import cursor_text, parse_cursor
 from conveyor.web.pages import render
 from conveyor.web.streams import album_reader, page_stream_response, start_point
 from conveyor.web.views import item_status
 
-__all__ = ["router"]
+__all__ = ["GRID_PAGE", "router"]
 
 router = APIRouter(include_in_schema=False)
+
+GRID_PAGE = 60
+"""Tiles a page of the album grid shows (``Older`` continues after the last)."""
 
 AlbumId = Annotated[int, Path(ge=1, le=2**31 - 1)]
 ItemId = Annotated[int, Path(ge=1, le=2**31 - 1)]
@@ -76,21 +81,39 @@ def albums_create(
 
 
 @router.get("/albums/{album_id}")
-def album_page(request: Request, state: State, viewer: Viewer, album_id: AlbumId) -> Response:
-    """The grid, newest first; tiles appear and fill in from the album's live stream."""
+def album_page(
+    request: Request,
+    state: State,
+    viewer: Viewer,
+    album_id: AlbumId,
+    before: Annotated[str | None, Query(max_length=60)] = None,
+) -> Response:
+    """The grid, newest first, :data:`GRID_PAGE` tiles a page (``?before=`` the cursor of the
+    last tile shown, keyset); tiles appear and fill in from the album's live stream."""
+    after = parse_cursor(before) if before is not None else None
     album = _album(state, album_id, viewer.name)
     runtime = state.runtime
     now = runtime.clock.now()
     with runtime.engine.connect() as conn:
         last_event_id = media_queries.latest_event_id(conn, album_id)
-        items = [
-            item_status(conn, int(i["id"]), viewer.name, now)
-            for i in media_queries.items_of_album(conn, album_id)
-        ]
+        rows = queries.album_page(conn, album_id, after=after, limit=GRID_PAGE + 1)
+        items = [item_status(conn, int(i["id"]), viewer.name, now) for i in rows[:GRID_PAGE]]
+        total = queries.count_items(conn, album_id)
+    older = None
+    if len(rows) > GRID_PAGE:
+        last = rows[GRID_PAGE - 1]
+        older = cursor_text(float(last["uploaded_at"]), int(last["id"]))
     return render(
         request,
         "album.html",
-        {"album": album, "items": items, "last_event_id": last_event_id},
+        {
+            "album": album,
+            "items": items,
+            "total": total,
+            "older": older,
+            "first_page": after is None,
+            "last_event_id": last_event_id,
+        },
     )
 
 
@@ -156,12 +179,29 @@ def item_tile(request: Request, state: State, viewer: Viewer, item_id: ItemId) -
     return render(request, "_item_tile.html", {"it": _item(state, item_id, viewer.name)})
 
 
+@router.get("/items/{item_id}/view")
+def item_view_part(request: Request, state: State, viewer: Viewer, item_id: ItemId) -> Response:
+    """The live part of the viewer (swapped in when the item changes)."""
+    return render(request, "_item_view.html", {"it": _item(state, item_id, viewer.name)})
+
+
 @router.get("/items/{item_id}")
 def item_page(request: Request, state: State, viewer: Viewer, item_id: ItemId) -> Response:
-    """The viewer: medium/preview image, or the video with its poster once converted."""
-    item = _item(state, item_id, viewer.name)
+    """The viewer: medium/preview image, or the video with its poster once converted; it
+    follows the album's live stream and fills in as the variants and playback arrive."""
+    runtime = state.runtime
+    with runtime.engine.connect() as conn:
+        # The stream's start is read first: a change after it reaches the page (maybe twice
+        # shown, never missed).
+        item_row = media_queries.item_by_id(conn, item_id, viewer.name)
+        if item_row is None:
+            raise NotFound(f"item {item_id} does not exist")
+        last_event_id = media_queries.latest_event_id(conn, int(item_row["album_id"]))
+        item = item_status(conn, item_id, viewer.name, runtime.clock.now())
     album = _album(state, int(item["album_id"]), viewer.name)
-    return render(request, "viewer.html", {"it": item, "album": album})
+    return render(
+        request, "viewer.html", {"it": item, "album": album, "last_event_id": last_event_id}
+    )
 
 
 @router.post("/items/{item_id}/resume")

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Form, Request
+from fastapi import APIRouter, Depends, Form, Query, Request
+from sqlalchemy import Connection
 from starlette.responses import Response
 
 from conveyor.accounts import SessionAccount
@@ -19,15 +20,17 @@ from conveyor.errors import RejectedInput
 from conveyor.pipeline import Domain, halted_ids, resume_many
 from conveyor.web import queries
 from conveyor.web.auth import Csrf, require_admin
+from conveyor.web.keyset import cursor_text, parse_cursor
 from conveyor.web.pages import render
 from conveyor.web.words import duration_words, halt_words, stage_words
 
-__all__ = ["router"]
+__all__ = ["HALTED_PAGE", "router"]
 
 router = APIRouter(include_in_schema=False)
 
 Admin = Annotated[SessionAccount, Depends(require_admin)]
-_SHOWN = 200
+HALTED_PAGE = 100
+"""Halted rows a page of the operator view lists per kind of record."""
 _MAX_SET = 100_000
 
 
@@ -40,40 +43,64 @@ def _domain(state: ApiState, name: str) -> Domain:
 
 
 @router.get("/operator")
-def operator_page(request: Request, state: State, viewer: Admin) -> Response:
-    """Backlog per stage, halted totals per reason, the latest halted of every owner."""
+def operator_page(
+    request: Request,
+    state: State,
+    viewer: Admin,
+    domain: Annotated[str | None, Query(max_length=16)] = None,
+    before: Annotated[str | None, Query(max_length=60)] = None,
+) -> Response:
+    """Backlog per stage, halted totals per reason, the halted of every owner, most recent
+    first, :data:`HALTED_PAGE` a page (``?domain=audio&before=`` the cursor of the last row
+    shown, keyset)."""
+    if domain is not None:
+        _domain(state, domain)
+    after = parse_cursor(before) if before is not None else None
     runtime = state.runtime
     now = runtime.clock.now()
     sections: list[dict[str, Any]] = []
     with runtime.engine.connect() as conn:
         for name in ("audio", "media"):
-            domain = _domain(state, name)
-            table = domain.table
-            backlog = [
-                {
-                    "stage": b["stage"],
-                    "words": stage_words(name, str(b["stage"])),
-                    "waiting": b["waiting"],
-                    "oldest": duration_words(now - float(b["oldest"])),
-                }
-                for b in queries.backlog(conn, table, domain.terminal_stages)
-            ]
-            totals = [
-                {"reason": t["halt_reason"], "n": t["n"], "words": halt_words(t["halt_reason"])}
-                for t in queries.halted_totals(conn, table)
-            ]
-            halted = [
-                {
-                    **r,
-                    "words": halt_words(r["halt_reason"]),
-                    "halted": iso_utc(r["halted_at"]),
-                }
-                for r in queries.halted_records(conn, table, _SHOWN)
-            ]
-            sections.append(
-                {"domain": name, "backlog": backlog, "totals": totals, "halted": halted}
-            )
-    return render(request, "operator.html", {"sections": sections, "shown": _SHOWN})
+            sections.append(_section(conn, state, name, now, after if domain == name else None))
+    return render(request, "operator.html", {"sections": sections, "shown": HALTED_PAGE})
+
+
+def _section(
+    conn: Connection, state: ApiState, name: str, now: float, after: tuple[float, int] | None
+) -> dict[str, Any]:
+    domain = _domain(state, name)
+    table = domain.table
+    backlog = [
+        {
+            "stage": b["stage"],
+            "words": stage_words(name, str(b["stage"])),
+            "waiting": b["waiting"],
+            "oldest": duration_words(now - float(b["oldest"])),
+        }
+        for b in queries.backlog(conn, table, domain.terminal_stages)
+    ]
+    totals = [
+        {"reason": t["halt_reason"], "n": t["n"], "words": halt_words(t["halt_reason"])}
+        for t in queries.halted_totals(conn, table)
+    ]
+    rows = queries.halted_records(conn, table, HALTED_PAGE + 1, after=after)
+    halted = [
+        {**r, "words": halt_words(r["halt_reason"]), "halted": iso_utc(r["halted_at"])}
+        for r in rows[:HALTED_PAGE]
+    ]
+    older = None
+    if len(rows) > HALTED_PAGE:
+        last = rows[HALTED_PAGE - 1]
+        older = cursor_text(float(last["halted_at"]), int(last["id"]))
+    return {
+        "domain": name,
+        "backlog": backlog,
+        "totals": totals,
+        "halted": halted,
+        "older": older,
+        "first_page": after is None,
+        "halted_total": sum(int(t["n"]) for t in totals),
+    }
 
 
 @router.post("/operator/freeze")

@@ -124,6 +124,10 @@
     var id = parseInt(tile.dataset.id, 10);
     var old = document.getElementById(tile.id);
     if (old) { old.replaceWith(tile); return; }
+    /* A new upload is the newest: it belongs on the first page only. */
+    if (grid.dataset.firstPage !== "true") return;
+    var total = document.getElementById("grid-total");
+    if (total) total.textContent = String((parseInt(total.textContent, 10) || 0) + 1);
     var empty = document.getElementById("grid-empty");
     if (empty) empty.remove();
     var after = null;
@@ -138,6 +142,29 @@
       fetchHtml("/items/" + ev.item_id + "/tile").then(function (tile) {
         placeTile(tile);
         announce(tile.querySelector(".tile-name").textContent + ": " + tile.querySelector(".tile-status").textContent.replace(/\s+/g, " ").trim());
+      }).catch(function () {});
+    });
+  }
+
+  /* The viewer of one photo or video: its status, then its picture or video, swapped in as
+   * the album's stream tells of this item (the player is replaced only when a new variant
+   * arrived, so a video that plays keeps playing). */
+  var itemLive = document.getElementById("item-live");
+  if (itemLive) {
+    var itemId = parseInt(itemLive.dataset.item, 10);
+    follow(itemLive.dataset.live, parseInt(itemLive.dataset.lastEventId, 10) || 0, function (ev) {
+      if (ev.item_id !== itemId) return;
+      fetchHtml("/items/" + itemId + "/view").then(function (view) {
+        var old = document.getElementById("item-view");
+        if (!old) return;
+        if (old.dataset.roles === view.dataset.roles) {
+          old.querySelector("#item-status").replaceWith(view.querySelector("#item-status"));
+          old.dataset.stage = view.dataset.stage;
+          old.dataset.halted = view.dataset.halted;
+        } else {
+          old.replaceWith(view);
+        }
+        announce(document.getElementById("item-status").textContent.replace(/\s+/g, " ").trim());
       }).catch(function () {});
     });
   }
