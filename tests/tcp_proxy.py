@@ -1,18 +1,22 @@
-"""A TCP proxy in a thread that a test can cut and restore: a database outage on demand."""
+"""A TCP proxy in a thread that a test can cut, slow down and restore: a database (or any
+server's) outage on demand. Shared by the API outage tests and the fault suite."""
 
 from __future__ import annotations
 
 import contextlib
 import socket
 import threading
+import time
 
 
 class TcpProxy:
     """Forwards 127.0.0.1:<port> to ``target``; :meth:`down` refuses and drops every connection,
-    :meth:`up` listens again on the same port."""
+    :meth:`up` listens again on the same port; while :attr:`delay` is above 0, every chunk
+    forwarded either way waits that many seconds first (a slow network)."""
 
     def __init__(self, target: tuple[str, int]) -> None:
         self.target = target
+        self.delay = 0.0
         self._lock = threading.Lock()
         self._sockets: list[socket.socket] = []
         self._listener: socket.socket | None = None
@@ -61,10 +65,20 @@ class TcpProxy:
             for a, b in ((client, server), (server, client)):
                 threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
 
-    @staticmethod
-    def _pipe(source: socket.socket, sink: socket.socket) -> None:
+    def cut(self) -> None:
+        """Drop every open connection but keep listening: new connections are accepted."""
+        with self._lock:
+            doomed, self._sockets = self._sockets, []
+        for sock in doomed:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+
+    def _pipe(self, source: socket.socket, sink: socket.socket) -> None:
         try:
             while data := source.recv(65536):
+                if self.delay > 0:
+                    time.sleep(self.delay)
                 sink.sendall(data)
         except OSError:
             pass
