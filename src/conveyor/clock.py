@@ -2,10 +2,11 @@
 
 Every time the engine stores (claim expiry, stage entry, retry pause) is such a number (P4 asks
 for the expiry "written as a number"). Which clock writes it (D17): every time that decides who
-may act is read from the *database's* clock inside the statement that acts, so a worker's own
-clock (:class:`SystemClock`) only dates facts (an upload's ``created_at``) and decides how long
-to sleep. A test clock (:class:`conveyor.testing.FakeClock`) sets ``drives_database_time`` and
-then stands in for the database's clock, so tests move time without waiting.
+may act is read from the *database's* clock inside the statement that acts, and the rows the
+engine, an intake or a step writes are dated by it too; a worker's own clock
+(:class:`SystemClock`) only decides how long to sleep. A test clock
+(:class:`conveyor.testing.FakeClock`) sets ``drives_database_time`` and then stands in for the
+database's clock, so tests move time without waiting.
 """
 
 from __future__ import annotations

@@ -131,7 +131,7 @@ class AudioSteps:
                 "transcribe.",
             )
         stored = self.store.describe(key)
-        now = ctx.clock.now()
+        now = ctx.now()
 
         def journal(conn: Connection) -> dict[str, Any]:
             file_id = put_file_row(
@@ -183,7 +183,7 @@ class AudioSteps:
         """Write a new attempt row, then call the provider (D12); ``then`` once it is accepted."""
         record = ctx.record
         key = f"rec{record['id']}-{uuid.uuid4().hex[:16]}"
-        now = ctx.clock.now()
+        now = ctx.now()
         attempt_id = ctx.guarded(
             lambda conn: queries.insert_attempt(
                 conn,
@@ -247,7 +247,7 @@ class AudioSteps:
         return Advance(to="transcribed", writes=keep, note=f"recognised by {provider.name}")
 
     def _mark(self, ctx: StepContext, attempt_id: int, **values: Any) -> None:
-        values.setdefault("finished_at", ctx.clock.now())
+        values.setdefault("finished_at", ctx.now())
         if "error" in values:
             values["error"] = redact(values["error"])
         with ctx.engine.begin() as conn:
@@ -274,7 +274,7 @@ class AudioSteps:
         record_id = int(ctx.record["id"])
         key = ctx.produced_object(f"audio/{record_id}/recognition-{attempt_id}.json")
         stored = self.store.put_stream(key, [raw])
-        now = ctx.clock.now()
+        now = ctx.now()
 
         def writes(conn: Connection) -> None:
             file_id = put_file_row(
@@ -344,7 +344,7 @@ class AudioSteps:
             return Advance(note="raw response already stored")
         if state == "started":
             return self._unanswered(ctx, attempt, then=Postpone(provider.poll_delay(duration, 0.0)))
-        now = ctx.clock.now()
+        now = ctx.now()
         waited = max(0.0, now - max(float(attempt["created_at"]), since))
         try:
             result = provider.poll(attempt["operation_id"])
@@ -386,7 +386,7 @@ class AudioSteps:
         record_id = int(record["id"])
         with ctx.engine.connect() as conn:
             attempt = queries.latest_attempt(conn, record_id)
-        now = ctx.clock.now()
+        now = ctx.now()
         if attempt is None or attempt["raw_response_file_id"] is None:
             if not record["no_speech"]:
                 return Fail("no stored recognition response to finish from")

@@ -21,7 +21,7 @@ from conveyor.objects.sniff import (
     looks_like_pcm,
     sniff,
 )
-from conveyor.pipeline.lifecycle import admit
+from conveyor.pipeline.lifecycle import admit, database_now
 
 __all__ = ["MAX_HINTS", "accept_audio", "clean_hints"]
 
@@ -87,8 +87,8 @@ def accept_audio(
         sniffed = sniff(store.path(key))
         if strict:
             _check_content(store.path(key), sniffed, raw_pcm=raw_pcm)
-        now = clock.now()
         with engine.begin() as conn:
+            now = database_now(conn, clock)  # D17: the record's sort time is the database's
             file_id = put_file_row(
                 conn,
                 key=key,

@@ -23,6 +23,7 @@ from conveyor.clock import Clock
 from conveyor.media import queries
 from conveyor.objects import LocalStore, delete_file_rows
 from conveyor.pipeline import queries as pipeline_queries
+from conveyor.pipeline.lifecycle import database_now
 
 __all__ = ["delete_album", "delete_item"]
 
@@ -54,11 +55,11 @@ def delete_item(
     Returns:
         True when the item existed and is gone now; False when there was none.
     """
-    now = clock.now()
     with engine.begin() as conn:
         item = queries.lock_item(conn, item_id, owner)
         if item is None:
             return False
+        now = database_now(conn, clock)  # D17: album events carry the database's time
         keys = _remove_item(conn, item)
         payload = {"item_id": item_id, "kind": item["kind"], "stage": item["stage"]}
         queries.insert_album_event(

@@ -275,7 +275,7 @@ class MediaSteps:
         """Journal rows, role rows and the album event: one transaction with the save (M4, M5)."""
         item = ctx.record
         item_id, album_id = int(item["id"]), int(item["album_id"])
-        now = ctx.clock.now()
+        now = ctx.now()
 
         def writes(conn: Connection) -> None:
             for obj in objects:
@@ -304,7 +304,7 @@ class MediaSteps:
         """Halt with the readable reason and tell the album (``item.halted``); original kept."""
         item = ctx.record
         item_id, album_id = int(item["id"]), int(item["album_id"])
-        now = ctx.clock.now()
+        now = ctx.now()
         message = exc.message
         if original is not None:
             message = owner_message(message, original, item["original_name"])

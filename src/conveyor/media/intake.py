@@ -32,7 +32,7 @@ from conveyor.media.images import probe_image
 from conveyor.media.video import probe_video
 from conveyor.objects import LocalStore, put_file_row
 from conveyor.objects.sniff import sniff
-from conveyor.pipeline.lifecycle import admit
+from conveyor.pipeline.lifecycle import admit, database_now
 
 __all__ = ["Probed", "accept_media", "owner_message", "probe_upload"]
 
@@ -173,8 +173,8 @@ def accept_media(
     stored = store.put(key, source, max_bytes=max_bytes)
     try:
         probed = probe_upload(store.path(key), max_pixels=max_pixels, name=original_name)
-        now = clock.now()
         with engine.begin() as conn:
+            now = database_now(conn, clock)  # D17: the record's sort time is the database's
             file_id = put_file_row(
                 conn,
                 key=key,

@@ -62,8 +62,10 @@ class StepContext:
         record: every column of the record, read after the claim (D7).
         claim: this step's claim (id, token).
         engine: the database, for the step's own reads.
-        clock: the engine's clock (dates facts; decisions use the database's, D17).
+        clock: the worker's own clock; steps date their rows with :meth:`now` instead (D17).
         db_time: the database's time when the record was read, epoch seconds.
+        read_at: ``time.monotonic()`` when the record was read (with ``db_time``, gives
+            :meth:`now` without a round trip).
     """
 
     domain: Domain
@@ -73,6 +75,7 @@ class StepContext:
     engine: Engine
     clock: Clock
     db_time: float = 0.0
+    read_at: float = field(default_factory=time.monotonic)
     lost: threading.Event = field(default_factory=threading.Event)
     stopping: threading.Event = field(default_factory=threading.Event)
     produced: list[str] = field(default_factory=list)
@@ -86,6 +89,18 @@ class StepContext:
         """
         self.produced.append(key)
         return key
+
+    def now(self) -> float:
+        """The database's time now, epoch seconds: what a step dates every row it writes with
+        (attempts, texts, journal rows, album events), so that no worker's clock enters the
+        database (D17).
+
+        The database's time at the read plus the monotonic time since, so no round trip; a test
+        clock that drives the database's time (``FakeClock``) is read directly.
+        """
+        if self.clock.drives_database_time:
+            return self.clock.now()
+        return self.db_time + (time.monotonic() - self.read_at)
 
     def _now(self) -> ColumnElement[float]:
         if self.now_sql is None:
@@ -334,7 +349,7 @@ class Executor:
                 with conn.begin():
                     queries.release_claims(conn, domain, rest, self.now)
                 break
-            item = self._prepare(conn, domain, state, claim, row)
+            item = self._prepare(conn, domain, state, claim, row, claimed)
             if item is not None:
                 pending.append((index, item))
             if stage.heartbeat:
@@ -344,9 +359,18 @@ class Executor:
         return results
 
     def _prepare(
-        self, conn: Connection, domain: Domain, state: _Lane, claim: Claim, row: Row[Any]
+        self,
+        conn: Connection,
+        domain: Domain,
+        state: _Lane,
+        claim: Claim,
+        row: Row[Any],
+        read_at: float,
     ) -> _Pending | None:
-        """Watchdog and step for one claimed record; the outcome planned, not yet saved."""
+        """Watchdog and step for one claimed record; the outcome planned, not yet saved.
+
+        ``read_at`` is ``time.monotonic()`` when ``row`` (and its ``_db_now``) was read.
+        """
         record = dict(row._mapping)
         db_time = float(record.pop("_db_now"))
         if record["claim_token"] != claim.token:
@@ -374,6 +398,7 @@ class Executor:
             engine=self.engine,
             clock=self.clock,
             db_time=db_time,
+            read_at=read_at,
             stopping=self.stopping,
             now_sql=self.now,
         )

@@ -36,6 +36,7 @@ __all__ = [
     "Resumed",
     "admit",
     "apply_outcome",
+    "database_now",
     "entry_values",
     "halted_ids",
     "plan_outcome",
@@ -100,6 +101,17 @@ def entry_values(stage: str, now: ColumnElement[float] | float) -> dict[str, Any
     record's first time is the database's like every later one (D17).
     """
     return {"stage": stage, "state_entered_at": now, "attempts": 0, "updated_at": now}
+
+
+def database_now(conn: Connection, clock: Clock) -> float:
+    """The database's time, epoch seconds, read in ``conn`` (D17): what code outside a step
+    dates the rows it writes beside a record (an intake's file row, the record's own
+    ``created_at``), so no host's clock enters the database. A clock that drives database time
+    (``FakeClock``) answers without a round trip.
+    """
+    if clock.drives_database_time:
+        return clock.now()
+    return queries.read_now(conn, queries.now_of(clock))
 
 
 def admit(

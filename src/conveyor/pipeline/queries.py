@@ -54,6 +54,7 @@ __all__ = [
     "insert_record",
     "now_of",
     "read_claimed",
+    "read_now",
     "read_record",
     "read_statement",
     "release_claim",
@@ -80,6 +81,11 @@ def now_of(clock: Clock) -> ColumnElement[float]:
     if clock.drives_database_time:
         return bindparam("_now", type_=Double(), callable_=clock.now)
     return db_now()
+
+
+def read_now(conn: Connection, now: ColumnElement[float]) -> float:
+    """The time ``now`` stands for, read once: epoch seconds (D17)."""
+    return float(conn.execute(select(now)).scalar_one())
 
 
 def claim_order(domain: Domain) -> list[ColumnElement[Any]]:
