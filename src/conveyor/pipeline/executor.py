@@ -166,6 +166,8 @@ class _Pending:
     stage: Stage
     attempts: int
     produced: list[str] = field(default_factory=list)
+    beat: _Heartbeat | None = None
+    """The step's heartbeat, still running until the outcome is saved."""
 
 
 class Executor:
@@ -403,24 +405,29 @@ class Executor:
             now_sql=self.now,
         )
         beat = _Heartbeat(ctx) if stage.heartbeat else None
+        # The heartbeat runs until the claim is given back: by the release on stop here, or by
+        # the outcome's save (:meth:`_flush`), so the lease never lapses between the step's end
+        # and its save, and a beat racing the release finds the claim gone (a loss it reports)
+        # instead of extending a claim nobody will save.
+        handed_on = False
         started = time.monotonic()
         try:
             if beat:
                 beat.start()
             outcome = stage.step(ctx)
+            handed_on = True
         except ClaimLost:
             self._lost(domain, stage.name, claim)
             self._discard_leftovers(domain, claim, ctx.produced)
             return None
         except StopRequested:
-            # Released while the heartbeat still runs, so a beat racing the release sees the
-            # claim gone instead of extending a claim nobody will save.
             with conn.begin():
                 queries.release_claim(conn, domain, claim, self.now)
             log.info("%s %s released on stop", domain.noun, claim.record_id)
             return None
         except Unprocessable as exc:
             outcome = Halt(exc.reason, exc.message)
+            handed_on = True
         except Exception as exc:
             # D16: the message may quote credentials, so it is logged only redacted.
             log.error(
@@ -433,8 +440,9 @@ class Executor:
             if log.isEnabledFor(logging.DEBUG):
                 log.debug("%s", redact("".join(traceback.format_exception(exc))))
             outcome = Fail(f"{type(exc).__name__}: {exc}")
+            handed_on = True
         finally:
-            if beat:
+            if beat and not handed_on:
                 beat.stop()
             elapsed = time.monotonic() - started
             self._timer(domain.name, stage.name).observe(elapsed)
@@ -444,11 +452,19 @@ class Executor:
                 else state.step_seconds + _EMA_WEIGHT * (elapsed - state.step_seconds)
             )
         if ctx.lost.is_set():
+            if beat:
+                beat.stop()
             self._lost(domain, stage.name, claim)
             self._discard_leftovers(domain, claim, ctx.produced)
             return None
-        pending = self._plan(domain, stage, claim, outcome, attempts)
+        try:
+            pending = self._plan(domain, stage, claim, outcome, attempts)
+        except BaseException:
+            if beat:
+                beat.stop()
+            raise
         pending.produced = ctx.produced
+        pending.beat = beat
         return pending
 
     def _plan(
@@ -489,12 +505,18 @@ class Executor:
         if not pending:
             return
         try:
-            with conn.begin():
-                held = save_planned(conn, domain, [p.plan for _, p in pending], self.now)
-        except Exception:
-            if conn.invalidated:
-                raise
-            held = [self._save_alone(conn, domain, p) for _, p in pending]
+            try:
+                with conn.begin():
+                    held = save_planned(conn, domain, [p.plan for _, p in pending], self.now)
+            except Exception:
+                if conn.invalidated:
+                    raise
+                held = [self._save_alone(conn, domain, p) for _, p in pending]
+        finally:
+            # Only now that the outcomes are saved (the claims given back) may the lease lapse.
+            for _, item in pending:
+                if item.beat is not None:
+                    item.beat.stop()
         for (index, item), ok in zip(pending, held, strict=True):
             results[index] = self._report(domain, item, ok)
 
