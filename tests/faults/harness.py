@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from jobs_domain import add_jobs, effects, jobs, test_metadata
 from shared_provider import created_operations
@@ -33,12 +33,14 @@ from conveyor.db.tables import (
     files,
     media_items,
     media_objects,
+    recognition_attempts,
     record_events,
     texts,
 )
 from conveyor.media.albums import create_album
 from conveyor.media.intake import accept_media
-from conveyor.objects import LocalStore, sweep_orphans
+from conveyor.objects import LocalStore, ObjectStore, sweep_orphans
+from conveyor.objects.sweep import OBJECT_PREFIXES
 from needs import AUDIO_CORPUS, MEDIA_CORPUS
 
 WORKER = Path(__file__).resolve().parent / "fault_worker.py"
@@ -97,22 +99,31 @@ class Fleet:
         self.procs: list[subprocess.Popen[bytes] | None] = [None] * len(self.specs)
         self.restarts = 0
         base = {k: v for k, v in os.environ.items() if not k.startswith("CONVEYOR_")}
-        if "CONVEYOR_CONFIG" in os.environ:  # a user's own settings file, when given
-            base["CONVEYOR_CONFIG"] = os.environ["CONVEYOR_CONFIG"]
+        own = os.environ.get("CONVEYOR_CONFIG")
+        # A user's own settings file, when given, keeps its [pipeline] and [media] tuning;
+        # the suite's database, storage and provider stay the suite's.
+        tuning = {} if own else self.TUNING
+        if own:
+            base["CONVEYOR_CONFIG"] = own
         self.env = {
             **base,
             "CONVEYOR_DATABASE__URL": database_url,
             "CONVEYOR_STORAGE__ROOT": str(storage_root),
-            "CONVEYOR_PIPELINE__WORKERS": "2",
-            "CONVEYOR_PIPELINE__POLL_INTERVAL": "0.5",
-            "CONVEYOR_PIPELINE__RETRY_BASE": "0.1",
-            "CONVEYOR_PIPELINE__RETRY_MAX": "1.0",
-            "CONVEYOR_PIPELINE__MAX_ATTEMPTS": "8",
-            "CONVEYOR_PIPELINE__STOP_GRACE": "5",
-            "CONVEYOR_MEDIA__SHORT_WORKERS": "2",
-            "CONVEYOR_MEDIA__LONG_WORKERS": "1",
+            **tuning,
             **(env or {}),
         }
+
+    #: The suite's worker tuning (short polls and retry pauses), unless CONVEYOR_CONFIG is set.
+    TUNING: ClassVar[dict[str, str]] = {
+        "CONVEYOR_PIPELINE__WORKERS": "2",
+        "CONVEYOR_PIPELINE__POLL_INTERVAL": "0.5",
+        "CONVEYOR_PIPELINE__RETRY_BASE": "0.1",
+        "CONVEYOR_PIPELINE__RETRY_MAX": "1.0",
+        "CONVEYOR_PIPELINE__MAX_ATTEMPTS": "8",
+        "CONVEYOR_PIPELINE__STOP_GRACE": "5",
+        "CONVEYOR_MEDIA__SHORT_WORKERS": "2",
+        "CONVEYOR_MEDIA__LONG_WORKERS": "1",
+    }
 
     def start(self, index: int | None = None) -> None:
         """Start worker ``index`` (every worker when None)."""
@@ -237,17 +248,21 @@ def seed(engine: Engine, store: LocalStore, *, jobs_count: int, audio: int, phot
     return Seeded(job_ids, audio_ids, media_ids)
 
 
-def open_records(engine: Engine) -> int:
-    """Records neither done nor halted, over the three domains."""
+def open_records(engine: Engine, *, jobs: bool = True) -> int:
+    """Records neither done nor halted, over the three domains (two without test ``jobs``)."""
     total = 0
     with engine.connect() as conn:
-        for table in (jobs, audio_records, media_items):
+        for table in _tables(jobs):
             total += conn.execute(
                 select(func.count())
                 .select_from(table)
                 .where(table.c.stage != "done", table.c.halted_at.is_(None))
             ).scalar_one()
     return total
+
+
+def _tables(with_jobs: bool) -> tuple[Table, ...]:
+    return (jobs, audio_records, media_items) if with_jobs else (audio_records, media_items)
 
 
 def done_records(engine: Engine) -> int:
@@ -327,101 +342,120 @@ def _duplicates(rows: Sequence[Any]) -> list[Any]:
     return [key for key, n in Counter(rows).items() if n > 1]
 
 
-def tally(engine: Engine, store: LocalStore, seeded: Seeded, provider_dir: Path) -> Tally:
-    """Count everything against ``seeded`` once the run has settled; see the module doc."""
+def tally(engine: Engine, store: ObjectStore, seeded: Seeded, provider_dir: Path | None) -> Tally:
+    """Count everything against ``seeded`` once the run has settled; see the module doc.
+
+    Without test jobs (``seeded.jobs`` empty) their tables are not looked at; without
+    ``provider_dir`` provider operations are counted from the recognition attempts instead.
+    """
     result = Tally()
     bad = result.violations
     with engine.connect() as conn:
-        for table, ids in ((jobs, seeded.jobs), (audio_records, seeded.audio)):
-            _check_records(conn, table, ids, result)
+        if seeded.jobs:
+            _check_records(conn, jobs, seeded.jobs, result)
+            _check_jobs(conn, bad)
+        _check_records(conn, audio_records, seeded.audio, result)
         _check_records(conn, media_items, seeded.media, result)
-
-        # Jobs: one effect per (job, stage) it advanced through, by the claim that saved it.
-        effect_rows = conn.execute(select(effects)).all()
-        keys = [(e.job_id, e.stage) for e in effect_rows]
-        if dup := _duplicates(keys):
-            bad.append(f"jobs: {len(dup)} (job, stage) with more than one effect, e.g. {dup[:3]}")
-        advanced = conn.execute(
-            select(func.count())
-            .select_from(record_events)
-            .where(record_events.c.domain == "jobs", record_events.c.outcome == "advanced")
-        ).scalar_one()
-        if advanced != len(keys):
-            bad.append(f"jobs: {len(keys)} effects but {advanced} advanced events")
-        final = {
-            r.id: r.result for r in conn.execute(select(jobs.c.id, jobs.c.result, jobs.c.stage))
-        }
-        stale = [
-            e.job_id for e in effect_rows if e.stage == "waiting" and final.get(e.job_id) != e.token
-        ]
-        if stale:
-            bad.append(f"jobs: {len(stale)} final results not written by the effect's claim")
-
-        # Journal: no stage advanced twice for one record, in any domain.
-        advances = conn.execute(
-            select(record_events.c.domain, record_events.c.record_id, record_events.c.stage).where(
-                record_events.c.outcome == "advanced"
-            )
-        ).all()
-        if dup := _duplicates([tuple(a) for a in advances]):
-            bad.append(f"journal: {len(dup)} stages advanced twice, e.g. {dup[:3]}")
-
-        # Texts: one per (record, kind) — the schema says so too; counted anyway.
-        text_keys = [tuple(t) for t in conn.execute(select(texts.c.record_id, texts.c.kind))]
-        if dup := _duplicates(text_keys):
-            bad.append(f"texts: {len(dup)} duplicates, e.g. {dup[:3]}")
-        done_audio = set(
-            conn.execute(
-                select(audio_records.c.id).where(audio_records.c.stage == "done")
-            ).scalars()
-        )
-        with_transcript = {r for r, kind in text_keys if kind == "transcript"}
-        if missing := done_audio - with_transcript:
-            # Silence is done without a transcript (no speech); only speech must have one.
-            silent = set(
-                conn.execute(
-                    select(audio_records.c.id).where(
-                        audio_records.c.id.in_(missing), audio_records.c.no_speech.is_(True)
-                    )
-                ).scalars()
-            )
-            if missing - silent:
-                bad.append(f"texts: done records without a transcript: {sorted(missing - silent)}")
-
-        # Album events: one "item.ready" per item at most.
-        ready = [
-            r.item_id
-            for r in conn.execute(
-                select(album_events.c.item_id).where(album_events.c.kind == "item.ready")
-            )
-        ]
-        if dup := _duplicates(ready):
-            bad.append(f"album events: item.ready twice for items {dup[:5]}")
-        roles = [
-            tuple(r) for r in conn.execute(select(media_objects.c.item_id, media_objects.c.role))
-        ]
-        if dup := _duplicates(roles):
-            bad.append(f"media objects: a role twice: {dup[:5]}")
+        _check_effects(conn, bad)
 
     # Provider operations: one per recording, however often its step was cut short.
-    operations = created_operations(provider_dir)
-    result.provider_operations = len(operations)
-    per_record = Counter(op.split("-")[0] for op in operations)
+    if provider_dir is not None:
+        operations = created_operations(provider_dir)
+        per_record = Counter(op.split("-")[0] for op in operations)
+    else:
+        with engine.connect() as conn:
+            attempts = conn.execute(
+                select(recognition_attempts.c.record_id).where(
+                    recognition_attempts.c.state != "started"
+                )
+            ).scalars()
+            per_record = Counter(f"rec{r}" for r in attempts)
+    result.provider_operations = sum(per_record.values())
     if twice := [k for k, n in per_record.items() if n > 1]:
         bad.append(f"provider: {len(twice)} recordings with more than one operation: {twice[:5]}")
 
     # Objects: what killed writers left is swept; then every object has exactly one row.
     report = sweep_orphans(engine, store, grace=0.0, now=time.time() + 1)
     result.orphans_swept = len(report.removed)
-    keys_stored = Counter(o.key for o in store.list())
+    # The journalled folders only: the storage root also holds process state (a SQLite
+    # database, the local recognizer's folder), which is not an object.
+    keys_stored = Counter(o.key for prefix in OBJECT_PREFIXES for o in store.list(prefix))
     result.objects = sum(keys_stored.values())
     with engine.connect() as conn:
         journal = Counter(conn.execute(select(files.c.key)).scalars())
     if without := sorted(set(keys_stored) - set(journal)):
         bad.append(f"objects: {len(without)} without a journal row, e.g. {without[:3]}")
+    if missing := sorted(set(journal) - set(keys_stored)):
+        bad.append(f"objects: {len(missing)} journal rows without an object, e.g. {missing[:3]}")
     if dup := _duplicates(list(journal.elements())):
         bad.append(f"objects: {len(dup)} keys with two journal rows")
     return result
+
+
+def _check_jobs(conn: Any, bad: list[str]) -> None:
+    """Jobs: one effect per (job, stage) it advanced through, by the claim that saved it."""
+    effect_rows = conn.execute(select(effects)).all()
+    keys = [(e.job_id, e.stage) for e in effect_rows]
+    if dup := _duplicates(keys):
+        bad.append(f"jobs: {len(dup)} (job, stage) with more than one effect, e.g. {dup[:3]}")
+    advanced = conn.execute(
+        select(func.count())
+        .select_from(record_events)
+        .where(record_events.c.domain == "jobs", record_events.c.outcome == "advanced")
+    ).scalar_one()
+    if advanced != len(keys):
+        bad.append(f"jobs: {len(keys)} effects but {advanced} advanced events")
+    final = {r.id: r.result for r in conn.execute(select(jobs.c.id, jobs.c.result, jobs.c.stage))}
+    stale = [
+        e.job_id for e in effect_rows if e.stage == "waiting" and final.get(e.job_id) != e.token
+    ]
+    if stale:
+        bad.append(f"jobs: {len(stale)} final results not written by the effect's claim")
+
+
+def _check_effects(conn: Any, bad: list[str]) -> None:
+    """Journal, texts, album events, media roles: nothing written twice."""
+    # Journal: no stage advanced twice for one record, in any domain.
+    advances = conn.execute(
+        select(record_events.c.domain, record_events.c.record_id, record_events.c.stage).where(
+            record_events.c.outcome == "advanced"
+        )
+    ).all()
+    if dup := _duplicates([tuple(a) for a in advances]):
+        bad.append(f"journal: {len(dup)} stages advanced twice, e.g. {dup[:3]}")
+
+    # Texts: one per (record, kind) — the schema says so too; counted anyway.
+    text_keys = [tuple(t) for t in conn.execute(select(texts.c.record_id, texts.c.kind))]
+    if dup := _duplicates(text_keys):
+        bad.append(f"texts: {len(dup)} duplicates, e.g. {dup[:3]}")
+    done_audio = set(
+        conn.execute(select(audio_records.c.id).where(audio_records.c.stage == "done")).scalars()
+    )
+    with_transcript = {r for r, kind in text_keys if kind == "transcript"}
+    if missing := done_audio - with_transcript:
+        # Silence is done without a transcript (no speech); only speech must have one.
+        silent = set(
+            conn.execute(
+                select(audio_records.c.id).where(
+                    audio_records.c.id.in_(missing), audio_records.c.no_speech.is_(True)
+                )
+            ).scalars()
+        )
+        if missing - silent:
+            bad.append(f"texts: done records without a transcript: {sorted(missing - silent)}")
+
+    # Album events: one "item.ready" per item at most.
+    ready = [
+        r.item_id
+        for r in conn.execute(
+            select(album_events.c.item_id).where(album_events.c.kind == "item.ready")
+        )
+    ]
+    if dup := _duplicates(ready):
+        bad.append(f"album events: item.ready twice for items {dup[:5]}")
+    roles = [tuple(r) for r in conn.execute(select(media_objects.c.item_id, media_objects.c.role))]
+    if dup := _duplicates(roles):
+        bad.append(f"media objects: a role twice: {dup[:5]}")
 
 
 def _check_records(conn: Any, table: Table, ids: Sequence[int], result: Tally) -> None:
