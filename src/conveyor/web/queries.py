@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import Connection, RowMapping, Table, and_, func, or_, select
+from sqlalchemy import Connection, RowMapping, Table, func, or_, select
 
 from conveyor.db.tables import audio_records, media_items, record_events
-from conveyor.web.keyset import comes_after
+from conveyor.pipeline import Domain
+from conveyor.pipeline.queries import claim_order
+from conveyor.web.keyset import comes_after, comes_before, order_terms
 
 __all__ = [
+    "PLACE_LIMIT",
     "album_page",
     "audio_events_after",
     "backlog",
@@ -22,31 +25,39 @@ __all__ = [
 ]
 
 
-def place_in_queue(
-    conn: Connection,
-    table: Table,
-    *,
-    stage: str,
-    order_column: str,
-    value: float,
-    row_id: int,
-    newest_first: bool,
-) -> int:
-    """How many waiting, unhalted records of ``stage`` are claimed before this one (0 = next).
+PLACE_LIMIT = 1000
+"""Places in a queue are counted up to this many; beyond it a page says "over 1,000"."""
 
-    ``order_column`` is the claim order (audio: ``created_at`` oldest first; media:
-    ``uploaded_at`` newest first), the id breaks ties as the claim does.
+
+def place_in_queue(conn: Connection, domain: Domain, row: RowMapping, now: float) -> int:
+    """How many records the workers of this record's lane will claim before it (0 = next).
+
+    The lane's workers claim from every stage of the lane (audio: all four stages of a
+    recording; media: ``uploaded`` in the short lane, ``transcoding`` in the long one) in the
+    engine's claim order (:func:`conveyor.pipeline.queries.claim_order`: audio oldest first,
+    media newest upload first, the id breaking ties). Counted: unhalted records of the lane's
+    stages sorted before this one that a claim could take now — not those being worked on (an
+    unexpired claim), nor those in a retry pause. Counting stops past :data:`PLACE_LIMIT`
+    (a page of 50 records deep in a long queue stays fast): ``PLACE_LIMIT + 1`` means "more".
     """
-    column = table.c[order_column]
-    if newest_first:
-        ahead = or_(column > value, and_(column == value, table.c.id > row_id))
-    else:
-        ahead = or_(column < value, and_(column == value, table.c.id < row_id))
-    query = (
-        select(func.count())
-        .select_from(table)
-        .where(table.c.stage == stage, table.c.halted_at.is_(None), ahead)
+    table = domain.table
+    stages = [s.name for s in domain.lane_stages(domain.stage(str(row["stage"])).lane)]
+    order = order_terms(claim_order(domain))
+    values = [row[str(column.name)] for column, _ in order]
+    ahead = (
+        select(table.c.id)
+        .where(
+            table.c.stage.in_(stages),
+            *(table.c.stage != t for t in domain.terminal_stages),
+            table.c.halted_at.is_(None),
+            or_(table.c.claim_token.is_(None), table.c.claim_expires_at <= now),
+            or_(table.c.retry_at.is_(None), table.c.retry_at <= now),
+            comes_before(order, values),
+        )
+        .limit(PLACE_LIMIT + 1)
+        .subquery()
     )
+    query = select(func.count()).select_from(ahead)
     return int(conn.execute(query).scalar_one())
 
 

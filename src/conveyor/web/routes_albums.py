@@ -49,7 +49,7 @@ def _album(state: ApiState, album_id: int, owner: str) -> dict[str, Any]:
 def _item(state: ApiState, item_id: int, owner: str) -> dict[str, Any]:
     runtime = state.runtime
     with runtime.engine.connect() as conn:
-        return item_status(conn, item_id, owner, runtime.clock.now())
+        return item_status(conn, state.runtime.media, item_id, owner, runtime.clock.now())
 
 
 @router.get("/albums")
@@ -97,7 +97,10 @@ def album_page(
     with runtime.engine.connect() as conn:
         last_event_id = media_queries.latest_event_id(conn, album_id)
         rows = queries.album_page(conn, album_id, after=after, limit=GRID_PAGE + 1)
-        items = [item_status(conn, int(i["id"]), viewer.name, now) for i in rows[:GRID_PAGE]]
+        items = [
+            item_status(conn, state.runtime.media, int(i["id"]), viewer.name, now)
+            for i in rows[:GRID_PAGE]
+        ]
         total = queries.count_items(conn, album_id)
     older = None
     if len(rows) > GRID_PAGE:
@@ -197,7 +200,7 @@ def item_page(request: Request, state: State, viewer: Viewer, item_id: ItemId) -
         if item_row is None:
             raise NotFound(f"item {item_id} does not exist")
         last_event_id = media_queries.latest_event_id(conn, int(item_row["album_id"]))
-        item = item_status(conn, item_id, viewer.name, runtime.clock.now())
+        item = item_status(conn, state.runtime.media, item_id, viewer.name, runtime.clock.now())
     album = _album(state, int(item["album_id"]), viewer.name)
     return render(
         request, "viewer.html", {"it": item, "album": album, "last_event_id": last_event_id}

@@ -50,7 +50,7 @@ def _record_row(state: ApiState, record_id: int, owner: str) -> dict[str, Any]:
         row = audio_queries.record_by_id(conn, record_id, owner)
         if row is None:
             raise NotFound(f"record {record_id} does not exist")
-        return record_status(conn, row, state.runtime.clock.now())
+        return record_status(conn, state.runtime.audio, row, state.runtime.clock.now())
 
 
 @router.get("/")
@@ -74,7 +74,7 @@ def records_page(
         rows = audio_queries.list_records(
             conn, owner=viewer.name, after_id=before, limit=PAGE_SIZE + 1
         )
-        records = [record_status(conn, r, now) for r in rows[:PAGE_SIZE]]
+        records = [record_status(conn, state.runtime.audio, r, now) for r in rows[:PAGE_SIZE]]
         total = queries.count_records(conn, viewer.name)
     older = records[-1]["id"] if len(rows) > PAGE_SIZE else None
     return render(
@@ -178,7 +178,7 @@ def record_page(
         row = audio_queries.record_by_id(conn, record_id, viewer.name)
         if row is None:
             raise NotFound(f"record {record_id} does not exist")
-        record = record_status(conn, row, runtime.clock.now())
+        record = record_status(conn, state.runtime.audio, row, runtime.clock.now())
         text = export_text(conn, record_id)
         topics = record_topics(conn, record_id)
         last_event_id = queries.latest_audio_event_id(conn)

@@ -1,4 +1,5 @@
-"""What a page shows of a record or an item: stage in words, time in stage, place in queue."""
+"""What a page shows of a record or an item: stage in words, time in stage, place in its lane's
+queue (or that it is being worked on, or waits to retry)."""
 
 from __future__ import annotations
 
@@ -7,51 +8,34 @@ from typing import Any
 from sqlalchemy import Connection, RowMapping
 
 from conveyor.clock import iso_utc
-from conveyor.db.tables import audio_records, media_items
 from conveyor.media import albums as album_views
 from conveyor.media import queries as media_queries
+from conveyor.pipeline import Domain
 from conveyor.web import queries
 from conveyor.web.words import duration_words, halt_words, stage_words
 
 __all__ = ["item_status", "record_status"]
 
 
-def _progress(conn: Connection, row: RowMapping, domain: str, now: float) -> dict[str, Any]:
-    """Stage, halt, time in stage and place in queue of a record or item row."""
+def _progress(conn: Connection, row: RowMapping, domain: Domain, now: float) -> dict[str, Any]:
+    """Stage, halt, time in stage and place in its lane's queue of a record or item row."""
     halted = row["halted_at"] is not None
-    done = row["stage"] == "done"
+    done = row["stage"] in domain.terminal_stages
     working = (
         not halted
         and row["claim_token"] is not None
         and row["claim_expires_at"] is not None
         and float(row["claim_expires_at"]) > now
     )
+    retry_at = row["retry_at"]
+    retrying = not (halted or done or working) and retry_at is not None and float(retry_at) > now
     place: int | None = None
-    if not (halted or done or working):
-        if domain == "audio":
-            place = queries.place_in_queue(
-                conn,
-                audio_records,
-                stage=str(row["stage"]),
-                order_column="created_at",
-                value=float(row["created_at"]),
-                row_id=int(row["id"]),
-                newest_first=False,
-            )
-        else:
-            place = queries.place_in_queue(
-                conn,
-                media_items,
-                stage=str(row["stage"]),
-                order_column="uploaded_at",
-                value=float(row["uploaded_at"]),
-                row_id=int(row["id"]),
-                newest_first=True,
-            )
+    if not (halted or done or working or retrying):
+        place = queries.place_in_queue(conn, domain, row, now)
     entered = float(row["state_entered_at"])
     return {
         "stage": row["stage"],
-        "stage_words": stage_words(domain, str(row["stage"])),
+        "stage_words": stage_words(domain.name, str(row["stage"])),
         "done": done,
         "halted": halted,
         "halt_reason": row["halt_reason"],
@@ -59,12 +43,15 @@ def _progress(conn: Connection, row: RowMapping, domain: str, now: float) -> dic
         "halt_error": row["halt_error"],
         "working": working,
         "place": place,
+        "retrying": retrying,
+        "attempts": int(row["attempts"] or 0),
+        "retry_in": duration_words(float(retry_at) - now) if retrying else "",
         "stage_entered_at": iso_utc(entered),
         "time_in_stage": duration_words(now - entered),
     }
 
 
-def record_status(conn: Connection, row: RowMapping, now: float) -> dict[str, Any]:
+def record_status(conn: Connection, domain: Domain, row: RowMapping, now: float) -> dict[str, Any]:
     """A record as the pages show it: its card fields plus progress in plain words."""
     return {
         "id": row["id"],
@@ -76,11 +63,13 @@ def record_status(conn: Connection, row: RowMapping, now: float) -> dict[str, An
         "duration": duration_words(row["duration"]) if row["duration"] else "",
         "no_speech": bool(row["no_speech"]),
         "language": row["detected_language"] or row["language"],
-        **_progress(conn, row, "audio", now),
+        **_progress(conn, row, domain, now),
     }
 
 
-def item_status(conn: Connection, item_id: int, owner: str, now: float) -> dict[str, Any]:
+def item_status(
+    conn: Connection, domain: Domain, item_id: int, owner: str, now: float
+) -> dict[str, Any]:
     """An item as the pages show it: its roles (M2), kind, and progress in plain words.
 
     Raises:
@@ -94,5 +83,5 @@ def item_status(conn: Connection, item_id: int, owner: str, now: float) -> dict[
         **view,
         "urls": roles,
         "name": view["original_name"] or f"Item {item_id}",
-        **_progress(conn, row, "media", now),
+        **_progress(conn, row, domain, now),
     }

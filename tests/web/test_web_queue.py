@@ -1,0 +1,159 @@
+"""Each record and item shows its place in its lane's queue, in the engine's claim order."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from fastapi.testclient import TestClient
+from sqlalchemy import insert
+from web_helpers import HTML, MakeSite, sign_in
+
+from conveyor.audio.queries import record_by_id
+from conveyor.db.tables import albums, audio_records, files, media_items
+from conveyor.testing import FakeClock
+from conveyor.web import queries
+from conveyor.web.views import item_status, record_status
+
+
+def _record(n: int, created: float, stage: str, **queue: Any) -> dict[str, Any]:
+    return {
+        "id": n,
+        "owner": "alice",
+        "original_name": f"r{n}.ogg",
+        "created_at": created,
+        "original_file_id": 1,
+        "stage": stage,
+        "state_entered_at": created,
+        "attempts": queue.pop("attempts", 0),
+        "updated_at": created,
+        "claim_token": None,
+        "claim_expires_at": None,
+        "retry_at": None,
+        "halted_at": None,
+        **queue,
+    }
+
+
+def test_a_recordings_place_counts_every_stage_of_the_audio_lane_in_claim_order(
+    make_site: MakeSite,
+) -> None:
+    """The audio lane's workers claim from all four stages, oldest first: a recording waits
+    behind older ones of any stage, not only of its own. Not counted: those being worked on,
+    those in a retry pause, halted and done ones, and newer ones."""
+    clock = FakeClock()
+    site = make_site(clock=clock)
+    now = clock.now()
+    rows = [
+        _record(1, now - 50, "uploaded"),  # oldest waiting: next
+        _record(2, now - 40, "normalized"),  # another stage, same lane: ahead of 5
+        _record(3, now - 35, "submitted", claim_token="t", claim_expires_at=now + 60),
+        _record(4, now - 30, "transcribed", retry_at=now + 42, attempts=2),
+        _record(5, now - 20, "uploaded"),
+        _record(6, now - 20, "normalized"),  # same time as 5: the id breaks the tie
+        _record(7, now - 90, "done"),
+        _record(8, now - 80, "uploaded", halted_at=now - 1, halt_reason="undecodable"),
+        _record(9, now - 45, "submitted", claim_token="old", claim_expires_at=now - 1),
+    ]
+    engine = site.runtime.engine
+    audio = site.runtime.audio
+    with engine.begin() as conn:
+        conn.execute(
+            insert(files).values(
+                id=1, key="u/1", mime_type="audio/wav", size=1, state="stored", created_at=now
+            )
+        )
+        conn.execute(insert(audio_records), rows)
+    by_id = {r["id"]: r for r in rows}
+    with engine.connect() as conn:
+        places = {
+            i: queries.place_in_queue(conn, audio, by_id[i], now)  # type: ignore[arg-type]
+            for i in (1, 2, 5, 6, 9)
+        }
+        # 9's claim expired: a worker may take it again, so it waits in line like the others.
+        assert places == {1: 0, 9: 1, 2: 2, 5: 3, 6: 4}
+        status = {
+            i: record_status(conn, audio, record_by_id(conn, i), now)  # type: ignore[arg-type]
+            for i in (3, 4, 7, 8)
+        }
+    assert status[3]["working"] and status[3]["place"] is None
+    assert status[4]["retrying"] and status[4]["retry_in"] == "42 s"
+    assert status[7]["place"] is None and status[8]["place"] is None
+    with TestClient(site.app) as client:
+        sign_in(client, "alice")
+        page = client.get("/records", headers=HTML).text
+    row = {
+        int(m.group(1)): m.group(0) for m in re.finditer(r'id="record-(\d+)".*?</li>', page, re.S)
+    }
+    assert "3 ahead in the queue" in row[5]
+    assert "next in line" in row[1]
+    assert "being worked on now" in row[3]
+    assert "failed 2 times; trying again in 42 s" in row[4]
+
+
+def test_an_items_place_counts_its_own_lane_newest_upload_first(make_site: MakeSite) -> None:
+    """Media: the short lane (thumbnails) and the long lane (video playback) are separate
+    queues, each newest upload first; an item waits only behind newer ones of its lane."""
+    clock = FakeClock()
+    site = make_site(clock=clock)
+    now = clock.now()
+
+    def item(n: int, uploaded: float, stage: str, kind: str = "photo") -> dict[str, Any]:
+        return {
+            "id": n,
+            "owner": "alice",
+            "album_id": 1,
+            "kind": kind,
+            "original_name": f"i{n}",
+            "uploaded_at": uploaded,
+            "stage": stage,
+            "state_entered_at": uploaded,
+            "attempts": 0,
+            "updated_at": uploaded,
+        }
+
+    rows = [
+        item(1, now - 30, "uploaded"),
+        item(2, now - 10, "uploaded"),  # newer: claimed first
+        item(3, now - 5, "transcoding", "video"),  # the long lane: not ahead of 1 or 2
+        item(4, now - 50, "transcoding", "video"),
+        item(5, now - 10, "uploaded"),  # same time as 2, larger id: ahead of 2
+    ]
+    engine = site.runtime.engine
+    media = site.runtime.media
+    with engine.begin() as conn:
+        conn.execute(insert(albums).values(id=1, owner="alice", name="A", created_at=now))
+        conn.execute(insert(media_items), rows)
+    with engine.connect() as conn:
+        places = {i: item_status(conn, media, i, "alice", now)["place"] for i in (1, 2, 3, 4, 5)}
+    assert places == {5: 0, 2: 1, 1: 2, 3: 0, 4: 1}
+
+
+def test_a_place_deep_in_a_long_queue_says_over_the_limit(make_site: MakeSite) -> None:
+    """Counting stops past PLACE_LIMIT, so a page of records at the back of a queue of
+    thousands stays cheap; the page says "over 1,000"."""
+    clock = FakeClock()
+    site = make_site(clock=clock)
+    now = clock.now()
+    engine = site.runtime.engine
+    with engine.begin() as conn:
+        conn.execute(
+            insert(files).values(
+                id=1, key="u/1", mime_type="audio/wav", size=1, state="stored", created_at=now
+            )
+        )
+        conn.execute(
+            insert(audio_records),
+            [_record(n, now - 5000 + n, "uploaded") for n in range(1, queries.PLACE_LIMIT + 3)],
+        )
+    with engine.connect() as conn:
+        last = record_by_id(conn, queries.PLACE_LIMIT + 2)
+        before_last = record_by_id(conn, queries.PLACE_LIMIT + 1)
+        assert last is not None and before_last is not None
+        audio = site.runtime.audio
+        assert queries.place_in_queue(conn, audio, before_last, now) == queries.PLACE_LIMIT
+        assert queries.place_in_queue(conn, audio, last, now) == queries.PLACE_LIMIT + 1
+    with TestClient(site.app) as client:
+        sign_in(client, "alice")
+        page = client.get("/records", headers=HTML).text
+    assert "over 1,000 ahead in the queue" in page and "1000 ahead in the queue" in page
