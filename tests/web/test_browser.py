@@ -33,7 +33,7 @@ from web_helpers import PASSWORDS, Site, build_site
 from conveyor.audio.intake import accept_audio
 from conveyor.db.engine import make_engine
 from conveyor.db.migrate import upgrade
-from conveyor.db.tables import audio_records, media_items
+from conveyor.db.tables import audio_records, media_items, record_events
 from conveyor.media.albums import create_album
 from conveyor.media.intake import accept_media
 from conveyor.pipeline import resume
@@ -165,11 +165,16 @@ def test_upload_jfk_until_transcript_shows_then_play_correct_and_export(
     correct it: the correction stays after a reload and is what the downloads hold."""
     url = site.url
     page = new_page(browser, url, "alice")
+    total = int(page.locator("#count-total").inner_text())
     page.set_input_files("#record-files", str(corpus / "audio" / "jfk.wav"))
     page.locator(".uploads .upload-done a").wait_for()
     row = page.locator(".record-row").first
     row.wait_for()
     assert "jfk.wav" in row.inner_text()
+    # The count above the list follows without a reload.
+    page.wait_for_function(
+        "n => document.getElementById('count-total').textContent === String(n)", arg=total + 1
+    )
     # The list follows the record through its stages without a reload.
     page.locator(".record-row.is-done").first.wait_for(timeout=240_000)
     assert page.locator("#activity .activity-entry").count() >= 3
@@ -531,3 +536,56 @@ def test_album_grid_and_operator_list_page_in_the_browser(
     assert len(second) >= 3 and not set(first) & set(second)
     assert serious_violations(operator) == []
     operator.context.close()
+
+
+def journal(site: Site, record_id: int, stage: str, outcome: str) -> None:
+    """A journal row for a change made by hand, as the pipeline writes one (D14)."""
+    runtime = site.runtime
+    with runtime.engine.begin() as conn:
+        conn.execute(
+            insert(record_events).values(
+                domain="audio",
+                record_id=record_id,
+                stage=stage,
+                outcome=outcome,
+                origin="pipeline",
+                created_at=runtime.clock.now(),
+            )
+        )
+    runtime.notifier.publish()
+
+
+def test_a_filtered_list_and_its_counts_follow_live_changes(
+    browser: Browser, site: Served, corpus: Path
+) -> None:
+    """Filtered to halted recordings, the list gains a record that halts and loses one that
+    is done, live; the counts above it follow."""
+    built, url = site.site, site.url
+    runtime = built.runtime
+    page = new_page(browser, url, "bob")
+    page.select_option("#filter-show", "halted")
+    page.click(".filters button")
+    page.wait_for_url(re.compile(r"show=halted"))
+    halted = int(page.locator("#count-halted").inner_text())
+    time.sleep(1)  # the stream is open
+    record_id = halted_record(built, corpus, owner="bob", reason="filter_test")
+    journal(built, record_id, "uploaded", "halted")
+    page.locator(f"#record-{record_id}[data-halted=true]").wait_for()
+    page.wait_for_function(
+        "n => document.getElementById('count-halted').textContent === String(n)",
+        arg=halted + 1,
+    )
+    shot(site, page, "recordings-filtered")
+    with runtime.engine.begin() as conn:
+        conn.execute(
+            update(audio_records)
+            .where(audio_records.c.id == record_id)
+            .values(halted_at=None, halt_reason=None, stage="done")
+        )
+    journal(built, record_id, "done", "advanced")
+    page.locator(f"#record-{record_id}").wait_for(state="detached")
+    page.wait_for_function(
+        "n => document.getElementById('count-halted').textContent === String(n)", arg=halted
+    )
+    assert page.locator(".record-row[data-halted=false]").count() == 0
+    page.context.close()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import Connection, RowMapping, Table, func, or_, select
+from sqlalchemy import ColumnElement, Connection, RowMapping, Table, and_, case, func, or_, select
 
 from conveyor.db.tables import audio_records, media_items, record_events
 from conveyor.pipeline import Domain
@@ -13,15 +13,17 @@ from conveyor.web.keyset import comes_after, comes_before, order_terms
 
 __all__ = [
     "PLACE_LIMIT",
+    "RECORD_STATES",
     "album_page",
     "audio_events_after",
     "backlog",
     "count_items",
-    "count_records",
     "halted_records",
     "halted_totals",
     "latest_audio_event_id",
     "place_in_queue",
+    "record_counts",
+    "records_page",
 ]
 
 
@@ -61,10 +63,55 @@ def place_in_queue(conn: Connection, domain: Domain, row: RowMapping, now: float
     return int(conn.execute(query).scalar_one())
 
 
-def count_records(conn: Connection, owner: str) -> int:
-    """How many records ``owner`` has."""
-    query = select(func.count()).select_from(audio_records).where(audio_records.c.owner == owner)
-    return int(conn.execute(query).scalar_one())
+RECORD_STATES = ("waiting", "done", "halted")
+"""The list's state filter: in progress (not halted, not done), done, halted."""
+
+
+def _state_filter(table: Table, state: str) -> ColumnElement[bool]:
+    if state == "halted":
+        return table.c.halted_at.is_not(None)
+    if state == "done":
+        return and_(table.c.halted_at.is_(None), table.c.stage == "done")
+    if state == "waiting":
+        return and_(table.c.halted_at.is_(None), table.c.stage != "done")
+    raise ValueError(state)
+
+
+def record_counts(conn: Connection, owner: str) -> dict[str, int]:
+    """``owner``'s records: ``total`` and how many are ``waiting``, ``done``, ``halted``."""
+    table = audio_records
+    row = conn.execute(
+        select(
+            func.count().label("total"),
+            *(
+                func.coalesce(func.sum(case((_state_filter(table, s), 1), else_=0)), 0).label(s)
+                for s in RECORD_STATES
+            ),
+        ).where(table.c.owner == owner)
+    ).one()
+    return {k: int(v) for k, v in row._mapping.items()}
+
+
+def records_page(
+    conn: Connection,
+    owner: str,
+    *,
+    state: str | None,
+    stage: str | None,
+    before: int | None,
+    limit: int,
+) -> Sequence[RowMapping]:
+    """``owner``'s records newest first (by id), filtered by ``state`` (one of
+    :data:`RECORD_STATES`) and ``stage``, continuing below the id ``before``."""
+    table = audio_records
+    query = select(table).where(table.c.owner == owner).order_by(table.c.id.desc()).limit(limit)
+    if state is not None:
+        query = query.where(_state_filter(table, state))
+    if stage is not None:
+        query = query.where(table.c.stage == stage)
+    if before is not None:
+        query = query.where(table.c.id < before)
+    return conn.execute(query).mappings().all()
 
 
 def count_items(conn: Connection, album_id: int) -> int:

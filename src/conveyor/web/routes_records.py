@@ -59,35 +59,60 @@ def home() -> Response:
     return RedirectResponse("/records", status_code=303)
 
 
+# The filter form sends an empty value for "all" / "any".
+Show = Annotated[str | None, Query(pattern="^(waiting|done|halted)?$")]
+StageFilter = Annotated[
+    str | None, Query(pattern="^(uploaded|normalized|submitted|transcribed|done)?$")
+]
+
+
 @router.get("/records")
 def records_page(
     request: Request,
     state: State,
     viewer: Viewer,
     before: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
+    show: Show = None,
+    stage: StageFilter = None,
 ) -> Response:
-    """Your recordings, newest first, :data:`PAGE_SIZE` a page (``?before=ID`` for older)."""
+    """Your recordings, newest first, :data:`PAGE_SIZE` a page (``?before=ID`` for older),
+    filtered by ``show`` (``waiting``, ``done``, ``halted``) and ``stage``; the counts per
+    state above the list follow the live stream."""
+    show, stage = show or None, stage or None
     runtime = state.runtime
     now = runtime.clock.now()
     with runtime.engine.connect() as conn:
         last_event_id = queries.latest_audio_event_id(conn)
-        rows = audio_queries.list_records(
-            conn, owner=viewer.name, after_id=before, limit=PAGE_SIZE + 1
+        rows = queries.records_page(
+            conn, viewer.name, state=show, stage=stage, before=before, limit=PAGE_SIZE + 1
         )
-        records = [record_status(conn, state.runtime.audio, r, now) for r in rows[:PAGE_SIZE]]
-        total = queries.count_records(conn, viewer.name)
+        records = [record_status(conn, runtime.audio, r, now) for r in rows[:PAGE_SIZE]]
+        counts = queries.record_counts(conn, viewer.name)
     older = records[-1]["id"] if len(rows) > PAGE_SIZE else None
+    filters = {k: v for k, v in (("show", show), ("stage", stage)) if v}
     return render(
         request,
         "records.html",
         {
             "records": records,
-            "total": total,
+            "counts": counts,
             "older": older,
             "first_page": before is None,
             "last_event_id": last_event_id,
+            "show": show,
+            "stage": stage,
+            "filters": urlencode(filters),
+            "stages": [s.name for s in runtime.audio.stages],
         },
     )
+
+
+@router.get("/records/counts")
+def records_counts(request: Request, state: State, viewer: Viewer) -> Response:
+    """The counts above the list (swapped in when a record changes)."""
+    with state.runtime.engine.connect() as conn:
+        counts = queries.record_counts(conn, viewer.name)
+    return render(request, "_record_counts.html", {"counts": counts})
 
 
 @router.post("/records/upload")

@@ -82,22 +82,55 @@
   }
   setInterval(tick, 5000);
 
-  /* The recordings list. */
+  /* The recordings list: rows change, appear (in id order, on the page they belong to) or
+   * leave a filtered list as records move; the counts above it follow. */
   var records = document.getElementById("records");
+  function matchesFilter(row) {
+    var show = records.dataset.show, stage = records.dataset.stage;
+    var halted = row.dataset.halted === "true", done = row.dataset.stage === "done";
+    if (show === "halted" && !halted) return false;
+    if (show === "done" && (halted || !done)) return false;
+    if (show === "waiting" && (halted || done)) return false;
+    return !stage || row.dataset.stage === stage;
+  }
+  function placeRow(row) {
+    var old = document.getElementById(row.id);
+    if (!matchesFilter(row)) { if (old) old.remove(); return; }
+    if (old) { old.replaceWith(row); return; }
+    var id = parseInt(row.dataset.id, 10), after = null, newest = null;
+    records.querySelectorAll(".record-row").forEach(function (r) {
+      var rid = parseInt(r.dataset.id, 10);
+      if (newest === null || rid > newest) newest = rid;
+      if (!after && rid < id) after = r;
+    });
+    /* Newer than every row here: it belongs on an earlier page unless this is the first. */
+    if (newest !== null && id > newest && records.dataset.firstPage !== "true") return;
+    /* Older than every row here: it belongs on a later page if there is one. */
+    if (!after && records.dataset.more === "true") return;
+    var empty = records.querySelector(".empty");
+    if (empty) empty.remove();
+    records.insertBefore(row, after);
+  }
+  var countsPending = false;
+  function refreshCounts() {
+    if (countsPending) return;
+    countsPending = true;
+    setTimeout(function () {
+      fetchHtml("/records/counts").then(function (p) {
+        countsPending = false;
+        var old = document.getElementById("record-counts");
+        if (old) old.replaceWith(p);
+      }).catch(function () { countsPending = false; });
+    }, 200);
+  }
   if (records && records.dataset.live) {
     follow(records.dataset.live, parseInt(records.dataset.lastEventId, 10) || 0, function (ev) {
       var label = "Recording " + ev.record_id + ": " + ev.outcome + " at " + ev.stage;
       logActivity(label + (ev.outcome_text ? " (" + ev.outcome_text + ")" : ""));
+      refreshCounts();
       fetchHtml("/records/" + ev.record_id + "/row").then(function (row) {
-        var old = document.getElementById("record-" + ev.record_id);
         var name = row.querySelector(".record-name").textContent;
-        if (old) {
-          old.replaceWith(row);
-        } else if (records.dataset.firstPage === "true") {
-          var empty = records.querySelector(".empty");
-          if (empty) empty.remove();
-          records.insertBefore(row, records.firstChild);
-        }
+        placeRow(row);
         announce(name + ": " + row.querySelector(".record-status").textContent.replace(/\s+/g, " ").trim());
       }).catch(function () {});
     });
