@@ -7,7 +7,6 @@ printed after the run and written as JSON to ``CONVEYOR_FAULTS_REPORT`` when tha
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Iterator
@@ -50,8 +49,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
             f"{'; '.join(entry['tally']['violations']) or 'none'}"
         )
     target = os.environ.get("CONVEYOR_FAULTS_REPORT")
-    if target:
-        Path(target).write_text(json.dumps(REPORT, indent=2))
+    if target:  # written after each run already (fault_report.record)
         write(f"report written to {target}")
 
 

@@ -27,6 +27,7 @@ from sqlalchemy import Engine, Table, func, select
 
 from conveyor.audio.intake import accept_audio
 from conveyor.clock import SystemClock
+from conveyor.config import StorageSettings
 from conveyor.db.tables import (
     album_events,
     audio_records,
@@ -39,7 +40,7 @@ from conveyor.db.tables import (
 )
 from conveyor.media.albums import create_album
 from conveyor.media.intake import accept_media
-from conveyor.objects import LocalStore, ObjectStore, sweep_orphans
+from conveyor.objects import ObjectStore, open_store, sweep_orphans
 from conveyor.objects.sweep import OBJECT_PREFIXES
 from needs import AUDIO_CORPUS, MEDIA_CORPUS
 
@@ -79,7 +80,8 @@ class Fleet:
 
     Args:
         database_url: what the workers connect to (a proxy in front of the database, usually).
-        storage_root: the storage the workers and the test share.
+        storage: the ``CONVEYOR_STORAGE__*`` variables of the store the workers and the test
+            share (:func:`storage_env`).
         work: a folder for the provider's operations and the workers' logs.
         specs: one per process.
         env: further ``CONVEYOR_*`` settings for every worker.
@@ -88,7 +90,7 @@ class Fleet:
     def __init__(
         self,
         database_url: str,
-        storage_root: Path,
+        storage: dict[str, str],
         work: Path,
         specs: Sequence[WorkerSpec] = THREE_WORKERS,
         env: dict[str, str] | None = None,
@@ -108,7 +110,7 @@ class Fleet:
         self.env = {
             **base,
             "CONVEYOR_DATABASE__URL": database_url,
-            "CONVEYOR_STORAGE__ROOT": str(storage_root),
+            **storage,
             **tuning,
             **(env or {}),
         }
@@ -199,6 +201,19 @@ class Fleet:
         return "\n".join(tails)
 
 
+def storage_env(keys: dict[str, Any]) -> dict[str, str]:
+    """``[storage]`` keys as ``CONVEYOR_STORAGE__*`` variables for a child process."""
+    return {
+        f"CONVEYOR_STORAGE__{k.upper()}": str(v).lower() if isinstance(v, bool) else str(v)
+        for k, v in keys.items()
+    }
+
+
+def storage_of(keys: dict[str, Any], work: Path) -> ObjectStore:
+    """The store ``keys`` name, as this (test) process opens it, working in ``work``."""
+    return open_store(StorageSettings(**{**keys, "work_dir": str(work)}))
+
+
 @dataclass
 class Seeded:
     """What :func:`seed` put in: ids per domain."""
@@ -212,7 +227,7 @@ class Seeded:
         return len(self.jobs) + len(self.audio) + len(self.media)
 
 
-def seed(engine: Engine, store: LocalStore, *, jobs_count: int, audio: int, photos: int) -> Seeded:
+def seed(engine: Engine, store: ObjectStore, *, jobs_count: int, audio: int, photos: int) -> Seeded:
     """Put the workload in: ``jobs_count`` fast jobs, ``audio`` recordings, ``photos`` photos
     and one video per ten photos (at least one), all waiting for the workers."""
     clock = SystemClock()

@@ -22,18 +22,18 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 from cluster import ThrowawayCluster
-from fault_report import REPORT
-from harness import Seeded, open_records, tally, wait_until
+from fault_report import record
+from harness import Seeded, open_records, storage_env, storage_of, tally, wait_until
 
 from conveyor.accounts.tokens import add_user, create_token
 from conveyor.clock import SystemClock
 from conveyor.db.engine import make_engine
 from conveyor.db.migrate import upgrade
-from conveyor.objects import LocalStore
 from needs import AUDIO_CORPUS, MEDIA_CORPUS
 
 CONVEYOR = str(Path(sys.executable).with_name("conveyor"))
@@ -137,10 +137,10 @@ def run_end_to_end(
     upgrade(engine)
     add_user(engine, SystemClock(), "ann")
     token = create_token(engine, SystemClock(), "ann").token
-    root = tmp_path / "storage"
+    keys: dict[str, Any] = {"root": str(tmp_path / "storage")}
     env = {
         "CONVEYOR_DATABASE__URL": database,
-        "CONVEYOR_STORAGE__ROOT": str(root),
+        **storage_env(keys),
         "CONVEYOR_PIPELINE__WORKERS": "2",
         "CONVEYOR_MEDIA__SHORT_WORKERS": "2",
         "CONVEYOR_MEDIA__LONG_WORKERS": "1",
@@ -201,8 +201,9 @@ def run_end_to_end(
         raise AssertionError(f"{exc}\n{hosts.logs()}") from None
     elapsed = time.monotonic() - started
     hosts.stop()
-    result = tally(engine, LocalStore(root), Seeded([], audio_ids, media_ids), None)
-    REPORT.append(
+    store = storage_of(keys, tmp_path / "test-work")
+    result = tally(engine, store, Seeded([], audio_ids, media_ids), None)
+    record(
         {
             "fault": name,
             "summary": (

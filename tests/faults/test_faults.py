@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 from cluster import ThrowawayCluster
-from fault_report import REPORT
+from fault_report import record
 from harness import (
     THREE_WORKERS,
     Fleet,
@@ -32,6 +32,8 @@ from harness import (
     held_claims,
     open_records,
     seed,
+    storage_env,
+    storage_of,
     taken_over,
     tally,
     wait_until,
@@ -40,7 +42,7 @@ from sqlalchemy import Engine
 
 from conveyor.db.engine import make_engine
 from conveyor.db.migrate import upgrade
-from conveyor.objects import LocalStore
+from conveyor.objects import ObjectStore
 from tcp_proxy import TcpProxy
 
 
@@ -69,7 +71,7 @@ class Run:
     engine: Engine
     proxy: TcpProxy
     fleet: Fleet
-    store: LocalStore
+    store: ObjectStore
     seeded: Seeded
 
     def in_flight(self, fraction: float = 0.15) -> None:
@@ -99,12 +101,12 @@ def make_run(cluster: ThrowawayCluster, tmp_path: Path) -> Iterator[Callable[...
         engine = make_engine(cluster.create_database(database), pool_size=5)
         upgrade(engine)
         proxy = TcpProxy(("127.0.0.1", cluster.port))
-        root = tmp_path / "storage"
-        store = LocalStore(root)
+        keys: dict[str, Any] = {"root": str(tmp_path / "storage")}
+        store = storage_of(keys, tmp_path / "test-work")
         seeded = seed(engine, store, jobs_count=size.jobs, audio=size.audio, photos=size.photos)
         work = tmp_path / "work"
         work.mkdir()
-        fleet = Fleet(cluster.url_of(database, proxy.port), root, work, specs)
+        fleet = Fleet(cluster.url_of(database, proxy.port), storage_env(keys), work, specs)
         run = Run(name, cluster, engine, proxy, fleet, store, seeded)
         made.append(run)
         fleet.start()
@@ -134,7 +136,7 @@ def finish(
     result = tally(run.engine, run.store, run.seeded, run.fleet.provider_dir)
     lost = run.fleet.lost_claims()
     measured = {**measured, "stale_results_refused": lost}
-    REPORT.append(
+    record(
         {
             "fault": run.name,
             "summary": summary,

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fault_report import REPORT
+from fault_report import record
 
 from conveyor.config import StorageSettings
 from conveyor.objects import ObjectStore, open_store
@@ -83,7 +83,7 @@ def test_the_s3_store_keeps_whole_objects_under_faults(
         with direct.open(key) as whole:
             assert whole.read() == payloads[key], f"{key}: not the bytes that were put"
     assert set(failed) <= set(payloads)
-    REPORT.append(
+    record(
         {
             "fault": f"object_store_{fault}",
             "summary": (
