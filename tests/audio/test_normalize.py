@@ -90,10 +90,12 @@ def write_tone(
     rate: int,
     layout: str = "mono",
     amplitude: float = 0.5,
+    options: dict[str, str] | None = None,
 ) -> Path:
-    """Encode a 440 Hz sine with PyAV, one second at a time (the test must not hold it all)."""
+    """Encode a 440 Hz sine with PyAV, one second at a time (the test must not hold it all);
+    ``options`` go to the muxer."""
     channels = 2 if layout == "stereo" else 1
-    with av.open(str(path), "w", format=fmt) as out:
+    with av.open(str(path), "w", format=fmt, options=options or {}) as out:
         stream = out.add_stream(codec, rate=rate, layout=layout)
         assert isinstance(stream, av.AudioStream)
         total = round(seconds * rate)
@@ -446,3 +448,30 @@ def test_other_voice_note_formats_normalize(
 def test_sample_rate_at_the_bounds_is_accepted(tmp_path: Path) -> None:
     src = write_tone(tmp_path / "hi.wav", "wav", "pcm_s16le", seconds=1.0, rate=192000)
     assert normalize_audio(src, tmp_path / "out.wav").duration == pytest.approx(1.0, abs=0.01)
+
+
+def test_mp3_whose_rate_changes_part_way_is_normalized_whole(tmp_path: Path) -> None:
+    # Two encodes concatenated (as some recorders and joiners write them): the decoder's frames
+    # change rate part-way, so the resampling graph is rebuilt; nothing is lost.
+    first = write_tone(tmp_path / "a.mp3", "mp3", "libmp3lame", seconds=2.0, rate=44100)
+    bare = {"id3v2_version": "0", "write_xing": "0"}  # no tag or header frame in the middle
+    second = write_tone(
+        tmp_path / "b.mp3",
+        "mp3",
+        "libmp3lame",
+        seconds=3.0,
+        rate=22050,
+        layout="stereo",
+        options=bare,
+    )
+    joined = tmp_path / "joined.mp3"
+    joined.write_bytes(first.read_bytes() + second.read_bytes())
+    with av.open(str(joined)) as container:
+        rates = {frame.sample_rate for frame in container.decode(audio=0)}
+    assert rates == {44100, 22050}  # the file really changes part-way
+
+    result = normalize_audio(joined, tmp_path / "out.wav")
+
+    # Each part carries its encoder's priming and padding (up to ~0.1 s at these rates).
+    assert result.duration == pytest.approx(5.0, abs=0.2)
+    assert result.peak_dbfs == pytest.approx(-6.02, abs=0.5)

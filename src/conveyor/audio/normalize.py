@@ -21,7 +21,7 @@ import wave
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Final
+from typing import IO, Any, Final
 
 import av
 import numpy as np
@@ -432,40 +432,84 @@ class _WavSink:
 
 
 class _Resampler:
-    """PyAV resampling to s16/16 kHz (``layout``: mono, or the track's own channels) that survives
+    """Resampling to s16/16 kHz (``layout``: mono, or the track's own channels) that survives
     format changes mid-stream; hands ``(frames, channels)`` int16 arrays to ``emit``.
 
-    PyAV's resampler is built for the first frame's format, layout and rate and refuses
-    others; some streams (e.g. an MP3 concatenated from two encodes) change them part-way.
+    The graph is the one :class:`av.AudioResampler` builds (``abuffer`` -> ``aformat``, which
+    inserts libswresample, -> ``abuffersink`` cut into one-second frames), driven directly:
+    every decoded frame (~1024 samples) is pushed, but the sink is asked only when a whole
+    output frame is due. Asking after each push, as ``AudioResampler.resample`` does, costs
+    one FFmpeg "try again" error raised and caught in Python per decoded frame — about a
+    third of the resampling time of a long recording.
+
+    A new graph is built when the frames' format, layout or rate change (some streams, e.g.
+    an MP3 concatenated from two encodes, change them part-way).
     """
 
     def __init__(self, emit: Callable[[npt.NDArray[np.int16]], None], layout: str = "mono") -> None:
         self._emit_pcm = emit
         self._layout = layout
         self._width = av.AudioLayout(layout).nb_channels
-        self._resampler: av.AudioResampler | None = None
+        self._graph: av.filter.Graph | None = None  # owns the contexts below: keep it alive
+        self._source: Any = None
+        self._sink: Any = None
         self._input: tuple[str, str, int] | None = None
+        self._rate = 0
+        self._pushed = 0  # input samples pushed into the current graph
+        self._pulled = 0  # output samples taken out of it
 
     def push(self, frame: av.AudioFrame) -> None:
         signature = (frame.format.name, frame.layout.name, int(frame.sample_rate))
         if signature != self._input:
             self.flush()
-            self._resampler = av.AudioResampler(
-                format="s16", layout=self._layout, rate=TARGET_SAMPLE_RATE, frame_size=_OUT_FRAME
-            )
+            self._open(frame)
             self._input = signature
-        assert self._resampler is not None
-        self._emit(self._resampler.resample(frame))
+        self._source.push(frame)
+        self._pushed += frame.samples
+        # Output samples the pushed input makes, less what was taken: pull once a frame is due.
+        if self._pushed * TARGET_SAMPLE_RATE // self._rate - self._pulled >= _OUT_FRAME:
+            self._drain()
 
     def flush(self) -> None:
-        """Drain samples the resampler still holds (its filter delay)."""
-        if self._resampler is not None:
-            self._emit(self._resampler.resample(None))
-            self._resampler = None
+        """Drain samples the graph still holds (its filter delay and the last partial frame)."""
+        if self._source is not None:
+            self._source.push(None)
+            self._drain()
+            self._graph = self._source = self._sink = None
             self._input = None
 
-    def _emit(self, frames: list[av.AudioFrame]) -> None:
-        for out in frames:
+    def _open(self, frame: av.AudioFrame) -> None:
+        graph = av.filter.Graph()
+        args = {
+            "sample_rate": str(frame.sample_rate),
+            "sample_fmt": frame.format.name,
+            "channel_layout": frame.layout.name,
+        }
+        if frame.time_base is not None:
+            args["time_base"] = str(frame.time_base)
+        source = graph.add("abuffer", **args)
+        convert = graph.add(
+            "aformat",
+            sample_rates=str(TARGET_SAMPLE_RATE),
+            sample_fmts="s16",
+            channel_layouts=self._layout,
+        )
+        sink = graph.add("abuffersink")
+        source.link_to(convert)
+        convert.link_to(sink)
+        graph.configure()
+        graph.set_audio_frame_size(_OUT_FRAME)
+        self._graph, self._source, self._sink = graph, source, sink
+        self._rate = int(frame.sample_rate)
+        self._pushed = self._pulled = 0
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                out = self._sink.pull()
+            except (BlockingIOError, EOFError):
+                return  # nothing more until the next push (or ever, after the end)
+            self._pulled += out.samples
             # Packed s16: one plane, channels interleaved.
             pcm = out.to_ndarray().astype(np.int16, copy=False).reshape(-1, self._width)
             self._emit_pcm(pcm)
