@@ -14,13 +14,13 @@ from api_helpers import build_settings
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
-from tcp_proxy import TcpProxy
 
 from conveyor.accounts import add_user, create_token
 from conveyor.api.app import create_app
 from conveyor.db import outage
 from conveyor.db.engine import make_engine
 from conveyor.runtime import Runtime
+from tcp_proxy import TcpProxy
 
 PG_URL = os.environ.get("CONVEYOR_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 
