@@ -165,6 +165,8 @@ def run_end_to_end(
     wait_until(
         lambda: httpx.get(f"{base}/healthz", timeout=2).status_code == 200, 60, what="API up"
     )
+    # The API node runs no workers: every record is moved by the worker processes.
+    assert httpx.get(f"{base}/healthz", timeout=5).json()["workers"] is False
 
     started = time.monotonic()
     audio_ids: list[int] = []
