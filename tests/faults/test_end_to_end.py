@@ -130,14 +130,20 @@ def processes(tmp_path: Path) -> Iterator[Processes]:
 
 
 def run_end_to_end(
-    cluster: ThrowawayCluster, tmp_path: Path, make: object, name: str, size: Size
+    cluster: ThrowawayCluster,
+    tmp_path: Path,
+    make: object,
+    name: str,
+    size: Size,
+    storage: dict[str, Any] | None = None,
 ) -> None:
+    """Run the layout over ``size``; ``storage``: the ``[storage]`` keys (default a folder)."""
     database = cluster.create_database(name)
     engine = make_engine(database)
     upgrade(engine)
     add_user(engine, SystemClock(), "ann")
     token = create_token(engine, SystemClock(), "ann").token
-    keys: dict[str, Any] = {"root": str(tmp_path / "storage")}
+    keys: dict[str, Any] = storage or {"root": str(tmp_path / "storage")}
     env = {
         "CONVEYOR_DATABASE__URL": database,
         **storage_env(keys),
@@ -209,7 +215,8 @@ def run_end_to_end(
         {
             "fault": name,
             "summary": (
-                f"API + 3 workers (lanes {' | '.join(LANES)}): {size.recordings} recordings, "
+                f"API + 3 workers (lanes {' | '.join(LANES)}; store {keys.get('url', 'file:')}): "
+                f"{size.recordings} recordings, "
                 f"{size.photos} photos, {size.videos} videos uploaded in {uploaded:.0f} s, "
                 f"all settled {elapsed:.0f} s after the first upload"
             ),

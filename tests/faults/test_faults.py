@@ -43,6 +43,8 @@ from sqlalchemy import Engine
 from conveyor.db.engine import make_engine
 from conveyor.db.migrate import upgrade
 from conveyor.objects import ObjectStore
+from http_fault_proxy import HttpFaultProxy
+from s3server import S3Server
 from tcp_proxy import TcpProxy
 
 
@@ -96,17 +98,31 @@ class Run:
 def make_run(cluster: ThrowawayCluster, tmp_path: Path) -> Iterator[Callable[..., Run]]:
     made: list[Run] = []
 
-    def make(name: str, size: Size, specs: tuple[WorkerSpec, ...] = THREE_WORKERS) -> Run:
+    def make(
+        name: str,
+        size: Size,
+        specs: tuple[WorkerSpec, ...] = THREE_WORKERS,
+        *,
+        storage: dict[str, Any] | None = None,
+        workers_storage: dict[str, Any] | None = None,
+    ) -> Run:
+        """``storage``: the ``[storage]`` keys (default a folder); ``workers_storage``: the
+        workers' own when they differ (the same bucket through a fault proxy)."""
         database = f"faults_{name}"
         engine = make_engine(cluster.create_database(database), pool_size=5)
         upgrade(engine)
         proxy = TcpProxy(("127.0.0.1", cluster.port))
-        keys: dict[str, Any] = {"root": str(tmp_path / "storage")}
+        keys: dict[str, Any] = storage or {"root": str(tmp_path / "storage")}
         store = storage_of(keys, tmp_path / "test-work")
         seeded = seed(engine, store, jobs_count=size.jobs, audio=size.audio, photos=size.photos)
         work = tmp_path / "work"
         work.mkdir()
-        fleet = Fleet(cluster.url_of(database, proxy.port), storage_env(keys), work, specs)
+        fleet = Fleet(
+            cluster.url_of(database, proxy.port),
+            storage_env(workers_storage or keys),
+            work,
+            specs,
+        )
         run = Run(name, cluster, engine, proxy, fleet, store, seeded)
         made.append(run)
         fleet.start()
@@ -251,6 +267,40 @@ def skewed_clocks(run: Run) -> None:
         # A worker deciding by its own clock would see live leases as expired (or its own as
         # valid too long) and claims would be taken from under running steps.
         expect_lost_claims=False,
+    )
+
+
+@dataclass
+class FaultyBucket:
+    """A fresh bucket on the S3 test server, and a fault proxy in front of it for the workers."""
+
+    proxy: HttpFaultProxy
+    direct: dict[str, Any]
+    through_proxy: dict[str, Any]
+
+
+@pytest.fixture
+def faulty_bucket(s3_server: S3Server) -> Iterator[FaultyBucket]:
+    proxy = HttpFaultProxy(s3_server.endpoint)
+    direct = s3_server.storage_settings(s3_server.bucket(), "conveyor")
+    yield FaultyBucket(proxy, direct, {**direct, "endpoint": proxy.endpoint})
+    proxy.close()
+
+
+def object_store_errors(run: Run, proxy: HttpFaultProxy, hold: float) -> None:
+    run.in_flight()
+    before = dict(proxy.counts)
+    proxy.error_rate, proxy.reset_rate, proxy.delay = 0.15, 0.1, 0.05
+    time.sleep(hold)
+    proxy.error_rate = proxy.reset_rate = proxy.delay = 0.0
+    spoiled = {k: proxy.counts[k] - before[k] for k in proxy.counts}
+    recovered = run.progress_after(time.monotonic())
+    finish(
+        run,
+        f"object store through a proxy for {hold:.0f} s: {spoiled['error']} requests answered "
+        f"503, {spoiled['reset']} reset, every one 50 ms slow ({spoiled['forwarded']} "
+        f"forwarded); progress {recovered:.1f} s after",
+        {"requests": spoiled, "recover_seconds": recovered},
     )
 
 
