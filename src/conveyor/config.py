@@ -17,6 +17,7 @@ listed with its default in ``docs/operations.md``.
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import os
 import re
 from collections.abc import Mapping
@@ -316,6 +317,19 @@ class ApiSettings(_Section):
     """Uploads one owner may have arriving at once in one process; more get 429."""
     streams_per_token: int = Field(default=8, ge=1)
     """Album event streams one token may hold open at once in one process; more get 429."""
+    trusted_proxies: list[str] = []
+    """Addresses or networks of reverse proxies whose ``X-Forwarded-For`` names the client
+    (the web sign-in's pause per address); empty: the TCP peer is the client."""
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _networks(cls, value: list[str]) -> list[str]:
+        for item in value:
+            try:
+                ipaddress.ip_network(item.strip(), strict=False)
+            except ValueError:
+                raise ValueError(f"not an IP address or network: {item!r}") from None
+        return value
 
 
 def _toml_file() -> Path | None:

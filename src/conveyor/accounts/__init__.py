@@ -14,7 +14,8 @@ Public surface::
     revoke_token, revoke_own_token
     authenticate                  bearer token → Account (the HTTP API)
     token_active, active_tokens   not revoked yet (open event streams re-check)
-    check_password                sign-in (SignInPaused after repeated failures)
+    check_password, address_key   sign-in (SignInPaused after repeated failures, per name
+                                  and per client address)
     start_session, session_account, session_active, end_session
     Account, IssuedToken, SignedIn, SessionAccount, NewSession
 """
@@ -22,6 +23,7 @@ Public surface::
 from conveyor.accounts.passwords import (
     SignedIn,
     SignInPaused,
+    address_key,
     check_new_password,
     check_password,
     set_admin,
@@ -59,6 +61,7 @@ __all__ = [
     "SignedIn",
     "active_tokens",
     "add_user",
+    "address_key",
     "authenticate",
     "check_new_password",
     "check_password",

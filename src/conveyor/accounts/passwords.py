@@ -6,10 +6,18 @@ replaced on the next successful sign-in. After :data:`MAX_FAILED_SIGN_INS` wrong
 row a user's sign-in is paused, :data:`FIRST_PAUSE` seconds first and twice as long on each
 further failure (at most :data:`LONGEST_PAUSE`); while paused, no password is even checked. A
 good password starts the count again.
+
+Beside each name's pause, each client address has its own (:func:`check_password`'s
+``address``): after :data:`ADDRESS_FAILURES` failed sign-ins from one address — wrong
+passwords or names that do not exist, whichever names they tried — sign-ins from it pause the
+same way (60 s, doubling, at most 15 min). A right password does not clear an address's count
+(one account of one's own must not buy more guesses at others); the count starts again after
+:data:`ADDRESS_QUIET` seconds without a failure.
 """
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
 
 from argon2 import PasswordHasher
@@ -21,12 +29,15 @@ from conveyor.clock import Clock
 from conveyor.errors import ConveyorError, NotFound, RejectedInput
 
 __all__ = [
+    "ADDRESS_FAILURES",
+    "ADDRESS_QUIET",
     "FIRST_PAUSE",
     "LONGEST_PAUSE",
     "MAX_FAILED_SIGN_INS",
     "MIN_PASSWORD",
     "SignInPaused",
     "SignedIn",
+    "address_key",
     "check_new_password",
     "check_password",
     "set_admin",
@@ -37,6 +48,8 @@ MAX_FAILED_SIGN_INS = 5
 FIRST_PAUSE = 60.0
 LONGEST_PAUSE = 900.0
 MIN_PASSWORD = 8
+ADDRESS_FAILURES = 20
+ADDRESS_QUIET = 900.0
 _MAX_PASSWORD = 1024
 
 # The hasher of this process (argon2-cffi's defaults: argon2id, t=3, m=64 MiB, p=4). Tests
@@ -55,7 +68,8 @@ def _dummy_hash() -> str:
 
 
 class SignInPaused(ConveyorError):
-    """Too many wrong passwords in a row: sign-in is paused for ``seconds`` more."""
+    """Too many failed sign-ins (of a name, or from an address): sign-in is paused for
+    ``seconds`` more."""
 
     def __init__(self, seconds: float) -> None:
         self.seconds = max(1, round(seconds))
@@ -120,18 +134,45 @@ def _verify(digest: str, password: str) -> bool:
         return False
 
 
-def check_password(engine: Engine, clock: Clock, name: str, password: str) -> SignedIn | None:
+def _pause(failed: int, limit: int) -> float:
+    return min(LONGEST_PAUSE, FIRST_PAUSE * 2.0 ** (failed - limit))
+
+
+def _failed_from(engine: Engine, address: str | None, now: float) -> None:
+    """Count a failed sign-in from ``address``; pause it after :data:`ADDRESS_FAILURES`."""
+    if address is None:
+        return
+    with engine.begin() as conn:
+        row = queries.lock_address(conn, address, now)
+        recent = float(row["last_failed_at"]) >= now - ADDRESS_QUIET
+        failed = int(row["failed"]) + 1 if recent else 1
+        paused = now + _pause(failed, ADDRESS_FAILURES) if failed >= ADDRESS_FAILURES else None
+        queries.save_address_failures(conn, address, failed, now, paused)
+        queries.prune_addresses(conn, now - ADDRESS_QUIET, now)
+
+
+def check_password(
+    engine: Engine, clock: Clock, name: str, password: str, *, address: str | None = None
+) -> SignedIn | None:
     """Sign-in: the user when ``password`` is theirs, None otherwise.
 
+    Args:
+        address: the client's address (:func:`address_key` of it), whose failures are
+            counted and paused across names; None counts none.
+
     Raises:
-        SignInPaused: the user's sign-in is paused after repeated failures (the password is
-            not checked, and the pause is not extended).
+        SignInPaused: sign-in is paused for this name or this address after repeated
+            failures (the password is not checked, and the pause is not extended).
     """
     now = clock.now()
     with engine.connect() as conn:
+        address_pause = queries.address_paused_until(conn, address) if address else None
         row = queries.user_by_name(conn, name.strip()) if name.strip() else None
+    if address_pause is not None and now < address_pause:
+        raise SignInPaused(address_pause - now)
     if row is None or row["password_hash"] is None:
         _verify(_dummy_hash(), password[:_MAX_PASSWORD])
+        _failed_from(engine, address, now)
         return None
     user_id = int(row["id"])
     paused_until = row["sign_in_paused_until"]
@@ -142,11 +183,26 @@ def check_password(engine: Engine, clock: Clock, name: str, password: str) -> Si
         with engine.begin() as conn:
             failed = queries.record_failed_sign_in(conn, user_id, None)
             if failed >= MAX_FAILED_SIGN_INS:
-                pause = min(LONGEST_PAUSE, FIRST_PAUSE * 2.0 ** (failed - MAX_FAILED_SIGN_INS))
-                queries.pause_sign_in(conn, user_id, now + pause)
+                queries.pause_sign_in(conn, user_id, now + _pause(failed, MAX_FAILED_SIGN_INS))
+        _failed_from(engine, address, now)
         return None
     with engine.begin() as conn:
         if hasher.check_needs_rehash(digest):
             queries.set_password_hash(conn, user_id, hasher.hash(password))
         queries.clear_failed_sign_ins(conn, user_id)
     return SignedIn(user_id=user_id, name=str(row["name"]), is_admin=bool(row["is_admin"]))
+
+
+def address_key(host: str) -> str:
+    """The key failed sign-ins are counted under for a client address: an IPv4 address as
+    is, an IPv6 one by its /64 network (one host usually holds a whole /64), an IPv4-mapped
+    IPv6 one as the IPv4 address; anything else (a Unix socket's name) as given, cut to 64."""
+    try:
+        ip = ipaddress.ip_address(host.strip())
+    except ValueError:
+        return host.strip()[:64] or "unknown"
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return str(ip)

@@ -1,14 +1,16 @@
-"""Statements on ``users`` and ``api_tokens`` (SQLAlchemy Core)."""
+"""Statements on ``users``, ``api_tokens``, sessions and sign-in addresses (SQLAlchemy Core)."""
 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
 from sqlalchemy import Connection, RowMapping, delete, insert, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 
-from conveyor.db.tables import api_tokens, users, web_sessions
+from conveyor.db.tables import api_tokens, sign_in_addresses, users, web_sessions
 
 __all__ = [
+    "address_paused_until",
     "clear_failed_sign_ins",
     "delete_expired_sessions",
     "delete_session",
@@ -19,8 +21,11 @@ __all__ = [
     "insert_token",
     "insert_user",
     "list_users",
+    "lock_address",
     "pause_sign_in",
+    "prune_addresses",
     "record_failed_sign_in",
+    "save_address_failures",
     "session_exists",
     "session_owner",
     "set_admin",
@@ -231,3 +236,52 @@ def token_of_user(conn: Connection, token_id: int, user_id: int) -> RowMapping |
         api_tokens.c.id == token_id, api_tokens.c.user_id == user_id
     )
     return conn.execute(query).mappings().first()
+
+
+def address_paused_until(conn: Connection, address: str) -> float | None:
+    """Until when (epoch s) sign-ins from ``address`` are paused, or None."""
+    row = conn.execute(
+        select(sign_in_addresses.c.paused_until).where(sign_in_addresses.c.address == address)
+    ).first()
+    return None if row is None or row[0] is None else float(row[0])
+
+
+def lock_address(conn: Connection, address: str, now: float) -> RowMapping:
+    """The address's row, made if missing and locked for this transaction (PostgreSQL)."""
+    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+    conn.execute(
+        dialect.insert(sign_in_addresses)
+        .values(address=address, failed=0, last_failed_at=now)
+        .on_conflict_do_nothing(index_elements=["address"])
+    )
+    return (
+        conn.execute(
+            select(sign_in_addresses)
+            .where(sign_in_addresses.c.address == address)
+            .with_for_update()
+        )
+        .mappings()
+        .one()
+    )
+
+
+def save_address_failures(
+    conn: Connection, address: str, failed: int, now: float, paused_until: float | None
+) -> None:
+    """Store the address's count of failed sign-ins, the last one's time, and its pause."""
+    conn.execute(
+        update(sign_in_addresses)
+        .where(sign_in_addresses.c.address == address)
+        .values(failed=failed, last_failed_at=now, paused_until=paused_until)
+    )
+
+
+def prune_addresses(conn: Connection, quiet_since: float, now: float) -> None:
+    """Forget addresses with no failure since ``quiet_since`` and no pause still running."""
+    table = sign_in_addresses
+    conn.execute(
+        delete(table).where(
+            table.c.last_failed_at < quiet_since,
+            (table.c.paused_until.is_(None)) | (table.c.paused_until <= now),
+        )
+    )

@@ -41,6 +41,7 @@ __all__ = [
     "recognition_attempts",
     "record_events",
     "record_topics",
+    "sign_in_addresses",
     "texts",
     "topics",
     "users",
@@ -95,6 +96,17 @@ users = Table(
     # Failed sign-ins in a row, and until when sign-in is paused after too many.
     Column("failed_sign_ins", Integer, nullable=False, server_default="0"),
     Column("sign_in_paused_until", Double, nullable=True),
+)
+
+# Failed sign-ins per client address (an IPv6 client by its /64): an address that tries many
+# names pauses, beside each name's own pause in ``users``.
+sign_in_addresses = Table(
+    "sign_in_addresses",
+    metadata,
+    Column("address", String(64), primary_key=True),
+    Column("failed", Integer, nullable=False, server_default="0"),
+    Column("last_failed_at", Double, nullable=False),
+    Column("paused_until", Double, nullable=True),
 )
 
 # Browser sessions: the cookie's SHA-256 only, and the CSRF token its forms carry.

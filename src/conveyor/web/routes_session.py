@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+from functools import partial
 from typing import Annotated
 
 import anyio.to_thread
@@ -12,6 +13,7 @@ from starlette.responses import Response
 
 from conveyor.accounts import (
     SignInPaused,
+    address_key,
     check_password,
     create_token,
     end_session,
@@ -30,6 +32,7 @@ from conveyor.web.auth import (
     new_login_csrf,
     set_session_cookie,
 )
+from conveyor.web.clients import client_address
 from conveyor.web.pages import render
 
 __all__ = ["router"]
@@ -80,7 +83,8 @@ async def sign_in(
     """Check the password; on success start a session and go on to ``next``.
 
     Wrong name or password: the form again with 401 and one message for both (names are not
-    revealed). After 5 failures in a row the user's sign-in pauses (429, how long it lasts).
+    revealed). After 5 failures in a row the user's sign-in pauses, and after 20 from one
+    client address (:mod:`conveyor.web.clients`) that address's (429, how long it lasts).
     """
     target = _safe_next(next)
     cookie_token = request.cookies.get(LOGIN_CSRF_COOKIE, "")
@@ -93,9 +97,14 @@ async def sign_in(
             status=403,
         )
     runtime = state.runtime
+    address = address_key(client_address(request, runtime.settings.api.trusted_proxies))
     try:
         signed = await anyio.to_thread.run_sync(
-            check_password, runtime.engine, runtime.clock, username, password
+            partial(check_password, address=address),
+            runtime.engine,
+            runtime.clock,
+            username,
+            password,
         )
     except SignInPaused as exc:
         return _sign_in_page(

@@ -1,0 +1,133 @@
+"""Revision 0005 (sign-in addresses) upgrades a database made by 0004 with records in every
+stage."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, insert, select, text
+
+from conveyor.db.engine import make_engine
+from conveyor.db.migrate import current_revision, upgrade
+from conveyor.db.tables import (
+    albums,
+    api_tokens,
+    audio_records,
+    files,
+    media_items,
+    sign_in_addresses,
+    texts,
+    users,
+    web_sessions,
+)
+
+AUDIO_STAGES = ["uploaded", "normalized", "submitted", "transcribed", "done"]
+MEDIA_STAGES = ["uploaded", "transcoding", "done"]
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def old_engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
+    """A database at revision 0004 (PostgreSQL: the test database rebuilt, then restored)."""
+    if request.param == "sqlite":
+        engine = make_engine(f"sqlite:///{tmp_path / 'old.db'}")
+        upgrade(engine, "0004")
+        yield engine
+        engine.dispose()
+        return
+    engine = request.getfixturevalue("pg_engine")
+    with engine.begin() as conn:
+        conn.execute(text("DROP SCHEMA public CASCADE"))
+        conn.execute(text("CREATE SCHEMA public"))
+    upgrade(engine, "0004")
+    try:
+        yield engine
+    finally:
+        with engine.begin() as conn:
+            conn.execute(text("DROP SCHEMA public CASCADE"))
+            conn.execute(text("CREATE SCHEMA public"))
+        upgrade(engine)
+
+
+def _fill(engine: Engine) -> None:
+    now = 1_800_000_000.0
+    queue = {"state_entered_at": now, "attempts": 0, "updated_at": now}
+    with engine.begin() as conn:
+        conn.execute(
+            insert(users).values(
+                id=1, name="alice", created_at=now, password_hash="$argon2id$x", failed_sign_ins=2
+            )
+        )
+        conn.execute(
+            insert(web_sessions).values(
+                user_id=1, token_hash="b" * 64, csrf_token="c", created_at=now, expires_at=now + 9
+            )
+        )
+        conn.execute(
+            insert(api_tokens).values(user_id=1, token_hash="a" * 64, label="cli", created_at=now)
+        )
+        conn.execute(
+            insert(files).values(
+                id=1, key="u/1", mime_type="audio/wav", size=10, state="stored", created_at=now
+            )
+        )
+        for n, stage in enumerate([*AUDIO_STAGES, "submitted"], 1):
+            halted = {"halted_at": now, "halt_reason": "stuck"} if n == 6 else {}
+            conn.execute(
+                insert(audio_records).values(
+                    id=n,
+                    owner="alice",
+                    title=f"t{n}",
+                    created_at=now + n,
+                    original_file_id=1,
+                    stage=stage,
+                    **queue,
+                    **halted,
+                )
+            )
+        conn.execute(
+            insert(texts).values(record_id=5, kind="transcript", body="hello", created_at=now)
+        )
+        conn.execute(insert(albums).values(id=1, owner="alice", name="Trip", created_at=now))
+        for n, stage in enumerate(MEDIA_STAGES, 1):
+            conn.execute(
+                insert(media_items).values(
+                    id=n,
+                    owner="alice",
+                    album_id=1,
+                    kind="photo",
+                    uploaded_at=now,
+                    stage=stage,
+                    **queue,
+                )
+            )
+
+
+def test_0005_keeps_every_record_and_session_and_adds_sign_in_addresses(
+    old_engine: Engine,
+) -> None:
+    _fill(old_engine)
+    with old_engine.connect() as conn:
+        before_audio = conn.execute(select(audio_records).order_by(audio_records.c.id)).all()
+        before_media = conn.execute(select(media_items).order_by(media_items.c.id)).all()
+        before_users = conn.execute(select(users)).all()
+        before_sessions = conn.execute(select(web_sessions)).all()
+    upgrade(old_engine)
+    assert current_revision(old_engine) is not None and current_revision(old_engine) >= "0005"
+    with old_engine.connect() as conn:
+        assert (
+            conn.execute(select(audio_records).order_by(audio_records.c.id)).all() == before_audio
+        )
+        assert conn.execute(select(media_items).order_by(media_items.c.id)).all() == before_media
+        assert [r.stage for r in before_audio] == [*AUDIO_STAGES, "submitted"]
+        assert [r.stage for r in before_media] == MEDIA_STAGES
+        assert conn.execute(select(texts.c.body)).scalar_one() == "hello"
+        assert conn.execute(select(users)).all() == before_users
+        assert conn.execute(select(web_sessions)).all() == before_sessions
+        assert conn.execute(select(api_tokens.c.label)).scalar_one() == "cli"
+        assert conn.execute(select(sign_in_addresses)).all() == []
+    with old_engine.begin() as conn:
+        conn.execute(insert(sign_in_addresses).values(address="203.0.113.9", last_failed_at=1.0))
+        row = conn.execute(select(sign_in_addresses)).mappings().one()
+    assert row["failed"] == 0 and row["paused_until"] is None
