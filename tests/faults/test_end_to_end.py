@@ -58,6 +58,9 @@ PHOTOS = (
 )
 VIDEOS = ("file-type__fixture.mov", "moviepy__fire2.mp4", "lychee__train.mov")
 
+#: pytest-timeout's bound for the full-size run (the suite's default is 600 s).
+LONG_TIMEOUT = 5400
+
 #: The lanes of the three worker processes: recognition alone, photos, videos and photos.
 LANES = ("audio", "short", "long,short")
 
@@ -241,6 +244,7 @@ def test_end_to_end_api_and_three_workers_small(
 
 
 @pytest.mark.faults_long
+@pytest.mark.timeout(LONG_TIMEOUT)
 def test_end_to_end_api_and_three_workers_full_size(
     cluster: ThrowawayCluster, tmp_path: Path, processes: object
 ) -> None:

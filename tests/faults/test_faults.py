@@ -61,6 +61,8 @@ SHORT = Size(jobs=400, audio=4, photos=8)
 LONG = Size(jobs=2000, audio=20, photos=40)
 #: A whole run must drain within this many seconds (a generous bound on two loaded cores).
 DRAIN_TIMEOUT = 600.0
+#: pytest-timeout's bound for one long run (the suite's default is 600 s).
+LONG_TIMEOUT = 3600
 
 
 @dataclass
@@ -335,25 +337,30 @@ def test_worker_clocks_five_minutes_off_change_nothing(make_run: Callable[..., R
 
 
 @pytest.mark.faults_long
+@pytest.mark.timeout(LONG_TIMEOUT)
 def test_long_ten_sigkills(make_run: Callable[..., Run]) -> None:
     kill_workers(make_run("long_sigkill", LONG), kills=10)
 
 
 @pytest.mark.faults_long
+@pytest.mark.timeout(LONG_TIMEOUT)
 def test_long_postgresql_restart(make_run: Callable[..., Run]) -> None:
     restart_database(make_run("long_postgres_restart", LONG), down_for=10.0)
 
 
 @pytest.mark.faults_long
+@pytest.mark.timeout(LONG_TIMEOUT)
 def test_long_cut_connections(make_run: Callable[..., Run]) -> None:
     cut_connections(make_run("long_connections_cut", LONG), down_for=15.0)
 
 
 @pytest.mark.faults_long
+@pytest.mark.timeout(LONG_TIMEOUT)
 def test_long_delayed_connections(make_run: Callable[..., Run]) -> None:
     delay_connections(make_run("long_connections_delayed", LONG), delay=0.05, hold=15.0)
 
 
 @pytest.mark.faults_long
+@pytest.mark.timeout(LONG_TIMEOUT)
 def test_long_skewed_clocks(make_run: Callable[..., Run]) -> None:
     skewed_clocks(make_run("long_clock_skew", LONG, SKEWED))
