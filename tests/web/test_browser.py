@@ -161,8 +161,9 @@ def test_sign_in_and_sign_out(browser: Browser, site: Served) -> None:
 def test_upload_jfk_until_transcript_shows_then_play_correct_and_export(
     browser: Browser, site: Served, corpus: Path
 ) -> None:
-    """Drop jfk.wav, watch the list move live, read the timed transcript, play from a line,
-    correct it: the correction stays after a reload and is what the downloads hold."""
+    """Drop jfk.wav, watch the list and the record's page move live until the timed
+    transcript shows on it, play from a line, correct it: the correction stays after a reload
+    and is what the downloads hold."""
     url = site.url
     page = new_page(browser, url, "alice")
     total = int(page.locator("#count-total").inner_text())
@@ -175,12 +176,23 @@ def test_upload_jfk_until_transcript_shows_then_play_correct_and_export(
     page.wait_for_function(
         "n => document.getElementById('count-total').textContent === String(n)", arg=total + 1
     )
+    # The record's own page, opened while it is still being worked on, in a second tab.
+    record = page.context.new_page()
+    record.goto(row.locator(".record-name").get_attribute("href") or "")
+    assert record.locator("#record-text").get_attribute("data-has-text") == "false"
+    record.evaluate("() => { window.sameDocument = true; }")
     # The list follows the record through its stages without a reload.
     page.locator(".record-row.is-done").first.wait_for(timeout=240_000)
     assert page.locator("#activity .activity-entry").count() >= 3
     shot(site, page, "recordings")
-    page.click(".record-row.is-done .record-name")
-    page.locator("#transcript .seg").first.wait_for()
+    # The record page shows the transcript and the correction form when they arrive, in the
+    # same document (no reload that would stop the player).
+    page.close()
+    page = record
+    page.locator("#transcript .seg").first.wait_for(timeout=60_000)
+    page.locator("#seg-1").wait_for()
+    assert page.evaluate("() => window.sameDocument === true"), "the page was reloaded"
+    assert page.locator("#record-status").get_attribute("data-stage") == "done"
     segments = page.locator("#transcript .seg")
     assert segments.count() >= 1
     assert "country" in page.locator("#transcript").inner_text().lower()

@@ -209,3 +209,30 @@ def test_another_owners_pages_answer_not_found(make_site: MakeSite, corpus: Path
             assert reply.status_code == 404, path
         page = client.get(f"/records/{record_id}", headers=HTML)
         assert "not found" in page.text.lower() and "jfk" not in page.text.lower()
+
+
+def test_the_record_pages_text_part_is_what_the_page_swaps_in(
+    make_site: MakeSite, corpus: Path
+) -> None:
+    """``/records/ID/text``: the transcript with times and the correction form once there is
+    a text, a plain "appears here" before; another owner's record answers 404."""
+    site = make_site()
+    runtime = site.runtime
+    with (corpus / "audio" / "jfk.wav").open("rb") as source:
+        waiting = accept_audio(
+            runtime.engine, runtime.store, runtime.clock, source, owner="alice", original_name="w"
+        )
+    done = transcribed_record(site, corpus)
+    with TestClient(site.app) as client:
+        sign_in(client, "alice")
+        before = client.get(f"/records/{waiting}/text", headers=HTML)
+        assert before.status_code == 200
+        assert 'data-has-text="false"' in before.text and "appears here" in before.text
+        assert 'id="record-proofread"' in before.text and "seg-1" not in before.text
+        after = client.get(f"/records/{done}/text", headers=HTML).text
+        assert 'data-has-text="true"' in after
+        assert after.count('class="seg"') == 2 and 'id="seg-2"' in after
+        assert "csrf_token" in after and f"/records/{done}/proofread" in after
+    with TestClient(site.app) as other:
+        sign_in(other, "bob")
+        assert other.get(f"/records/{done}/text", headers=HTML).status_code == 404

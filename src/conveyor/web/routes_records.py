@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 import anyio.to_thread
 from fastapi import APIRouter, Form, Header, Path, Query, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse, StreamingResponse
+from sqlalchemy import Connection
 from starlette.responses import Response
 
 from conveyor.api.objects import object_response
@@ -200,27 +201,21 @@ def record_page(
     """Player, timed transcript, edits, topics, correction, downloads; status live."""
     runtime = state.runtime
     with runtime.engine.connect() as conn:
+        # The stream's start first: a change after it reaches the page, never missed.
+        last_event_id = queries.latest_audio_event_id(conn)
         row = audio_queries.record_by_id(conn, record_id, viewer.name)
         if row is None:
             raise NotFound(f"record {record_id} does not exist")
         record = record_status(conn, state.runtime.audio, row, runtime.clock.now())
-        text = export_text(conn, record_id)
+        text = _text_context(conn, record_id)
         topics = record_topics(conn, record_id)
-        last_event_id = queries.latest_audio_event_id(conn)
     dictionary = owner_topics(runtime.engine, viewer.name)
-    segments: list[dict[str, Any]] = []
-    if text is not None:
-        segments = list(text["segments"] or []) or [
-            {"start": 0.0, "end": 0.0, "text": str(text["body"])}
-        ]
     return render(
         request,
         "record.html",
         {
             "r": record,
-            "text": text,
-            "segments": segments,
-            "proofread": text is not None and text["kind"] == PROOFREAD,
+            **text,
             "topics": topics,
             "dictionary": [t for t in dictionary if t not in topics],
             "max_topics": MAX_TOPICS,
@@ -229,6 +224,36 @@ def record_page(
             "error": error,
         },
     )
+
+
+def _text_context(conn: Connection, record_id: int) -> dict[str, Any]:
+    """``text`` (the correction, else the transcript, else None), its ``segments`` (a text
+    without times is one segment), and whether it is the ``proofread`` one."""
+    text = export_text(conn, record_id)
+    segments: list[dict[str, Any]] = []
+    if text is not None:
+        segments = list(text["segments"] or []) or [
+            {"start": 0.0, "end": 0.0, "text": str(text["body"])}
+        ]
+    return {
+        "text": text,
+        "segments": segments,
+        "proofread": text is not None and text["kind"] == PROOFREAD,
+    }
+
+
+@router.get("/records/{record_id}/text")
+def record_text_part(
+    request: Request, state: State, viewer: Viewer, record_id: RecordId
+) -> Response:
+    """The transcript and the correction form (the record page swaps them in when the
+    transcript arrives, without a reload that would stop the player)."""
+    with state.runtime.engine.connect() as conn:
+        row = audio_queries.record_by_id(conn, record_id, viewer.name)
+        if row is None:
+            raise NotFound(f"record {record_id} does not exist")
+        context = _text_context(conn, record_id)
+    return render(request, "_record_text_live.html", {"r": {"id": record_id}, **context})
 
 
 def _back(record_id: int, *, saved: str | None = None, error: str | None = None) -> Response:

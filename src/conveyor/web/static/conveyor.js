@@ -136,16 +136,28 @@
     });
   }
 
-  /* A record page: live status, then the transcript once it is done. */
+  /* A record page: live status; the transcript and its correction form are swapped in when
+   * the record is done (the player keeps playing). */
   var recordLive = document.getElementById("record-live");
+  function fetchText(recordId) {
+    fetchHtml("/records/" + recordId + "/text").then(function (parts) {
+      ["record-text", "record-proofread"].forEach(function (id) {
+        var old = document.getElementById(id), part = parts.querySelector("#" + id);
+        if (old && part) old.replaceWith(part);
+      });
+      var text = document.getElementById("record-text");
+      if (text && text.dataset.hasText === "true") announce("The transcript is ready.");
+    }).catch(function () {});
+  }
   if (recordLive) {
     follow(recordLive.dataset.live, parseInt(recordLive.dataset.lastEventId, 10) || 0, function (ev) {
       fetchHtml("/records/" + recordLive.dataset.record + "/status").then(function (box) {
         var old = document.getElementById("record-status");
         if (old) old.replaceWith(box);
         announce(box.textContent.replace(/\s+/g, " ").trim());
-        if (box.dataset.stage === "done" && recordLive.dataset.hasText !== "true") {
-          window.location.reload();
+        var text = document.getElementById("record-text");
+        if (box.dataset.stage === "done" && text && text.dataset.hasText !== "true") {
+          fetchText(recordLive.dataset.record);
         }
       }).catch(function () {});
     });
@@ -256,19 +268,19 @@
     zone.addEventListener("drop", function (e) { e.preventDefault(); zone.classList.remove("over"); sendAll(e.dataTransfer.files); });
   });
 
-  /* The transcript: choose a line to play from there; the line being played is marked. */
+  /* The transcript: choose a line to play from there; the line being played is marked. The
+   * lines may arrive after the page (swapped in live), so both look them up when needed. */
   var player = document.getElementById("player");
-  var segs = document.querySelectorAll("#transcript .seg");
-  if (player && segs.length) {
-    segs.forEach(function (b) {
-      b.addEventListener("click", function () {
-        player.currentTime = parseFloat(b.dataset.start);
-        player.play().catch(function () {});
-      });
+  if (player) {
+    document.addEventListener("click", function (e) {
+      var b = e.target.closest ? e.target.closest("#transcript .seg") : null;
+      if (!b) return;
+      player.currentTime = parseFloat(b.dataset.start);
+      player.play().catch(function () {});
     });
     player.addEventListener("timeupdate", function () {
       var t = player.currentTime;
-      segs.forEach(function (b) {
+      document.querySelectorAll("#transcript .seg").forEach(function (b) {
         var on = t >= parseFloat(b.dataset.start) && t < parseFloat(b.dataset.end);
         b.classList.toggle("current", on);
         if (on) b.setAttribute("aria-current", "true"); else b.removeAttribute("aria-current");
