@@ -181,9 +181,10 @@ HALT_REASONS: Final[dict[str, HaltReason]] = {
     ),
     "provider_timeout": HaltReason(
         ("audio",),
-        "the provider's operation is still running past its deadline",
+        "the provider's operation ran past its deadline; Conveyor asked the provider to cancel it",
         True,
-        "resume to keep waiting for the same operation",
+        "resume: if it was cancelled, the recording is submitted again (billed again); if the "
+        "cancel was refused, Conveyor keeps waiting for the same operation",
     ),
     "unreadable_response": HaltReason(
         ("audio",),

@@ -78,7 +78,9 @@ class FakeProvider:
     For tests that are not about recognition: every submitted recording "says" ``text``. It is
     asynchronous (one ``running`` poll per operation before ``done``, so the ``submitted`` stage
     is exercised) unless ``synchronous``, in which case ``submit`` returns the raw response like
-    an OpenAI-compatible server. ``submits`` lists every operation key submitted, in order.
+    an OpenAI-compatible server. ``submits`` lists every operation key submitted, in order;
+    ``requests`` maps each key to the :class:`~conveyor.providers.RecognitionRequest` it came with
+    (language, merged vocabulary hints, channels).
 
     Args:
         text: the transcript of every recording; empty means no speech.
@@ -99,6 +101,7 @@ class FakeProvider:
         self.language = language
         self.synchronous = synchronous
         self.submits: list[str] = []
+        self.requests: dict[str, RecognitionRequest] = {}
         self._polls: dict[str, int] = {}
         self._lock = threading.Lock()
 
@@ -111,6 +114,7 @@ class FakeProvider:
         with self._lock:
             if operation_id not in self._polls:
                 self.submits.append(operation_id)
+                self.requests[operation_id] = request
                 self._polls[operation_id] = 0
         raw = self._raw() if self.synchronous else None
         return Submission(operation_id=operation_id, source_url=str(audio), raw=raw)
@@ -140,6 +144,11 @@ class FakeProvider:
             return Transcript("", (), None, True)
         language = str(document["language"])
         return Transcript(text, segments, language, False, (language,))
+
+    def cancel(self, operation_id: str) -> PollResult:
+        """Forget the operation: ``failed`` (cancelled)."""
+        self.discard(operation_id)
+        return PollResult("failed", error="cancelled")
 
     def discard(self, operation_id: str) -> None:
         """Forget the operation."""

@@ -169,13 +169,15 @@ def test_every_audio_track_is_heard(engine: Engine, tmp_path: Path, corpus: Path
 def test_two_speakers_on_two_channels_are_recognised_apart_with_labels(
     engine: Engine, tmp_path: Path, corpus: Path
 ) -> None:
-    runtime = make_runtime(engine, tmp_path, channels="separate")
+    # The installation mixes by default; this recording asks for its channels apart.
+    runtime = make_runtime(engine, tmp_path, channels="mix")
     rid = accept_audio(
         runtime.engine,
         runtime.store,
         runtime.clock,
         corpus / "audio" / "stereo_two_speakers.wav",
         owner="ann",
+        channels="separate",
     )
     row = run_to_end(runtime, rid)
     assert row["stage"] == "done", dict(row)
@@ -187,3 +189,4 @@ def test_two_speakers_on_two_channels_are_recognised_apart_with_labels(
     assert "wizard" in left and "curtain" in left
     assert "horizon" in right and "distant" in right
     assert "[1]" in text["body"] and "[2]" in text["body"]
+    assert record_card(row)["channels"] == "separate"

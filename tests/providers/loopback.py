@@ -128,6 +128,7 @@ class SpeechKitOp:
     id: str
     request: dict[str, Any]
     polls: int = 0
+    cancelled: bool = False
 
 
 @dataclass
@@ -147,6 +148,8 @@ class SpeechKitState:
     result_expired: bool = False
     malformed_stream: bool = False
     two_channels: bool = False
+    cancellable: bool = True  # False: Cancel answers FAILED_PRECONDITION, the operation runs on
+    cancels: int = 0  # cancel requests received
     operations: dict[str, SpeechKitOp] = field(default_factory=dict)
     submits: int = 0  # requests that started a (billed) operation
     checks: int = 0  # operation status checks answered
@@ -177,7 +180,11 @@ class SpeechKitHandler(_Handler):
     def do_POST(self) -> None:
         state: SpeechKitState = self.app.state
         body = self.body()
-        if urlsplit(self.path).path != "/stt/v3/recognizeFileAsync":
+        path = urlsplit(self.path).path
+        if path.startswith("/operations/") and path.endswith(":cancel"):
+            self._cancel(path.removeprefix("/operations/").removesuffix(":cancel"))
+            return
+        if path != "/stt/v3/recognizeFileAsync":
             self.send_json(404, {"code": 5, "message": "Not found"})
             return
         if not self._authorized() or self._throttled():
@@ -203,6 +210,26 @@ class SpeechKitHandler(_Handler):
             return
         self.send_json(200, _operation(op, done=False))
 
+    def _cancel(self, op_id: str) -> None:
+        """The Operation service's Cancel: best effort; answers the Operation as it now is."""
+        state: SpeechKitState = self.app.state
+        if not self._authorized() or self._throttled():
+            return
+        op = state.operations.get(op_id)
+        if op is None:
+            self.send_json(404, {"code": 5, "message": "Operation not found"})
+            return
+        with state.lock:
+            state.cancels += 1
+            if state.cancellable:
+                op.cancelled = True
+        if not state.cancellable:
+            self.send_json(
+                400, {"code": 9, "message": "Operation cannot be cancelled", "details": []}
+            )
+            return
+        self.send_json(200, _cancelled(op))
+
     def do_GET(self) -> None:
         state: SpeechKitState = self.app.state
         parts = urlsplit(self.path)
@@ -216,6 +243,9 @@ class SpeechKitHandler(_Handler):
             with state.lock:
                 state.checks += 1
                 op.polls += 1
+            if op.cancelled:
+                self.send_json(200, _cancelled(op))
+                return
             if state.error_before_done:
                 document = _operation(op, done=False)
                 document["error"] = {
@@ -256,6 +286,14 @@ def _operation(op: SpeechKitOp, *, done: bool) -> dict[str, Any]:
         "metadata": None,
         **({"response": {"@type": "type.googleapis.com/google.protobuf.Empty"}} if done else {}),
     }
+
+
+def _cancelled(op: SpeechKitOp) -> dict[str, Any]:
+    """A cancelled Operation: done, with a google.rpc.Status error of code 1 (CANCELLED)."""
+    document = _operation(op, done=True)
+    del document["response"]
+    document["error"] = {"code": 1, "message": "Operation cancelled", "details": []}
+    return document
 
 
 def _recognition_stream(state: SpeechKitState) -> bytes:

@@ -344,3 +344,79 @@ def test_parse_concatenated_stream_with_two_channels(
     assert transcript.language == "en"
     with pytest.raises(ValueError, match="not a SpeechKit recognition stream"):
         provider_for(server, tmp_path, clock, monkeypatch).parse(b'{"result": {}} [1')
+
+
+def test_past_its_deadline_an_operation_is_cancelled_then_halts_and_resume_submits_anew(
+    engine: Engine,
+    tmp_path: Path,
+    corpus: Path,
+    server: Loopback,
+    clock: FakeClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    provider = provider_for(server, tmp_path, clock, monkeypatch)
+    runtime = make_runtime(engine, tmp_path, provider, clock)
+    state = state_of(server)
+    state.polls_until_done = 10**6  # never finishes on its own
+    rid = ingest(runtime, corpus / "audio" / "jfk.wav")
+    start = clock.now()
+    row, _ = drive(runtime, clock, rid, steps=400)
+    assert (row["stage"], row["halt_reason"]) == ("submitted", "provider_timeout"), dict(row)
+    assert clock.now() - start >= provider.deadline(11.0) == 3600
+    assert state.cancels == 1 and state.submits == 1
+    (cancelled,) = state.operations.values()
+    assert cancelled.cancelled
+    (attempt,) = attempts(runtime, rid)
+    assert attempt["state"] == "failed" and "cancelled at its deadline" in attempt["error"]
+    assert "so Conveyor cancelled it" in row["halt_error"]
+    assert "code 1: Operation cancelled" in row["halt_error"]
+    assert "submit the recording again" in row["halt_error"]
+    # Resume: a new operation (the operator's choice, billed again), which now finishes.
+    state.polls_until_done = 1
+    resume(runtime.engine, runtime.audio, rid, clock=clock)
+    row, _ = drive(runtime, clock, rid)
+    assert row["stage"] == "done", dict(row)
+    assert state.submits == 2 and state.cancels == 1
+    assert [a["state"] for a in attempts(runtime, rid)] == ["failed", "done"]
+
+
+def test_a_refused_cancel_halts_and_resume_keeps_waiting_for_the_same_operation(
+    engine: Engine,
+    tmp_path: Path,
+    corpus: Path,
+    server: Loopback,
+    clock: FakeClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    provider = provider_for(server, tmp_path, clock, monkeypatch)
+    runtime = make_runtime(engine, tmp_path, provider, clock)
+    state = state_of(server)
+    state.polls_until_done = 10**6
+    state.cancellable = False
+    rid = ingest(runtime, corpus / "audio" / "jfk.wav")
+    row, _ = drive(runtime, clock, rid, steps=400)
+    assert (row["stage"], row["halt_reason"]) == ("submitted", "provider_timeout"), dict(row)
+    assert state.cancels == 1
+    assert "may still run" in row["halt_error"] and "HTTP 400" in row["halt_error"]
+    assert "keep waiting for the same operation" in row["halt_error"]
+    (attempt,) = attempts(runtime, rid)
+    assert attempt["state"] == "submitted"
+    (operation,) = state.operations.values()
+    operation.polls = 10**6  # it finishes after all
+    resume(runtime.engine, runtime.audio, rid, clock=clock)
+    row, _ = drive(runtime, clock, rid)
+    assert row["stage"] == "done", dict(row)
+    assert state.submits == 1  # never paid twice
+
+
+def test_cancel_reads_the_operation_the_service_answers(
+    tmp_path: Path, server: Loopback, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    provider = provider_for(server, tmp_path, clock, monkeypatch)
+    state = state_of(server)
+    assert provider.cancel("e03nosuchoperation").state == "failed"
+    server.down()
+    unanswered = provider.cancel("e03nosuchoperation")
+    assert unanswered.state == "running" and "no answer" in (unanswered.error or "")
+    server.up()
+    assert state.cancels == 0

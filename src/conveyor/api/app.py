@@ -46,7 +46,13 @@ from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 from starlette.responses import Response
 
 from conveyor import __version__
-from conveyor.api import routes_albums, routes_files, routes_records, routes_texts
+from conveyor.api import (
+    routes_albums,
+    routes_files,
+    routes_records,
+    routes_texts,
+    routes_vocabulary,
+)
 from conveyor.api.auth import AuthMiddleware
 from conveyor.api.errors import RETRY_AFTER_OUTAGE, error_response, install_error_handlers
 from conveyor.api.limits import BodyLimitMiddleware
@@ -200,6 +206,7 @@ def create_app(runtime: Runtime, *, run_workers: bool = True) -> FastAPI:
     app.add_middleware(SecurityHeadersMiddleware)
     app.include_router(routes_records.router)
     app.include_router(routes_texts.router)
+    app.include_router(routes_vocabulary.router)
     app.include_router(routes_albums.router)
     app.include_router(routes_files.router)
 

@@ -55,7 +55,7 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 # The text parts a multipart recording upload may carry before its `file` part.
-RECORD_FIELDS = frozenset({"title", "language", "hints"})
+RECORD_FIELDS = frozenset({"title", "language", "hints", "channels"})
 
 UPLOAD_BODY: dict[str, Any] = {
     "required": True,
@@ -68,6 +68,7 @@ UPLOAD_BODY: dict[str, Any] = {
                     "title": {"type": "string", "maxLength": 300, "pattern": PLAIN_TEXT},
                     "language": {"type": "string", "pattern": "^[a-z]{2,3}$"},
                     "hints": {"type": "string", "maxLength": 1000, "pattern": PLAIN_TEXT},
+                    "channels": {"type": "string", "enum": ["mix", "separate"]},
                     "file": {"type": "string", "format": "binary"},
                 },
             },
@@ -77,8 +78,8 @@ UPLOAD_BODY: dict[str, Any] = {
     },
     "description": (
         "The recording: a multipart form with a `file` part (text parts `title`, `language`, "
-        "`hints` before it), or the raw file as the body. Streamed to storage; the content is "
-        "sniffed."
+        "`hints`, `channels` before it), or the raw file as the body. Streamed to storage; the "
+        "content is sniffed."
     ),
 }
 
@@ -171,6 +172,13 @@ async def upload_record(
             description="Names and terms the speech contains (vocabulary hints).",
         ),
     ] = None,
+    channels: Annotated[
+        Literal["mix", "separate"] | None,
+        Query(
+            description="`separate`: recognise each channel (and audio track) on its own and "
+            "label its segments; `mix`: hear them as one. Default: `[transcription] channels`.",
+        ),
+    ] = None,
 ) -> dict[str, Any]:
     """Accept one recording: 201 with its card at stage `uploaded`.
 
@@ -203,6 +211,8 @@ async def upload_record(
             languages=runtime.languages,
             on_insert=once.recorder(runtime.clock),
             hints=_field(upload, "hints", hints, 1000),
+            channels=_field(upload, "channels", channels, 8)
+            or runtime.settings.transcription.channels,
         )
 
     try:

@@ -116,6 +116,11 @@ class RecordCard(BaseModel):
     languages: list[str] = Field(
         default_factory=list, description="Every language heard, in order of first appearance."
     )
+    channels: Literal["mix", "separate"] | None = Field(
+        default=None,
+        description="How channels and audio tracks are recognised: as one `mix`, or each "
+        "`separate`ly with labelled segments (chosen at upload).",
+    )
     duration: float | None = Field(description="Seconds of audio, once normalized.")
     no_speech: bool | None = Field(description="True when the recording holds no speech.")
     created_at: datetime
@@ -272,3 +277,16 @@ class AlbumDetail(Album):
         description="The newest event id now: stream from it (`?last_event_id=`) to miss nothing."
     )
     items: list[Item] = Field(description="Items, newest upload first.")
+
+
+class Vocabulary(BaseModel):
+    """Your standing vocabulary hints: names and terms merged into every recording's own hints
+    and given to the recognizer (Whisper's prompt, an OpenAI-compatible server's `prompt`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    hints: str | None = Field(
+        max_length=1000,
+        pattern=PLAIN_TEXT,
+        description="Terms separated by commas; null or empty: none.",
+    )

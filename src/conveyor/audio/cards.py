@@ -38,6 +38,7 @@ def record_card(record: RowMapping) -> dict[str, Any]:
         "languages": (record["detected_language"] or "").split(",")
         if record["detected_language"]
         else [],
+        "channels": record["channels"],
         "duration": seconds(record["duration"]),
         "no_speech": record["no_speech"],
         "created_at": iso_utc(record["created_at"]),

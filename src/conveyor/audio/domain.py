@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ from sqlalchemy import Connection, Engine, RowMapping
 
 from conveyor.audio import queries
 from conveyor.audio.normalize import normalize_audio
+from conveyor.audio.vocabulary import merge_hints, owner_vocabulary
 from conveyor.config import PipelineSettings, TranscriptionSettings
 from conveyor.db.tables import audio_records
 from conveyor.objects import LocalStore, discard_unjournaled, file_by_id, put_file_row
@@ -105,9 +106,11 @@ class AudioSteps:
             raise LookupError(f"object {file_id} is missing from the journal")
         return self.store.path(row["key"]), str(row["key"])
 
-    def _channels_apart(self) -> bool:
-        # Only a provider that labels channels gets them apart; others hear the mix.
-        return self.transcription.channels == "separate" and self.provider.hears_channels_apart
+    def _channels_apart(self, record: Mapping[str, Any]) -> bool:
+        # The record's own choice (made at upload), else the installation's default. Only a
+        # provider that labels channels gets them apart; others hear the mix.
+        chosen = record["channels"] or self.transcription.channels
+        return chosen == "separate" and self.provider.hears_channels_apart
 
     def normalize(self, ctx: StepContext) -> Outcome:
         """``uploaded`` → ``normalized``: decode to 16 kHz mono WAV, streaming."""
@@ -121,7 +124,7 @@ class AudioSteps:
                 source,
                 temp,
                 raw_pcm=bool(record["raw_pcm"]),
-                separate_channels=self._channels_apart(),
+                separate_channels=self._channels_apart(record),
             )
         if result.duration < MIN_DURATION:
             # A few stray samples (e.g. a tiny file read as raw PCM) are not a recording.
@@ -155,6 +158,8 @@ class AudioSteps:
             note += f"; {result.tracks} audio tracks {how}"
         elif result.output_channels > 1:
             note += f"; {result.output_channels} channels kept apart"
+        if record["channels"] == "separate" and not self._channels_apart(record):
+            note += f"; channels mixed: {self.provider.name} recognises one mix only"
         if result.skipped_tracks:
             note += f"; {result.skipped_tracks} audio track(s) left out: no decoder for their codec"
         return Advance(
@@ -168,12 +173,14 @@ class AudioSteps:
     def _request(self, ctx: StepContext, object_key: str) -> RecognitionRequest:
         record = ctx.record
         with ctx.engine.connect() as conn:
-            hints = [
+            own = [
                 t["body"] for t in queries.texts_of(conn, int(record["id"])) if t["kind"] == "hints"
             ]
+            # The owner's vocabulary as it is now: a change applies to recordings still waiting.
+            standing = owner_vocabulary(conn, str(record["owner"]))
         return RecognitionRequest(
             language=record["language"] or self.transcription.language,
-            hints=hints[0] if hints else None,
+            hints=merge_hints(standing, own[0] if own else None),
             duration=float(record["duration"] or 0.0),
             object_key=object_key,
             channels=_wav_channels(self.store.path(object_key)),
@@ -354,13 +361,7 @@ class AudioSteps:
             return Postpone(max(delay, provider.poll_delay(duration, waited)))
         if result.state == "running":
             if waited > provider.deadline(duration):
-                return Halt(
-                    "provider_timeout",
-                    f"{provider.name} operation {attempt['operation_id']} is still running "
-                    f"{waited:.0f} s after submission, past its deadline of "
-                    f"{provider.deadline(duration):.0f} s for {duration:.0f} s of audio; resume "
-                    "to keep waiting for the same operation (nothing is submitted again)",
-                )
+                return self._past_deadline(ctx, attempt, waited, duration)
             delay = provider.poll_delay(duration, waited)
             if result.retry_after is not None:
                 delay = max(delay, result.retry_after)
@@ -379,6 +380,39 @@ class AudioSteps:
             return Halt("provider_no_result", f"{provider.name}: {error}")
         keep = self._keep_raw(ctx, int(attempt["id"]), result.raw, result.content_type)
         return Advance(writes=keep, note="recognition done")
+
+    def _past_deadline(
+        self, ctx: StepContext, attempt: RowMapping, waited: float, duration: float
+    ) -> Outcome:
+        """An operation still running past its deadline: ask the provider to cancel it (best
+        effort), then halt ``provider_timeout`` saying what became of it."""
+        provider = self.provider
+        operation = attempt["operation_id"]
+        late = (
+            f"{provider.name} operation {operation} was still running {waited:.0f} s after "
+            f"submission, past its deadline of {provider.deadline(duration):.0f} s for "
+            f"{duration:.0f} s of audio"
+        )
+        answer = provider.cancel(operation)
+        if answer.state == "done" and answer.raw is not None:
+            # It finished as the cancel reached it: the result is ours after all (D2).
+            keep = self._keep_raw(ctx, int(attempt["id"]), answer.raw, answer.content_type)
+            return Advance(writes=keep, note="recognition done (at its deadline)")
+        if answer.state == "running":
+            return Halt(
+                "provider_timeout",
+                f"{late}. Conveyor asked {provider.name} to cancel it, but it may still run: "
+                f"{answer.error or 'no confirmation'}. Resume to keep waiting for the same "
+                "operation (nothing is submitted again).",
+            )
+        error = f"cancelled at its deadline ({answer.error or answer.state})"
+        self._mark(ctx, int(attempt["id"]), state="failed", error=error)
+        provider.discard(operation)
+        return Halt(
+            "provider_timeout",
+            f"{late}, so Conveyor cancelled it ({answer.error or answer.state}). Resume to "
+            "submit the recording again (a new operation, billed again).",
+        )
 
     def finish(self, ctx: StepContext) -> Outcome:
         """``transcribed`` → ``done``: raw response → ``texts`` (kind ``transcript``)."""

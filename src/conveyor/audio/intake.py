@@ -23,7 +23,10 @@ from conveyor.objects.sniff import (
 )
 from conveyor.pipeline.lifecycle import admit, database_now
 
-__all__ = ["MAX_HINTS", "accept_audio", "clean_hints"]
+__all__ = ["CHANNEL_CHOICES", "MAX_HINTS", "accept_audio", "clean_hints"]
+
+CHANNEL_CHOICES = ("mix", "separate")
+"""How a recording's channels and audio tracks are recognised: as one mix, or each apart."""
 
 
 def accept_audio(
@@ -42,6 +45,7 @@ def accept_audio(
     languages: Collection[str] | None = None,
     on_insert: Callable[[Connection, int], None] | None = None,
     hints: str | None = None,
+    channels: str | None = None,
 ) -> int:
     """Accept one recording; the original is stored unchanged and the record starts ``uploaded``.
 
@@ -59,13 +63,18 @@ def accept_audio(
             HTTP layer records an ``Idempotency-Key`` there); what it raises undoes the upload.
         hints: vocabulary hints for the recognizer (names, terms; at most
             :data:`MAX_HINTS` characters), kept as the record's text of kind ``hints``.
+        channels: ``"mix"`` (every channel and track heard as one) or ``"separate"`` (each
+            recognised on its own, segments labelled), stored with the record; None leaves the
+            choice to ``[transcription] channels`` when the record is normalized (callers pass
+            that setting, so the record shows what it gets).
 
     Returns:
         The new record's id.
 
     Raises:
         RejectedInput: ``empty_file`` (zero bytes), ``too_large``, ``no_owner``,
-            ``unknown_language``, ``bad_hints`` (checked before anything is stored).
+            ``unknown_language``, ``bad_hints``, ``bad_channels`` (checked before anything is
+            stored).
         UnsupportedMedia: with ``strict``, content that is not audio or video.
     """
     if not owner or not owner.strip():
@@ -77,6 +86,11 @@ def accept_audio(
             "such as en, de or ru, or leave it out to detect the language",
         )
     hints = clean_hints(hints)
+    if channels is not None and channels not in CHANNEL_CHOICES:
+        raise RejectedInput(
+            "bad_channels",
+            f"channels must be one of {', '.join(CHANNEL_CHOICES)}, not {channels!r}",
+        )
     key = LocalStore.new_key("uploads/audio")
     if isinstance(source, Path):
         original_name = original_name or source.name
@@ -110,6 +124,7 @@ def accept_audio(
                     "original_file_id": file_id,
                     "raw_pcm": raw_pcm,
                     "language": language,
+                    "channels": channels,
                 },
                 clock=clock,
                 note=f"{original_name or 'upload'}: {stored.size} bytes, {sniffed.mime}",

@@ -9,6 +9,7 @@ from sqlalchemy import Connection, RowMapping, delete, func, insert, select, upd
 
 from conveyor.db.tables import (
     audio_records,
+    owner_vocabulary,
     recognition_attempts,
     record_events,
     record_topics,
@@ -28,9 +29,11 @@ __all__ = [
     "latest_attempt",
     "list_records",
     "owner_topics",
+    "owner_vocabulary_of",
     "record_by_id",
     "record_topic_names",
     "replace_record_topics",
+    "set_owner_vocabulary",
     "texts_of",
     "topic_id",
     "update_owner_fields",
@@ -270,3 +273,19 @@ def delete_text(conn: Connection, record_id: int, kind: str) -> bool:
     """Remove the record's text of ``kind``; True when there was one."""
     result = conn.execute(delete(texts).where(texts.c.record_id == record_id, texts.c.kind == kind))
     return result.rowcount > 0
+
+
+def owner_vocabulary_of(conn: Connection, owner: str) -> RowMapping | None:
+    """The owner's standing vocabulary row (``hints``, ``updated_at``), or None."""
+    return (
+        conn.execute(select(owner_vocabulary).where(owner_vocabulary.c.owner == owner))
+        .mappings()
+        .first()
+    )
+
+
+def set_owner_vocabulary(conn: Connection, owner: str, hints: str | None, now: float) -> None:
+    """Replace the owner's vocabulary; ``None`` removes it."""
+    conn.execute(delete(owner_vocabulary).where(owner_vocabulary.c.owner == owner))
+    if hints is not None:
+        conn.execute(insert(owner_vocabulary).values(owner=owner, hints=hints, updated_at=now))

@@ -26,6 +26,7 @@ from conveyor.cli.common import (
 from conveyor.cli.exits import SUMMARY, ExitCode
 from conveyor.cli.ingest import ingest
 from conveyor.cli.serve import serve
+from conveyor.cli.vocabulary import vocabulary_app
 
 __all__ = ["app", "main"]
 
@@ -46,6 +47,7 @@ app.add_typer(media.albums_app, name="albums")
 app.add_typer(media.media_app, name="media")
 app.add_typer(users.users_app, name="users")
 app.add_typer(users.tokens_app, name="tokens")
+app.add_typer(vocabulary_app, name="vocabulary")
 app.add_typer(db_app, name="db")
 app.command()(ingest)
 app.command()(serve)

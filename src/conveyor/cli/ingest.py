@@ -76,7 +76,18 @@ def ingest(
     hints: Annotated[
         str | None,
         typer.Option(
-            metavar="TEXT", help="Names and terms the speech contains, to spell them right."
+            metavar="TEXT",
+            help="Names and terms the speech contains, to spell them right (added to the "
+            "owner's vocabulary, see `conveyor vocabulary set`).",
+        ),
+    ] = None,
+    channels: Annotated[
+        str | None,
+        typer.Option(
+            metavar="MODE",
+            help="mix or separate. separate: recognise each channel (and audio track) on its "
+            "own, segments labelled [1], [2], ...; mix: hear them as one. Default: "
+            "[transcription] channels.",
         ),
     ] = None,
 ) -> None:
@@ -96,6 +107,8 @@ def ingest(
             "ISO 639-1 code such as en, de or ru, or leave it out to detect the language",
             ExitCode.USAGE,
         )
+    if channels is not None and channels not in ("mix", "separate"):
+        raise fail(f"--channels is mix or separate, not {channels!r}", ExitCode.USAGE)
     workers = runtime.settings.pipeline.workers
     if workers > 0:
         check_recognizer(runtime)
@@ -110,6 +123,7 @@ def ingest(
             title=title,
             language=language,
             hints=hints,
+            channels=channels or runtime.settings.transcription.channels,
             raw_pcm=raw_pcm,
             strict=True,
             languages=runtime.languages,

@@ -37,6 +37,7 @@ __all__ = [
     "media_items",
     "media_objects",
     "metadata",
+    "owner_vocabulary",
     "queue_columns",
     "recognition_attempts",
     "record_events",
@@ -166,6 +167,9 @@ audio_records = Table(
     Column("original_file_id", Integer, ForeignKey("files.id"), nullable=False),
     Column("raw_pcm", Boolean, nullable=False, server_default="0"),
     Column("language", String(16), nullable=True),
+    # "mix" or "separate" (per-channel recognition), chosen at upload; NULL for records from
+    # before the choice existed: they follow [transcription] channels.
+    Column("channels", String(8), nullable=True),
     # Pipeline-owned results.
     Column("normalized_file_id", Integer, ForeignKey("files.id"), nullable=True),
     Column("duration", Double, nullable=True),
@@ -188,6 +192,15 @@ Index(
     audio_records.c.id,
     postgresql_where=_open_records(audio_records),
     sqlite_where=_open_records(audio_records),
+)
+
+# An owner's standing vocabulary hints (names, terms), merged with every record's own hints.
+owner_vocabulary = Table(
+    "owner_vocabulary",
+    metadata,
+    Column("owner", String(100), primary_key=True),
+    Column("hints", Text, nullable=False),
+    Column("updated_at", Double, nullable=False),
 )
 
 texts = Table(

@@ -223,6 +223,16 @@ class RecognitionProvider(Protocol):
         """Forget an operation whose raw response is stored (or that is given up); idempotent."""
         ...
 
+    def cancel(self, operation_id: str) -> PollResult:
+        """Ask the provider to stop an operation past its :meth:`deadline` (best effort).
+
+        Returns the operation's state as the provider reports it after the request: ``failed``
+        (it ended: cancelled, or failed anyway), ``done`` with ``raw`` (it finished meanwhile),
+        or ``running`` with ``error`` saying why it may still run (the provider refused or could
+        not confirm the cancel). Never raises.
+        """
+        ...
+
     def poll_delay(self, duration: float, waited: float) -> float:
         """Seconds until the next poll of an operation on ``duration`` s of audio, submitted
         ``waited`` s ago (quota-aware)."""

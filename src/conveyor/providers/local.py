@@ -224,6 +224,12 @@ class LocalWhisperProvider:
         watchdog (``[pipeline] foreign_work_limit``)."""
         return math.inf
 
+    def cancel(self, operation_id: str) -> PollResult:
+        """Stop the job (its recognizer is killed and replaced) and forget it: ``failed``. Never
+        needed by the pipeline (no deadline: see :meth:`deadline`)."""
+        self.discard(operation_id)
+        return PollResult("failed", error="cancelled")
+
     # -- housekeeping -------------------------------------------------------------------------
 
     def discard(self, operation_id: str) -> None:

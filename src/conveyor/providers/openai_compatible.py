@@ -182,6 +182,10 @@ class OpenAICompatibleProvider:
     def discard(self, operation_id: str) -> None:
         """Nothing is kept at the provider."""
 
+    def cancel(self, operation_id: str) -> PollResult:
+        """Never needed (nothing runs after the call returns): ``unknown``."""
+        return PollResult("unknown")
+
     def poll_delay(self, duration: float, waited: float) -> float:
         """Never polled; one second for form's sake."""
         return 1.0

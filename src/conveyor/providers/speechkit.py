@@ -193,11 +193,9 @@ class SpeechKitProvider:
         error = operation.get("error")
         if error:
             # An error may come before ``done``: the operation is over either way.
-            code = error.get("code") if isinstance(error, dict) else None
-            message = error.get("message") if isinstance(error, dict) else error
             return PollResult(
                 "failed",
-                error=scrub(f"operation {operation_id} failed: code {code}: {message}", self._key),
+                error=_error_text(operation_id, operation, self._key),
                 halt_reason="provider_error",
             )
         if not operation.get("done"):
@@ -268,6 +266,42 @@ class SpeechKitProvider:
             no_speech=False,
             languages=tuple(languages),
         )
+
+    def cancel(self, operation_id: str) -> PollResult:
+        """``POST {operation_endpoint}/operations/{id}:cancel`` (the Operation service's Cancel,
+        best effort: SpeechKit may refuse it or still be cancelling), read as :meth:`poll` reads
+        an Operation. ``running`` carries in ``error`` why the operation may still run."""
+        url = f"{self._settings.operation_endpoint.rstrip('/')}/operations/{operation_id}:cancel"
+        try:
+            response = self._client.post(url)
+        except httpx.TransportError as exc:
+            return PollResult(
+                "running",
+                error=scrub(f"the cancel request got no answer ({type(exc).__name__}: {exc})",
+                            self._key),
+            )  # fmt: skip
+        if response.status_code == 404:
+            return PollResult("failed", error=f"SpeechKit no longer knows operation {operation_id}")
+        if response.status_code >= 300:
+            return PollResult(
+                "running",
+                error=scrub(f"SpeechKit refused the cancel: HTTP {response.status_code}: "
+                            f"{' '.join(response.text.split())[:300]}", self._key),
+            )  # fmt: skip
+        try:
+            operation = self._json(response)
+        except ProviderBusy as exc:
+            return PollResult("running", error=str(exc))
+        if operation.get("error"):
+            return PollResult("failed", error=_error_text(operation_id, operation, self._key))
+        if not operation.get("done"):
+            return PollResult(
+                "running", error="SpeechKit accepted the cancel but the operation is still running"
+            )
+        try:
+            return self._download(operation_id)  # it finished before the cancel reached it
+        except ProviderBusy as exc:
+            return PollResult("running", error=f"finished, but the result could not be read: {exc}")
 
     def discard(self, operation_id: str) -> None:
         """SpeechKit deletes results itself after 3 days; nothing to do."""
@@ -340,3 +374,11 @@ def _language_of(alternative: dict[str, Any]) -> str | None:
         if code and code != "auto":
             return code.split("-")[0].lower()
     return None
+
+
+def _error_text(operation_id: str, operation: dict[str, Any], key: str) -> str:
+    """An Operation's ``error`` (a google.rpc.Status) as text; code 1 is CANCELLED."""
+    error = operation.get("error")
+    code = error.get("code") if isinstance(error, dict) else None
+    message = error.get("message") if isinstance(error, dict) else error
+    return scrub(f"operation {operation_id} failed: code {code}: {message}", key)

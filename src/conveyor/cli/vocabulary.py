@@ -1,0 +1,72 @@
+"""``conveyor vocabulary …``: an owner's standing vocabulary hints."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from conveyor.cli.common import console, fail, make_runtime, note
+from conveyor.cli.exits import ExitCode
+from conveyor.cli.ingest import OWNER_HELP
+
+__all__ = ["vocabulary_app"]
+
+vocabulary_app = typer.Typer(
+    help="An owner's vocabulary: names and terms given to the recognizer with every recording "
+    "of theirs, besides the recording's own --hints.",
+    no_args_is_help=True,
+)
+
+
+@vocabulary_app.command("show")
+def vocabulary_show(
+    owner: Annotated[str, typer.Option(metavar="NAME", help=OWNER_HELP)] = "me",
+) -> None:
+    """Print the owner's vocabulary (nothing when they have none)."""
+    from conveyor.audio.vocabulary import owner_vocabulary
+
+    runtime = make_runtime()
+    with runtime.engine.connect() as conn:
+        hints = owner_vocabulary(conn, owner.strip())
+    if hints is None:
+        note(f"{owner.strip()!r} has no vocabulary; set one with `conveyor vocabulary set TEXT`")
+        return
+    print(hints)
+
+
+@vocabulary_app.command("set")
+def vocabulary_set(
+    hints: Annotated[
+        str,
+        typer.Argument(
+            metavar="TEXT", help="Names and terms, separated by commas (at most 1,000 characters)."
+        ),
+    ],
+    owner: Annotated[str, typer.Option(metavar="NAME", help=OWNER_HELP)] = "me",
+) -> None:
+    """Replace the owner's vocabulary; it applies to every recording not yet recognised."""
+    from conveyor.audio.vocabulary import set_owner_vocabulary
+    from conveyor.errors import RejectedInput
+
+    runtime = make_runtime()
+    try:
+        stored = set_owner_vocabulary(runtime.engine, runtime.clock, owner.strip(), hints)
+    except RejectedInput as exc:
+        raise fail(str(exc), ExitCode.USAGE) from None
+    if stored is None:
+        console.print(f"vocabulary of {owner.strip()!r} removed (the text was empty)")
+    else:
+        console.print(f"vocabulary of {owner.strip()!r} set: {stored}")
+
+
+@vocabulary_app.command("clear")
+def vocabulary_clear(
+    owner: Annotated[str, typer.Option(metavar="NAME", help=OWNER_HELP)] = "me",
+) -> None:
+    """Remove the owner's vocabulary."""
+    from conveyor.audio.vocabulary import set_owner_vocabulary
+
+    runtime = make_runtime()
+    set_owner_vocabulary(runtime.engine, runtime.clock, owner.strip(), None)
+    console.print(f"vocabulary of {owner.strip()!r} removed")

@@ -1,0 +1,48 @@
+"""``conveyor vocabulary`` keeps an owner's standing hints; ``ingest --channels`` chooses
+per-channel recognition for the records it accepts (issue 9 §5)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from cli_run import invoke
+
+from conveyor.cli.exits import ExitCode
+
+
+def test_vocabulary_set_show_clear_per_owner(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    empty = invoke("vocabulary", "show")
+    assert empty.exit_code == 0 and empty.stdout == ""
+    assert "no vocabulary" in empty.stderr
+    assert invoke("vocabulary", "set", "Kubernetes,  Anya Petrova").exit_code == 0
+    assert invoke("vocabulary", "set", "Sorensen", "--owner", "ann").exit_code == 0
+    assert invoke("vocabulary", "show").stdout == "Kubernetes, Anya Petrova\n"
+    assert invoke("vocabulary", "show", "--owner", "ann").stdout == "Sorensen\n"
+    too_long = invoke("vocabulary", "set", "x" * 1001)
+    assert too_long.exit_code == ExitCode.USAGE and "1000" in too_long.stderr
+    assert invoke("vocabulary", "show").stdout == "Kubernetes, Anya Petrova\n"
+    assert invoke("vocabulary", "clear").exit_code == 0
+    assert invoke("vocabulary", "show").stdout == ""
+    assert invoke("vocabulary", "show", "--owner", "ann").stdout == "Sorensen\n"
+
+
+def test_ingest_channels_is_kept_on_the_record_and_checked(
+    tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    stereo = str(corpus / "audio" / "stereo_two_speakers.wav")
+    held = {"CONVEYOR_PIPELINE__WORKERS": "0"}
+    assert invoke("ingest", "--channels", "separate", stereo, **held).exit_code == 0
+    assert invoke("ingest", stereo, **held).exit_code == 0
+    assert (
+        invoke("ingest", stereo, CONVEYOR_TRANSCRIPTION__CHANNELS="separate", **held).exit_code == 0
+    )
+    cards = [json.loads(invoke("records", "show", str(n), "--json").stdout) for n in (1, 2, 3)]
+    assert [card["channels"] for card in cards] == ["separate", "mix", "separate"]
+    wrong = invoke("ingest", "--channels", "both", stereo, **held)
+    assert wrong.exit_code == ExitCode.USAGE and "mix or separate" in wrong.stderr

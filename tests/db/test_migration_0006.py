@@ -1,0 +1,120 @@
+"""Revision 0006 (owner vocabulary, a record's channel choice) upgrades a database made by 0005
+with records in every stage."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, insert, select, text
+
+from conveyor.db.engine import make_engine
+from conveyor.db.migrate import current_revision, upgrade
+from conveyor.db.tables import (
+    albums,
+    audio_records,
+    files,
+    media_items,
+    owner_vocabulary,
+    texts,
+    users,
+)
+
+AUDIO_STAGES = ["uploaded", "normalized", "submitted", "transcribed", "done"]
+MEDIA_STAGES = ["uploaded", "transcoding", "done"]
+
+# The columns revision 0005 knows (0006 adds `channels`).
+AUDIO_COLUMNS = [c for c in audio_records.c if c.name != "channels"]
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def old_engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
+    """A database at revision 0005 (PostgreSQL: the test database rebuilt, then restored)."""
+    if request.param == "sqlite":
+        engine = make_engine(f"sqlite:///{tmp_path / 'old.db'}")
+        upgrade(engine, "0005")
+        yield engine
+        engine.dispose()
+        return
+    engine = request.getfixturevalue("pg_engine")
+    with engine.begin() as conn:
+        conn.execute(text("DROP SCHEMA public CASCADE"))
+        conn.execute(text("CREATE SCHEMA public"))
+    upgrade(engine, "0005")
+    try:
+        yield engine
+    finally:
+        with engine.begin() as conn:
+            conn.execute(text("DROP SCHEMA public CASCADE"))
+            conn.execute(text("CREATE SCHEMA public"))
+        upgrade(engine)
+
+
+def _fill(engine: Engine) -> None:
+    now = 1_800_000_000.0
+    queue = {"state_entered_at": now, "attempts": 0, "updated_at": now}
+    with engine.begin() as conn:
+        conn.execute(insert(users).values(id=1, name="alice", created_at=now))
+        conn.execute(
+            insert(files).values(
+                id=1, key="u/1", mime_type="audio/wav", size=10, state="stored", created_at=now
+            )
+        )
+        for n, stage in enumerate([*AUDIO_STAGES, "submitted"], 1):
+            halted = {"halted_at": now, "halt_reason": "stuck"} if n == 6 else {}
+            conn.execute(
+                insert(audio_records).values(
+                    id=n,
+                    owner="alice",
+                    title=f"t{n}",
+                    created_at=now + n,
+                    original_file_id=1,
+                    stage=stage,
+                    **queue,
+                    **halted,
+                )
+            )
+        conn.execute(
+            insert(texts).values(record_id=5, kind="transcript", body="hello", created_at=now)
+        )
+        conn.execute(insert(albums).values(id=1, owner="alice", name="Trip", created_at=now))
+        for n, stage in enumerate(MEDIA_STAGES, 1):
+            conn.execute(
+                insert(media_items).values(
+                    id=n,
+                    owner="alice",
+                    album_id=1,
+                    kind="photo",
+                    uploaded_at=now,
+                    stage=stage,
+                    **queue,
+                )
+            )
+
+
+def test_0006_keeps_every_record_and_adds_vocabulary_and_channels(old_engine: Engine) -> None:
+    _fill(old_engine)
+    with old_engine.connect() as conn:
+        before_audio = conn.execute(select(*AUDIO_COLUMNS).order_by(audio_records.c.id)).all()
+        before_media = conn.execute(select(media_items).order_by(media_items.c.id)).all()
+    upgrade(old_engine)
+    assert current_revision(old_engine) is not None and current_revision(old_engine) >= "0006"
+    with old_engine.connect() as conn:
+        after = conn.execute(select(audio_records).order_by(audio_records.c.id)).mappings().all()
+        # Every record kept as it was, in its stage (the halted one still halted); the new
+        # column is NULL: those records follow [transcription] channels.
+        assert [tuple(row[k] for k in before_audio[0]._fields) for row in after] == [
+            tuple(row) for row in before_audio
+        ]
+        assert [r["stage"] for r in after] == [*AUDIO_STAGES, "submitted"]
+        assert [r["channels"] for r in after] == [None] * 6
+        assert after[5]["halt_reason"] == "stuck"
+        assert conn.execute(select(media_items).order_by(media_items.c.id)).all() == before_media
+        assert conn.execute(select(texts.c.body)).scalar_one() == "hello"
+        assert conn.execute(select(users.c.name)).scalar_one() == "alice"
+        assert conn.execute(select(owner_vocabulary)).all() == []
+    with old_engine.begin() as conn:
+        conn.execute(
+            insert(owner_vocabulary).values(owner="alice", hints="Kubernetes", updated_at=1.0)
+        )
