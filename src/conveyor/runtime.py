@@ -14,6 +14,7 @@ from pathlib import Path
 from sqlalchemy import Engine
 
 from conveyor.audio.domain import AUDIO, AudioSteps, build_audio_domain
+from conveyor.audio.recognizer_sweep import JobFolderSweeper
 from conveyor.clock import Clock, SystemClock
 from conveyor.config import Settings
 from conveyor.db.engine import make_engine
@@ -188,6 +189,17 @@ class Runtime:
             clock=self.clock,
             settings=self.settings.pipeline,
             notifier=self.notifier,
+        )
+
+    def job_sweeper(self) -> JobFolderSweeper:
+        """The periodic sweep for the local recognizer's job folders nothing will collect (not
+        started), run beside the worker pool with the object sweep's interval and grace."""
+        storage = self.settings.storage
+        return JobFolderSweeper(
+            self.engine,
+            lambda: self.provider,
+            interval=storage.sweep_interval,
+            grace=storage.sweep_grace,
         )
 
     def sweeper(self) -> Sweeper:

@@ -62,6 +62,7 @@ from conveyor.api.queries import ping
 from conveyor.api.schemas import ErrorBody, Health, TextJson
 from conveyor.api.security import SecurityHeadersMiddleware
 from conveyor.api.state import ApiState, State
+from conveyor.audio.recognizer_sweep import JobFolderSweeper
 from conveyor.db import outage
 from conveyor.db.album_signals import AlbumSignals
 from conveyor.media.broadcast import AlbumBroadcast
@@ -171,16 +172,21 @@ def create_app(runtime: Runtime, *, run_workers: bool = True) -> FastAPI:
         signals.start()
         pool: WorkerPool | None = None
         sweeper: Sweeper | None = None
+        job_sweeper: JobFolderSweeper | None = None
         if run_workers:
             pool = runtime.pool()
             pool.start()
             sweeper = runtime.sweeper()
             sweeper.start()
+            job_sweeper = runtime.job_sweeper()
+            job_sweeper.start()
         try:
             yield
         finally:
             state.closing.set()
             signals.close()
+            if job_sweeper is not None:
+                job_sweeper.stop()
             if sweeper is not None:
                 sweeper.stop()
             if pool is not None:

@@ -18,6 +18,7 @@ from conveyor.db.tables import (
 )
 
 __all__ = [
+    "attempts_by_operation",
     "attempts_of",
     "count_attempts",
     "delete_text",
@@ -289,3 +290,32 @@ def set_owner_vocabulary(conn: Connection, owner: str, hints: str | None, now: f
     conn.execute(delete(owner_vocabulary).where(owner_vocabulary.c.owner == owner))
     if hints is not None:
         conn.execute(insert(owner_vocabulary).values(owner=owner, hints=hints, updated_at=now))
+
+
+def attempts_by_operation(conn: Connection, operation_ids: Sequence[str]) -> dict[str, RowMapping]:
+    """Operation id → its attempt (``id``, ``state``, ``record_id``) with its record's ``stage``
+    and ``halted_at`` and the record's newest attempt id (``latest_id``); ids without an attempt
+    row (the record was deleted) are absent."""
+    if not operation_ids:
+        return {}
+    newer = recognition_attempts.alias("newer")
+    latest = (
+        select(func.max(newer.c.id))
+        .where(newer.c.record_id == audio_records.c.id)
+        .correlate(audio_records)
+        .scalar_subquery()
+    )
+    rows = conn.execute(
+        select(
+            recognition_attempts.c.id,
+            recognition_attempts.c.operation_id,
+            recognition_attempts.c.state,
+            recognition_attempts.c.record_id,
+            audio_records.c.stage,
+            audio_records.c.halted_at,
+            latest.label("latest_id"),
+        )
+        .join(audio_records, audio_records.c.id == recognition_attempts.c.record_id)
+        .where(recognition_attempts.c.operation_id.in_(list(operation_ids)))
+    ).mappings()
+    return {str(row["operation_id"]): row for row in rows}

@@ -149,7 +149,10 @@ def worker(
     pool.start()
     sweeper = runtime.sweeper()  # objects left without a journal row, every sweep_interval
     sweeper.start()
+    job_sweeper = runtime.job_sweeper()  # recognizer job folders nothing will collect
+    job_sweeper.start()
     stop.wait()
+    job_sweeper.stop()
     sweeper.stop()
     pool.stop()
 

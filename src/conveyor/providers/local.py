@@ -251,6 +251,21 @@ class LocalWhisperProvider:
             shutil.rmtree(job_dir, ignore_errors=True)
             self._ensure_recognizers()
 
+    def job_folders(self) -> list[tuple[str, float]]:
+        """Every job folder as (operation id, when it last changed in epoch seconds), for a
+        sweep; unfinished creations (``.new-*``) older than an hour are removed on the way."""
+        found: list[tuple[str, float]] = []
+        for entry in self._work_dir.iterdir():
+            try:
+                changed = entry.stat().st_mtime
+            except FileNotFoundError:
+                continue  # removed meanwhile
+            if entry.name.startswith(".new-") and time.time() - changed > 3600:
+                shutil.rmtree(entry, ignore_errors=True)  # a creator died between mkdir and rename
+            elif entry.is_dir() and _OPERATION_ID.fullmatch(entry.name):
+                found.append((entry.name, changed))
+        return found
+
     # -- internals ----------------------------------------------------------------------------
 
     def _job_dir(self, operation_id: str) -> Path:
