@@ -10,10 +10,11 @@ from sqlalchemy import insert
 from web_helpers import HTML, MakeSite, sign_in
 
 from conveyor.audio.queries import record_by_id
-from conveyor.db.tables import albums, audio_records, files, media_items
+from conveyor.db.tables import albums, audio_records, files, media_items, media_objects
+from conveyor.media.albums import item_view
 from conveyor.testing import FakeClock
 from conveyor.web import queries
-from conveyor.web.views import item_status, record_status
+from conveyor.web.views import item_status, item_statuses, record_status, record_statuses
 
 
 def _record(n: int, created: float, stage: str, **queue: Any) -> dict[str, Any]:
@@ -157,3 +158,97 @@ def test_a_place_deep_in_a_long_queue_says_over_the_limit(make_site: MakeSite) -
         sign_in(client, "alice")
         page = client.get("/records", headers=HTML).text
     assert "over 1,000 ahead in the queue" in page and "1000 ahead in the queue" in page
+
+
+def test_a_pages_statuses_read_together_equal_each_read_alone(make_site: MakeSite) -> None:
+    """The list and the grid read a page's statuses together (objects in one query, places
+    in claim order, counting stopped past the limit): the same as one at a time, and the
+    grid's fields the same as the API's item view."""
+    clock = FakeClock()
+    site = make_site(clock=clock)
+    now = clock.now()
+    engine = site.runtime.engine
+    media, audio = site.runtime.media, site.runtime.audio
+    n_items = 30
+    with engine.begin() as conn:
+        conn.execute(insert(albums).values(id=1, owner="alice", name="A", created_at=now))
+        conn.execute(
+            insert(files),
+            [
+                {
+                    "id": n,
+                    "key": f"k/{n}",
+                    "mime_type": "image/jpeg",
+                    "size": n,
+                    "width": 10 + n,
+                    "height": 20,
+                    "duration": 1.23456 if n % 2 else None,
+                    "state": "stored",
+                    "created_at": now,
+                }
+                for n in range(1, 2 * n_items + 1)
+            ],
+        )
+        conn.execute(
+            insert(media_items),
+            [
+                {
+                    "id": n,
+                    "owner": "alice",
+                    "album_id": 1,
+                    "kind": "video" if n % 3 == 0 else "photo",
+                    "original_name": None if n == 4 else f"i{n}",
+                    "uploaded_at": now - 100 + n // 2,
+                    "stage": ["uploaded", "transcoding", "done"][n % 3],
+                    "state_entered_at": now - 5,
+                    "attempts": 0,
+                    "updated_at": now,
+                    "halted_at": now if n % 7 == 0 else None,
+                    "halt_reason": "undecodable" if n % 7 == 0 else None,
+                    "claim_token": "t" if n % 11 == 0 else None,
+                    "claim_expires_at": now + 30 if n % 11 == 0 else None,
+                }
+                for n in range(1, n_items + 1)
+            ],
+        )
+        conn.execute(
+            insert(media_objects),
+            [{"item_id": n, "role": "original", "file_id": n} for n in range(1, n_items + 1)]
+            + [
+                {"item_id": n, "role": "thumb", "file_id": n_items + n}
+                for n in range(1, n_items + 1, 2)
+            ],
+        )
+        conn.execute(
+            insert(files).values(
+                id=999, key="u/1", mime_type="audio/wav", size=1, state="stored", created_at=now
+            )
+        )
+        conn.execute(
+            insert(audio_records),
+            [
+                {
+                    **_record(n, now - 3000 + n // 3, ["uploaded", "submitted", "done"][n % 3]),
+                    "original_file_id": 999,
+                }
+                for n in range(1, 2 * queries.PLACE_LIMIT)
+            ],
+        )
+    with engine.connect() as conn:
+        rows = queries.album_page(conn, 1, after=None, limit=100)
+        together = item_statuses(conn, media, rows, now)
+        alone = [item_status(conn, media, int(r["id"]), "alice", now) for r in rows]
+        assert together == alone
+        assert {s["place"] for s in together} - {None} and any(s["urls"] for s in together)
+        for status in together:
+            api = item_view(conn, int(status["id"]), owner="alice")
+            assert {k: status[k] for k in api} == api
+        records = queries.records_page(conn, "alice", state=None, stage=None, before=None, limit=50)
+        together = record_statuses(conn, audio, records, now)
+        alone = [record_status(conn, audio, r, now) for r in records]
+        assert together == alone
+        assert {s["place"] for s in together if s["waiting"]} == {queries.PLACE_LIMIT + 1}
+        front = queries.records_page(conn, "alice", state=None, stage=None, before=40, limit=39)
+        assert record_statuses(conn, audio, front, now) == [
+            record_status(conn, audio, r, now) for r in front
+        ]

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, RowMapping, Table, and_, case, func, or_, select
 
-from conveyor.db.tables import audio_records, media_items, record_events
+from conveyor.clock import seconds
+from conveyor.db.tables import audio_records, files, media_items, media_objects, record_events
 from conveyor.pipeline import Domain
 from conveyor.pipeline.queries import claim_order
 from conveyor.web.keyset import comes_after, comes_before, order_terms
@@ -24,6 +26,7 @@ __all__ = [
     "place_in_queue",
     "record_counts",
     "records_page",
+    "roles_of_items",
 ]
 
 
@@ -211,3 +214,39 @@ def halted_records(
         order = [(table.c.halted_at, True), (table.c.id, True)]
         query = query.where(comes_after(order, after))
     return conn.execute(query).mappings().all()
+
+
+def roles_of_items(
+    conn: Connection, item_ids: Sequence[int]
+) -> dict[int, dict[str, dict[str, Any]]]:
+    """The objects of many items by role, in one query: item id → role → ``key``,
+    ``mime_type``, ``size``, ``width``, ``height``, ``duration`` (as
+    :func:`conveyor.media.albums.roles_of` gives them for one item)."""
+    if not item_ids:
+        return {}
+    query = (
+        select(
+            media_objects.c.item_id,
+            media_objects.c.role,
+            files.c.key,
+            files.c.mime_type,
+            files.c.size,
+            files.c.width,
+            files.c.height,
+            files.c.duration,
+        )
+        .join(files, files.c.id == media_objects.c.file_id)
+        .where(media_objects.c.item_id.in_(list(item_ids)))
+        .order_by(media_objects.c.item_id, media_objects.c.role)
+    )
+    found: dict[int, dict[str, dict[str, Any]]] = {}
+    for o in conn.execute(query).mappings():
+        found.setdefault(int(o["item_id"]), {})[str(o["role"])] = {
+            "key": o["key"],
+            "mime_type": o["mime_type"],
+            "size": o["size"],
+            "width": o["width"],
+            "height": o["height"],
+            "duration": seconds(o["duration"]),
+        }
+    return found

@@ -25,7 +25,7 @@ from conveyor.web.auth import Csrf, CsrfHeader, Viewer
 from conveyor.web.keyset import cursor_text, parse_cursor
 from conveyor.web.pages import render
 from conveyor.web.streams import album_reader, page_stream_response, start_point
-from conveyor.web.views import item_status
+from conveyor.web.views import item_status, item_statuses
 
 __all__ = ["GRID_PAGE", "router"]
 
@@ -97,10 +97,7 @@ def album_page(
     with runtime.engine.connect() as conn:
         last_event_id = media_queries.latest_event_id(conn, album_id)
         rows = queries.album_page(conn, album_id, after=after, limit=GRID_PAGE + 1)
-        items = [
-            item_status(conn, state.runtime.media, int(i["id"]), viewer.name, now)
-            for i in rows[:GRID_PAGE]
-        ]
+        items = item_statuses(conn, runtime.media, rows[:GRID_PAGE], now)
         total = queries.count_items(conn, album_id)
     older = None
     if len(rows) > GRID_PAGE:

@@ -36,7 +36,7 @@ from conveyor.web import queries
 from conveyor.web.auth import Csrf, CsrfHeader, Viewer
 from conveyor.web.pages import render
 from conveyor.web.streams import journal_reader, page_stream_response, start_point
-from conveyor.web.views import record_status
+from conveyor.web.views import record_status, record_statuses
 
 __all__ = ["PAGE_SIZE", "router"]
 
@@ -87,7 +87,7 @@ def records_page(
         rows = queries.records_page(
             conn, viewer.name, state=show, stage=stage, before=before, limit=PAGE_SIZE + 1
         )
-        records = [record_status(conn, runtime.audio, r, now) for r in rows[:PAGE_SIZE]]
+        records = record_statuses(conn, runtime.audio, rows[:PAGE_SIZE], now)
         counts = queries.record_counts(conn, viewer.name)
     older = records[-1]["id"] if len(rows) > PAGE_SIZE else None
     filters = {k: v for k, v in (("show", show), ("stage", stage)) if v}

@@ -3,22 +3,30 @@ queue (or that it is being worked on, or waits to retry)."""
 
 from __future__ import annotations
 
+from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Connection, RowMapping
 
-from conveyor.clock import iso_utc
+from conveyor.clock import iso_utc, seconds
+from conveyor.errors import NotFound
 from conveyor.media import albums as album_views
 from conveyor.media import queries as media_queries
 from conveyor.pipeline import Domain
+from conveyor.pipeline.queries import claim_order
 from conveyor.web import queries
+from conveyor.web.keyset import order_terms
 from conveyor.web.words import duration_words, halt_words, stage_words
 
-__all__ = ["item_status", "record_status"]
+__all__ = ["item_status", "item_statuses", "record_status", "record_statuses"]
 
 
-def _progress(conn: Connection, row: RowMapping, domain: Domain, now: float) -> dict[str, Any]:
-    """Stage, halt, time in stage and place in its lane's queue of a record or item row."""
+def _progress(
+    conn: Connection, row: RowMapping, domain: Domain, now: float, *, count_place: bool = True
+) -> dict[str, Any]:
+    """Stage, halt, time in stage and place in its lane's queue of a record or item row
+    (``count_place=False``: the place is left for :func:`_fill_places`)."""
     halted = row["halted_at"] is not None
     done = row["stage"] in domain.terminal_stages
     working = (
@@ -29,8 +37,9 @@ def _progress(conn: Connection, row: RowMapping, domain: Domain, now: float) -> 
     )
     retry_at = row["retry_at"]
     retrying = not (halted or done or working) and retry_at is not None and float(retry_at) > now
+    waiting = not (halted or done or working or retrying)
     place: int | None = None
-    if not (halted or done or working or retrying):
+    if waiting and count_place:
         place = queries.place_in_queue(conn, domain, row, now)
     entered = float(row["state_entered_at"])
     return {
@@ -42,6 +51,7 @@ def _progress(conn: Connection, row: RowMapping, domain: Domain, now: float) -> 
         "halt_words": halt_words(row["halt_reason"]) if halted else "",
         "halt_error": row["halt_error"],
         "working": working,
+        "waiting": waiting,
         "place": place,
         "retrying": retrying,
         "attempts": int(row["attempts"] or 0),
@@ -51,8 +61,9 @@ def _progress(conn: Connection, row: RowMapping, domain: Domain, now: float) -> 
     }
 
 
-def record_status(conn: Connection, domain: Domain, row: RowMapping, now: float) -> dict[str, Any]:
-    """A record as the pages show it: its card fields plus progress in plain words."""
+def _record(
+    conn: Connection, domain: Domain, row: RowMapping, now: float, *, count_place: bool = True
+) -> dict[str, Any]:
     return {
         "id": row["id"],
         "title": row["title"],
@@ -63,7 +74,51 @@ def record_status(conn: Connection, domain: Domain, row: RowMapping, now: float)
         "duration": duration_words(row["duration"]) if row["duration"] else "",
         "no_speech": bool(row["no_speech"]),
         "language": row["detected_language"] or row["language"],
-        **_progress(conn, row, domain, now),
+        **_progress(conn, row, domain, now, count_place=count_place),
+    }
+
+
+def record_status(conn: Connection, domain: Domain, row: RowMapping, now: float) -> dict[str, Any]:
+    """A record as the pages show it: its card fields plus progress in plain words."""
+    return _record(conn, domain, row, now)
+
+
+def _item(
+    conn: Connection,
+    domain: Domain,
+    row: RowMapping,
+    roles: dict[str, dict[str, Any]],
+    now: float,
+    *,
+    count_place: bool = True,
+) -> dict[str, Any]:
+    # The same fields as the API's item view (conveyor.media.albums.item_view), from a row
+    # already read; tests hold the two equal.
+    view = {
+        "id": row["id"],
+        "album_id": row["album_id"],
+        "owner": row["owner"],
+        "kind": row["kind"],
+        "original_name": row["original_name"],
+        "stage": row["stage"],
+        "done": row["stage"] == "done",
+        "halted": row["halted_at"] is not None,
+        "halt_reason": row["halt_reason"],
+        "halt_error": row["halt_error"],
+        "halted_at": iso_utc(row["halted_at"]),
+        "attempts": row["attempts"],
+        "width": row["width"],
+        "height": row["height"],
+        "duration": seconds(row["duration"]),
+        "uploaded_at": iso_utc(row["uploaded_at"]),
+        "captured_at": iso_utc(row["captured_at"]),
+        "roles": roles,
+    }
+    return {
+        **view,
+        "urls": {role: f"/files/{obj['key']}" for role, obj in roles.items()},
+        "name": row["original_name"] or f"Item {row['id']}",
+        **_progress(conn, row, domain, now, count_place=count_place),
     }
 
 
@@ -75,13 +130,59 @@ def item_status(
     Raises:
         NotFound: no such item of ``owner``.
     """
-    view = album_views.item_view(conn, item_id, owner=owner)
     row = media_queries.item_by_id(conn, item_id, owner)
-    assert row is not None
-    roles = {role: f"/files/{obj['key']}" for role, obj in view["roles"].items()}
-    return {
-        **view,
-        "urls": roles,
-        "name": view["original_name"] or f"Item {item_id}",
-        **_progress(conn, row, domain, now),
-    }
+    if row is None:
+        raise NotFound(f"item {item_id} does not exist")
+    return _item(conn, domain, row, album_views.roles_of(conn, item_id), now)
+
+
+def _fill_places(
+    conn: Connection, domain: Domain, shown: Sequence[tuple[RowMapping, dict[str, Any]]], now: float
+) -> None:
+    """The places of many rows of one page: per lane, in claim order. A row later in the
+    claim order waits behind everything an earlier one does, and that one too, so once one
+    place is past :data:`~conveyor.web.queries.PLACE_LIMIT` the rest are without counting (a
+    page at the back of a long queue costs one count, not one per row)."""
+    order = order_terms(claim_order(domain))
+
+    def claim_key(row: RowMapping) -> tuple[float, ...]:
+        return tuple(
+            -float(row[str(c.name)]) if desc else float(row[str(c.name)]) for c, desc in order
+        )
+
+    lanes: dict[str, list[tuple[RowMapping, dict[str, Any]]]] = defaultdict(list)
+    for row, status in shown:
+        if status["waiting"]:
+            lanes[domain.stage(str(row["stage"])).lane].append((row, status))
+    for waiting in lanes.values():
+        waiting.sort(key=lambda pair: claim_key(pair[0]))
+        beyond = False
+        for row, status in waiting:
+            place = queries.PLACE_LIMIT + 1
+            if not beyond:
+                place = queries.place_in_queue(conn, domain, row, now)
+            status["place"] = place
+            beyond = place > queries.PLACE_LIMIT
+
+
+def record_statuses(
+    conn: Connection, domain: Domain, rows: Sequence[RowMapping], now: float
+) -> list[dict[str, Any]]:
+    """:func:`record_status` of many rows (a page of the list), places counted together."""
+    shown = [(row, _record(conn, domain, row, now, count_place=False)) for row in rows]
+    _fill_places(conn, domain, shown, now)
+    return [status for _, status in shown]
+
+
+def item_statuses(
+    conn: Connection, domain: Domain, rows: Sequence[RowMapping], now: float
+) -> list[dict[str, Any]]:
+    """:func:`item_status` of many item rows (a page of the grid): their objects read in one
+    query, places counted together."""
+    roles = queries.roles_of_items(conn, [int(r["id"]) for r in rows])
+    shown = [
+        (row, _item(conn, domain, row, roles.get(int(row["id"]), {}), now, count_place=False))
+        for row in rows
+    ]
+    _fill_places(conn, domain, shown, now)
+    return [status for _, status in shown]
