@@ -10,16 +10,19 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import Engine, MetaData, text
 
+from conveyor.config import StorageSettings
 from conveyor.db.engine import make_engine
 from conveyor.db.migrate import upgrade
 from conveyor.db.tables import metadata
+from conveyor.objects import ObjectStore, open_store
 from conveyor.testing import FakeClock
 from needs import AUDIO_CORPUS, CORPUS, in_ci, need, need_corpus
-from s3server import S3Server, start_s3_server
+from s3server import PART, S3Server, start_s3_server
 
 # Warm local recognizers outlive the test that started them; make them leave soon after.
 os.environ.setdefault("CONVEYOR_TRANSCRIPTION__IDLE_EXIT", "10")
@@ -92,6 +95,23 @@ def s3_server() -> Iterator[S3Server]:
 def s3_bucket(s3_server: S3Server) -> str:
     """A fresh, empty bucket on :func:`s3_server`."""
     return s3_server.bucket()
+
+
+@pytest.fixture(params=["file", "s3"])
+def storage_keys(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
+    """``[storage]`` keys (JSON-able) of an empty store: a fresh folder, or a fresh bucket on
+    the session's moto server (so a test using it runs on both kinds of store)."""
+    keys: dict[str, Any] = {"work_dir": str(tmp_path / "work"), "part_size": PART}
+    if request.param == "file":
+        return {**keys, "root": str(tmp_path / "objects")}
+    server: S3Server = request.getfixturevalue("s3_server")
+    return {**keys, **server.storage_settings(server.bucket(), "pre/fix")}
+
+
+@pytest.fixture
+def object_store(storage_keys: dict[str, Any]) -> ObjectStore:
+    """The empty store ``storage_keys`` names: a folder, then a bucket."""
+    return open_store(StorageSettings(**storage_keys))
 
 
 @pytest.fixture

@@ -23,7 +23,11 @@ from typing import Any
 
 from needs import need
 
-__all__ = ["S3Server", "free_port", "start_s3_server"]
+__all__ = ["PART", "S3Server", "free_port", "start_s3_server"]
+
+#: The smallest part S3 allows: tests set it as ``[storage] part_size`` so that multipart
+#: uploads are exercised with small objects.
+PART = 5 * 1024 * 1024
 
 
 def free_port() -> int:

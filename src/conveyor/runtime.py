@@ -22,7 +22,7 @@ from conveyor.db.migrate import upgrade
 from conveyor.db.notify import Notifier
 from conveyor.errors import ConfigError
 from conveyor.media.domain import MEDIA, MediaSteps, build_media_domain
-from conveyor.objects import LocalStore, Sweeper, open_store
+from conveyor.objects import ObjectStore, Sweeper, open_store
 from conveyor.pipeline import Declaration, Domain, WorkerPool
 from conveyor.providers.base import RecognitionProvider
 
@@ -80,16 +80,20 @@ class Runtime:
         upgrade(self.engine)
 
     @cached_property
-    def store(self) -> LocalStore:
-        """The object store ``[storage] url`` names.
+    def store(self) -> ObjectStore:
+        """The object store ``[storage] url`` names (a folder or an S3-compatible bucket).
 
         Raises:
-            ConfigError: an ``s3://`` URL (the steps do not work on a bucket yet).
+            OSError: a ``file:`` folder cannot be created.
         """
-        store = open_store(self.settings.storage)
-        if not isinstance(store, LocalStore):
-            raise ConfigError("[storage] url: s3:// is not wired into the pipeline yet")
-        return store
+        return open_store(self.settings.storage)
+
+    @property
+    def presign_expires(self) -> float | None:
+        """Seconds a presigned download URL is valid, or None when ``[storage] presign`` is
+        off (the API streams objects itself)."""
+        storage = self.settings.storage
+        return storage.presign_expires if storage.presign else None
 
     @cached_property
     def notifier(self) -> Notifier:

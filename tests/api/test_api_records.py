@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine, func, select, update
 
 from conveyor.db.tables import audio_records, files, record_events, texts
+from stored import object_keys
 
 
 def counts(engine: Engine) -> tuple[int, int, int]:
@@ -23,8 +24,8 @@ def counts(engine: Engine) -> tuple[int, int, int]:
         )
 
 
-def stored_objects(api: Api) -> list[Path]:
-    return [p for p in api.runtime.store.root.rglob("*") if p.is_file()]
+def stored_objects(api: Api) -> list[str]:
+    return object_keys(api.runtime.store)
 
 
 def assert_error(response: Any, status: int, code: str | None = None) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from conveyor.db.tables import audio_records, files, recognition_attempts
 from conveyor.errors import RejectedInput
 from conveyor.providers import RecognitionRequest, Submission
 from conveyor.runtime import Runtime
+from stored import stored_bytes
 
 SPEECH: dict[str, tuple[str, float]] = {
     "jfk.wav": (
@@ -161,7 +162,7 @@ def test_corpus_through_the_pipeline(engine: Engine, tmp_path: Path, corpus: Pat
             key = conn.execute(
                 select(files.c.key).where(files.c.id == row["original_file_id"])
             ).scalar_one()
-            if runtime.store.path(key).read_bytes() != originals[name]:
+            if stored_bytes(runtime.store, key) != originals[name]:
                 problems.append(f"{name}: original changed")
     assert problems == []
 
@@ -332,7 +333,7 @@ def test_d2_raw_response_is_a_stored_object_and_never_re_requested(
             .one()
         )
     assert raw_row["mime_type"] == "application/json"
-    assert runtime.store.path(raw_row["key"]).read_bytes()
+    assert stored_bytes(runtime.store, raw_row["key"])
     # The provider has forgotten the operation; finishing again reads only our stored object.
     assert runtime.provider.poll(attempt["operation_id"]).state == "unknown"
     with runtime.engine.begin() as conn:

@@ -27,11 +27,12 @@ from conveyor.media.domain import (
     MediaSteps,
     build_media_domain,
 )
-from conveyor.objects import LocalStore
+from conveyor.objects import LocalStore, ObjectStore, WorkFolder, sweep_orphans
 from conveyor.pipeline import Claim, Executor, StepContext, WorkerPool
 from conveyor.pipeline.outcomes import Outcome
 from conveyor.runtime import Runtime
 from conveyor.testing import FakeClock
+from stored import object_keys, stored_bytes
 
 CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "media"
 PHOTO = CORPUS / "exif-samples__landscape_6.jpg"
@@ -39,8 +40,8 @@ VIDEO = CORPUS / "moviepy__fire2.mp4"
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> LocalStore:
-    return LocalStore(tmp_path / "store")
+def store(tmp_path: Path) -> ObjectStore:
+    return LocalStore(tmp_path / "store", work=WorkFolder(tmp_path / "work"))
 
 
 @pytest.fixture(scope="module")
@@ -77,16 +78,15 @@ def event_rows(engine: Engine) -> list[dict[str, Any]]:
         return [dict(r) for r in rows]
 
 
-def files_in(store: LocalStore, item_id: int) -> list[str]:
-    folder = store.path(f"media/{item_id}")
-    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*")) if folder.exists() else []
+def files_in(store: ObjectStore, item_id: int) -> list[str]:
+    return object_keys(store, f"media/{item_id}")
 
 
 # --------------------------------------------------------------------------- M1-M3
 
 
 def test_m1_every_object_is_one_journal_row(
-    engine: Engine, store: LocalStore, clock: FakeClock
+    engine: Engine, store: ObjectStore, clock: FakeClock
 ) -> None:
     album_id = album(engine, clock)
     photo = add(engine, store, clock, album_id, PHOTO)
@@ -105,8 +105,8 @@ def test_m1_every_object_is_one_journal_row(
             row = by_id[
                 next(r["file_id"] for r in refs if (r["item_id"], r["role"]) == (item_id, role))
             ]
-            path = store.path(row["key"])
-            assert path.stat().st_size == row["size"] == obj["size"], role
+            found = store.stat(row["key"])
+            assert found is not None and found.size == row["size"] == obj["size"], role
             assert row["state"] == "ready"
             assert row["width"] and row["height"], role
     assert len(checked) == len(journal)  # every object was checked against its file
@@ -115,7 +115,7 @@ def test_m1_every_object_is_one_journal_row(
 
 
 def test_m1_mime_type_is_sniffed_not_named(
-    engine: Engine, store: LocalStore, clock: FakeClock
+    engine: Engine, store: ObjectStore, clock: FakeClock
 ) -> None:
     album_id = album(engine, clock)
     item = add(engine, store, clock, album_id, CORPUS / "lychee__mongolia")  # no extension
@@ -123,7 +123,7 @@ def test_m1_mime_type_is_sniffed_not_named(
 
 
 def test_m2_original_served_before_variants(
-    engine: Engine, store: LocalStore, clock: FakeClock
+    engine: Engine, store: ObjectStore, clock: FakeClock
 ) -> None:
     album_id = album(engine, clock)
     item = add(engine, store, clock, album_id, PHOTO)
@@ -133,14 +133,14 @@ def test_m2_original_served_before_variants(
     assert set(view["roles"]) == {"original"}
     assert (view["width"], view["height"]) == (600, 450)  # upright from the header already
     original = view["roles"]["original"]
-    assert store.path(original["key"]).read_bytes() == PHOTO.read_bytes()  # stored unchanged
+    assert stored_bytes(store, original["key"]) == PHOTO.read_bytes()  # stored unchanged
     drain(engine, media_domain(store), clock)
     assert set(roles_of(engine, item)) == {"original", "thumb", "medium", "preview"}
     assert stage_of(engine, item) == "done"
 
 
 def test_m1_photo_header_is_read_once_at_intake_and_once_for_the_decode(
-    engine: Engine, store: LocalStore, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+    engine: Engine, store: ObjectStore, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The variants step takes size and capture time from the item intake wrote, not a probe."""
     opened: list[str] = []
@@ -163,7 +163,7 @@ def test_m1_photo_header_is_read_once_at_intake_and_once_for_the_decode(
 
 
 def test_m3_processed_video_has_poster_and_playback(
-    engine: Engine, store: LocalStore, clock: FakeClock
+    engine: Engine, store: ObjectStore, clock: FakeClock
 ) -> None:
     album_id = album(engine, clock)
     item = add(engine, store, clock, album_id, VIDEO)
@@ -184,7 +184,7 @@ def test_m3_processed_video_has_poster_and_playback(
 
 
 def test_m4_rerun_after_a_killed_step_leaves_one_object_per_role(
-    engine: Engine, store: LocalStore, clock: FakeClock
+    engine: Engine, store: ObjectStore, clock: FakeClock
 ) -> None:
     album_id = album(engine, clock)
     item = add(engine, store, clock, album_id, VIDEO)
@@ -192,21 +192,25 @@ def test_m4_rerun_after_a_killed_step_leaves_one_object_per_role(
     drain(engine, domain, clock)
     before_roles = roles_of(engine, item)
     before_files = files_in(store, item)
-    # What a kill leaves: a half-written store object and a scratch folder. Then the stage is
-    # delivered again (as after a crash between the effects and the save).
-    folder = store.path(f"media/{item}")
-    (folder / ".thumb.webp.0123abcd.part").write_bytes(b"half")
-    (folder / ".work").mkdir()
-    (folder / ".work" / ".playback.mp4.dead.tmp").write_bytes(b"half")
+    assert len(before_files) == 5  # the original is under uploads/
+    # The stage is delivered again (as after a crash between the effects and the save).
     with engine.begin() as conn:
         conn.execute(update(media_items).where(media_items.c.id == item).values(stage="uploaded"))
     drain(engine, domain, clock)
     assert stage_of(engine, item) == "done"
-    assert roles_of(engine, item).keys() == before_roles.keys()
-    assert files_in(store, item) == before_files
+    after_roles = roles_of(engine, item)
+    assert after_roles.keys() == before_roles.keys()
     with engine.connect() as conn:
         assert conn.execute(select(func.count()).select_from(files)).scalar() == 6
         assert conn.execute(select(func.count()).select_from(media_objects)).scalar() == 6
+        journal = set(conn.execute(select(files.c.key)).scalars())
+    # The re-run wrote under its own claim's keys and took over the journal rows; the first
+    # run's objects are named by no row, and the sweep removes them (M1).
+    assert {r["key"] for r in after_roles.values()} == journal
+    assert not journal & set(before_files)
+    report = sweep_orphans(engine, store, grace=0, now=time.time() + 1)
+    assert sorted(report.removed) == before_files
+    assert files_in(store, item) == sorted(k for k in journal if k.startswith("media/"))
     kinds = [e["kind"] for e in event_rows(engine)]
     assert kinds == ["item.ready", "item.playback_ready"] * 2
 
@@ -215,7 +219,7 @@ class _StealsOnLastKeep(MediaSteps):
     """Media steps whose claim is taken over by a rival mid-step: after the last variant is in
     the store and past the step's last ``check``, so the step goes on to its guarded save."""
 
-    def __init__(self, engine: Engine, clock: FakeClock, store: LocalStore) -> None:
+    def __init__(self, engine: Engine, clock: FakeClock, store: ObjectStore) -> None:
         super().__init__(store, MEDIA)
         self.engine, self.clock = engine, clock
         self.kept: list[str] = []
@@ -234,7 +238,7 @@ class _StealsOnLastKeep(MediaSteps):
 
 
 def test_m4_claim_lost_mid_step_refuses_the_save_writes_no_roles_and_no_event(
-    engine: Engine, store: LocalStore, clock: FakeClock
+    engine: Engine, store: ObjectStore, clock: FakeClock
 ) -> None:
     album_id = album(engine, clock)
     item = add(engine, store, clock, album_id, PHOTO)
@@ -298,7 +302,7 @@ def _lost_count(stage: str) -> float:
 
 
 def test_m5_ready_event_written_with_the_save_and_delivered_in_order(
-    engine: Engine, store: LocalStore, clock: FakeClock
+    engine: Engine, store: ObjectStore, clock: FakeClock
 ) -> None:
     album_id = album(engine, clock)
     other = album(engine, clock, "other")
@@ -326,7 +330,7 @@ def test_m5_ready_event_written_with_the_save_and_delivered_in_order(
 
 
 def test_m5_reconnect_with_last_id_misses_nothing(
-    engine: Engine, store: LocalStore, clock: FakeClock
+    engine: Engine, store: ObjectStore, clock: FakeClock
 ) -> None:
     album_id = album(engine, clock)
     broadcast = AlbumBroadcast(engine, poll_interval=0.05)
@@ -351,7 +355,7 @@ def test_m5_reconnect_with_last_id_misses_nothing(
 
 
 def test_m5_live_subscribers_are_woken_by_workers(
-    engine: Engine, store: LocalStore, clock: FakeClock
+    engine: Engine, store: ObjectStore, clock: FakeClock
 ) -> None:
     album_id = album(engine, clock)
     pool = WorkerPool(
@@ -397,7 +401,7 @@ def test_m5_live_subscribers_are_woken_by_workers(
 
 
 def test_m6_newest_upload_first(
-    engine: Engine, store: LocalStore, clock: FakeClock, tmp_path: Path
+    engine: Engine, store: ObjectStore, clock: FakeClock, tmp_path: Path
 ) -> None:
     album_id = album(engine, clock)
     uploaded = []
@@ -410,7 +414,7 @@ def test_m6_newest_upload_first(
 
 
 def test_m6_newest_first_in_the_long_lane_too(
-    engine: Engine, store: LocalStore, clock: FakeClock
+    engine: Engine, store: ObjectStore, clock: FakeClock
 ) -> None:
     album_id = album(engine, clock)
     videos = []
@@ -440,7 +444,7 @@ def test_m7_worker_counts_per_lane_come_from_settings(tmp_path: Path) -> None:
 
 
 def test_m7_pool_runs_the_configured_workers(
-    engine: Engine, store: LocalStore, clock: FakeClock
+    engine: Engine, store: ObjectStore, clock: FakeClock
 ) -> None:
     pool = WorkerPool(
         engine, [media_domain(store)], {SHORT_LANE: 3, LONG_LANE: 2}, clock=clock, settings=PIPELINE
@@ -460,7 +464,7 @@ class _WatchedPlayback(MediaSteps):
     """Media steps whose playback step reports every ``ctx.check()`` (the transcode's progress
     calls and the check after it) to ``on_check`` before the check runs."""
 
-    def __init__(self, store: LocalStore, on_check: Callable[[StepContext, int], None]) -> None:
+    def __init__(self, store: ObjectStore, on_check: Callable[[StepContext, int], None]) -> None:
         super().__init__(store, MEDIA)
         self.on_check = on_check
         self.checks = 0
@@ -496,7 +500,7 @@ def _until(predicate: Callable[[], bool], what: str, timeout: float = 60.0) -> N
 
 
 def test_m8_transcode_holds_its_claim_by_heartbeat(
-    engine: Engine, store: LocalStore, clock: FakeClock, short_video: Path
+    engine: Engine, store: ObjectStore, clock: FakeClock, short_video: Path
 ) -> None:
     """While the transcode runs, the fake clock passes the lease again and again; each time a
     heartbeat moves the lease end, and a rival's claim finds nothing."""
@@ -536,7 +540,7 @@ def test_m8_transcode_holds_its_claim_by_heartbeat(
 
 
 def test_m8_lost_claim_stops_the_transcode_at_once(
-    engine: Engine, store: LocalStore, clock: FakeClock, short_video: Path
+    engine: Engine, store: ObjectStore, clock: FakeClock, short_video: Path
 ) -> None:
     """A rival takes the item mid-transcode; once the heartbeat has found the claim gone, the
     transcode's very next progress check ends it: no further progress, nothing saved."""
@@ -571,8 +575,7 @@ def test_m8_lost_claim_stops_the_transcode_at_once(
     # The check that knew of the loss was the last one: the transcode went no further.
     assert checks_after_lost == [2] and steps.checks == 2
     assert "playback" not in roles_of(engine, item)
-    assert not store.path(f"media/{item}/.work").exists()
-    assert not store.path(f"media/{item}/playback.mp4").exists()
+    assert not [k for k in files_in(store, item) if "playback" in k]
     assert event_rows(engine) == events_before
     with engine.connect() as conn:
         row = conn.execute(select(media_items).where(media_items.c.id == item)).mappings().one()
@@ -584,7 +587,7 @@ def test_m8_lost_claim_stops_the_transcode_at_once(
 class _Recording(MediaSteps):
     """Media steps that note which worker thread ran which step, and when."""
 
-    def __init__(self, store: LocalStore, settings: MediaSettings) -> None:
+    def __init__(self, store: ObjectStore, settings: MediaSettings) -> None:
         super().__init__(store, settings)
         self.runs: list[tuple[str, str, int, float, float]] = []
         self._lock = threading.Lock()
@@ -614,7 +617,7 @@ class _Recording(MediaSteps):
 
 @pytest.mark.slow
 def test_m8_long_jobs_never_starve_image_work(
-    engine: Engine, store: LocalStore, clock: FakeClock, long_video: Path, tmp_path: Path
+    engine: Engine, store: ObjectStore, clock: FakeClock, long_video: Path, tmp_path: Path
 ) -> None:
     """1 long + 2 short workers, 3 long videos then 200 photos: every photo gets its variants
     while the videos are still transcoding, and no short worker ever runs a transcode."""

@@ -24,7 +24,8 @@ from sqlalchemy import Engine, func, select
 from conveyor.clock import SystemClock
 from conveyor.db.tables import files, media_items, media_objects, record_events
 from conveyor.media.domain import LONG_LEASE, SHORT_LANE
-from conveyor.objects import LocalStore
+from conveyor.objects import LocalStore, WorkFolder
+from stored import object_keys
 
 pytestmark = pytest.mark.slow
 
@@ -81,7 +82,7 @@ def test_m4_sigkill_during_transcode_then_restart(
     start_worker: Callable[[Path], subprocess.Popen[bytes]],
 ) -> None:
     root = tmp_path / "store"
-    store = LocalStore(root)
+    store = LocalStore(root, work=WorkFolder(tmp_path / "test-work"))
     clock = SystemClock()
     video = make_video(tmp_path / "long.mp4", width=1920, height=1080, seconds=8)
     album_id = album(engine, clock)
@@ -94,11 +95,15 @@ def test_m4_sigkill_during_transcode_then_restart(
             found = conn.execute(select(media_items).where(media_items.c.id == item)).mappings()
             return dict(found.one())
 
-    work = root / "media" / str(item) / ".work"
+    # The workers' work folder ([storage] work_dir defaults to <root>/work): each process
+    # transcodes in a scratch folder of its own subfolder there.
+    work = root / "work"
+
+    def partials() -> list[Path]:
+        return [p for p in work.rglob("*") if p.name.endswith(".tmp")] if work.exists() else []
 
     def transcoding_now() -> bool:
-        partial = work.exists() and any(p.name.endswith(".tmp") for p in work.iterdir())
-        return row()["claim_token"] is not None and partial
+        return row()["claim_token"] is not None and bool(partials())
 
     first = start_worker(root)
     _wait(transcoding_now, 60, "the worker to start transcoding")
@@ -107,7 +112,7 @@ def test_m4_sigkill_during_transcode_then_restart(
     first.wait(timeout=10)
     state = row()
     assert state["stage"] == "transcoding" and state["claim_token"] is not None
-    assert any(p.name.endswith(".tmp") for p in work.iterdir())  # the kill left debris
+    assert partials()  # the kill left debris
 
     dead_token, dead_lease_end = state["claim_token"], float(state["claim_expires_at"])
     second = start_worker(root)
@@ -140,27 +145,35 @@ def test_m4_sigkill_during_transcode_then_restart(
     second.send_signal(signal.SIGTERM)
     assert second.wait(timeout=30) == 0
 
-    key = f"media/{item}/playback.mp4"
     with engine.connect() as conn:
         playbacks = conn.execute(
             select(media_objects).where(
                 media_objects.c.item_id == item, media_objects.c.role == "playback"
             )
         ).all()
-        journal = conn.execute(select(files).where(files.c.key == key)).mappings().all()
+        journal = (
+            conn.execute(select(files).where(files.c.id == playbacks[0].file_id)).mappings().all()
+        )
+        keys = set(conn.execute(select(files.c.key)).scalars())
         total_files = conn.execute(select(func.count()).select_from(files)).scalar()
         total_roles = conn.execute(select(func.count()).select_from(media_objects)).scalar()
     assert len(playbacks) == 1
-    assert len(journal) == 1 and journal[0]["size"] == store.path(key).stat().st_size
-    assert playbacks[0].file_id == journal[0]["id"]
+    key = str(journal[0]["key"])
+    found = store.stat(key)
+    assert len(journal) == 1 and found is not None and journal[0]["size"] == found.size
     assert total_files == total_roles == 6  # original, poster, thumb, medium, preview, playback
-    assert not work.exists()
+    # The killed worker's folder went when the next worker started; the second's when it exited.
+    assert partials() == []
+    assert [p for p in work.rglob("*") if p.is_file()] == []
     debris = [p for p in root.rglob("*") if p.name.endswith((".part", ".tmp"))]
     assert debris == []
-    assert sorted(p.name for p in (root / "media" / str(item)).iterdir()) == [
-        "medium.webp",
-        "playback.mp4",
-        "poster.jpg",
-        "preview.webp",
-        "thumb.webp",
+    # Every object of the item is named by the journal: the killed transcode stored nothing.
+    stored = object_keys(store, f"media/{item}")
+    assert set(stored) <= keys
+    assert sorted(k.split("/")[-1].split("-")[0] for k in stored) == [
+        "medium",
+        "playback",
+        "poster",
+        "preview",
+        "thumb",
     ]

@@ -16,6 +16,7 @@ from conveyor.pipeline import Executor
 from conveyor.providers import RecognitionProvider
 from conveyor.runtime import Runtime
 from conveyor.testing import FakeClock
+from stored import stored_bytes
 
 
 def make_runtime(
@@ -76,7 +77,6 @@ def everything_stored(runtime: Runtime) -> str:
             for row in conn.execute(select(table)).mappings():
                 parts.append(json.dumps({k: str(v) for k, v in row.items()}))
         for key in conn.execute(select(files.c.key)).scalars():
-            path = runtime.store.path(key)
-            if path.suffix == ".json":
-                parts.append(path.read_bytes().decode("utf-8", "replace"))
+            if key.endswith(".json"):
+                parts.append(stored_bytes(runtime.store, key).decode("utf-8", "replace"))
     return "\n".join(parts)

@@ -8,40 +8,35 @@ match the ETag asks for the whole object. ``If-None-Match`` with the ETag answer
 
 The ETag is the object's SHA-256 from the journal (strong: the same bytes, the same tag), or
 size and modification time when the journal has no digest.
+
+The bytes are streamed from the object store (a folder or a bucket alike). With ``[storage]
+presign = true`` and a store that can sign URLs, the answer is instead a ``307`` redirect to a
+presigned URL of the object, valid ``[storage] presign_expires`` seconds, which makes the bucket
+answer with the same Content-Type and Content-Disposition (ranges and ETags are then the
+bucket's own).
 """
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import AsyncIterator
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
-import anyio
 from sqlalchemy import RowMapping
 from starlette.requests import Request
-from starlette.responses import FileResponse, Response, StreamingResponse
-from starlette.types import Receive, Scope, Send
+from starlette.responses import RedirectResponse, Response, StreamingResponse
 
 from conveyor.api.errors import error_response
 from conveyor.api.headers import header_int
 from conveyor.errors import NotFound
+from conveyor.objects import ListedObject, ObjectStore
 
 __all__ = ["is_inline", "object_response", "parse_range"]
 
-_CHUNK = 64 * 1024
+_CHUNK = 256 * 1024
 # Objects are private to their owner; caches may keep them but must ask before reuse (ETag).
 _CACHE_CONTROL = "private, no-cache"
-
-
-class _WholeFile(FileResponse):
-    """A FileResponse that never answers a range itself (ranges are decided before it)."""
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        headers = [(k, v) for k, v in scope.get("headers", []) if k not in (b"range", b"if-range")]
-        await super().__call__({**scope, "headers": headers}, receive, send)
 
 
 def parse_range(header: str, size: int) -> tuple[int, int] | bool | None:
@@ -75,22 +70,17 @@ def parse_range(header: str, size: int) -> tuple[int, int] | bool | None:
     return start, end
 
 
-async def _slice(path: Path, start: int, end: int) -> AsyncIterator[bytes]:
-    async with await anyio.open_file(path, "rb") as handle:
-        await handle.seek(start)
-        remaining = end - start
-        while remaining > 0:
-            chunk = await handle.read(min(_CHUNK, remaining))
-            if not chunk:
-                return
-            remaining -= len(chunk)
+def _slice(store: ObjectStore, key: str, start: int, end: int) -> Iterator[bytes]:
+    # A plain iterator: Starlette reads it in its thread pool, one chunk at a time.
+    with store.open(key, start, end) as body:
+        while chunk := body.read(_CHUNK):
             yield chunk
 
 
-def _etag(row: RowMapping, stat: os.stat_result) -> str:
+def _etag(row: RowMapping, found: ListedObject) -> str:
     if row["sha256"]:
         return f'"{row["sha256"]}"'
-    return f'"{stat.st_size:x}-{stat.st_mtime_ns:x}"'
+    return f'"{found.size:x}-{round(found.modified * 1e9):x}"'
 
 
 # Types a browser shows as media and never runs. Everything else (a raw provider response in
@@ -121,54 +111,76 @@ def _matches(header: str, etag: str) -> bool:
 
 
 def object_response(
-    request: Request, path: Path, row: RowMapping, *, filename: str | None = None
+    request: Request,
+    store: ObjectStore,
+    row: RowMapping,
+    *,
+    filename: str | None = None,
+    presign: float | None = None,
 ) -> Response:
-    """The response for the object at ``path`` described by its journal ``row``.
+    """The response for the stored object described by its journal ``row``.
 
     Args:
         request: for ``Range``, ``If-Range``, ``If-None-Match``.
-        path: the object's file in the store.
-        row: its ``files`` row (``mime_type``, ``sha256``).
+        store: the object store holding ``row["key"]``.
+        row: its ``files`` row (``key``, ``mime_type``, ``sha256``).
         filename: a name for ``Content-Disposition``: ``inline`` for photos, audio and video,
             ``attachment`` for anything else.
+        presign: seconds a presigned URL is valid when the answer may redirect to one
+            (``[storage] presign``); None streams the bytes.
 
     Raises:
         NotFound: the journal names an object the store no longer has.
     """
+    key = str(row["key"])
     try:
-        stat = path.stat()
-    except FileNotFoundError:
-        raise NotFound("the file is no longer stored") from None
-    etag = _etag(row, stat)
+        found = store.stat(key)
+    except ValueError:  # a key no store could hold
+        found = None
+    if found is None:
+        raise NotFound("the file is no longer stored")
+    size = found.size
+    etag = _etag(row, found)
     mime = str(row["mime_type"])
+    disposition = _disposition(mime, filename)
     headers: dict[str, Any] = {
         "ETag": etag,
         "Accept-Ranges": "bytes",
         "Cache-Control": _CACHE_CONTROL,
-        "Content-Disposition": _disposition(mime, filename),
+        "Content-Disposition": disposition,
         "Content-Security-Policy": _OBJECT_CSP,
     }
     if_none_match = request.headers.get("if-none-match")
     if if_none_match is not None and _matches(if_none_match, etag):
         return Response(status_code=304, headers={k: headers[k] for k in ("ETag", "Cache-Control")})
+    if presign is not None:
+        url = store.presign(key, expires=presign, mime_type=mime, disposition=disposition)
+        if url is not None:
+            # The URL expires: the redirect itself must not be reused from a cache.
+            return RedirectResponse(url, status_code=307, headers={"Cache-Control": "no-store"})
     wanted = request.headers.get("range")
     if_range = request.headers.get("if-range")
     if wanted is not None and (if_range is None or if_range.strip() == etag):
-        decided = parse_range(wanted, stat.st_size)
+        decided = parse_range(wanted, size)
         if decided is False:
             return error_response(
                 416,
                 "range_not_satisfiable",
-                f"the range {wanted!r} is outside the file ({stat.st_size} bytes)",
-                headers={"Content-Range": f"bytes */{stat.st_size}", "Accept-Ranges": "bytes"},
+                f"the range {wanted!r} is outside the file ({size} bytes)",
+                headers={"Content-Range": f"bytes */{size}", "Accept-Ranges": "bytes"},
             )
         if isinstance(decided, tuple):
             start, end = decided
-            headers["Content-Range"] = f"bytes {start}-{end - 1}/{stat.st_size}"
+            headers["Content-Range"] = f"bytes {start}-{end - 1}/{size}"
             headers["Content-Length"] = str(end - start)
             if request.method == "HEAD":
                 return Response(status_code=206, media_type=mime, headers=headers)
             return StreamingResponse(
-                _slice(path, start, end), status_code=206, media_type=mime, headers=headers
+                _slice(store, key, start, end), status_code=206, media_type=mime, headers=headers
             )
-    return _WholeFile(path, media_type=mime, headers=headers, stat_result=stat)
+    headers["Content-Length"] = str(size)
+    if request.method == "HEAD":
+        return Response(status_code=200, media_type=mime, headers=headers)
+    return StreamingResponse(
+        _slice(store, key, 0, size), status_code=200, media_type=mime, headers=headers
+    )

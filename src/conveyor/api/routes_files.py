@@ -48,8 +48,5 @@ def owned_file_response(request: Request, state: ApiState, key: str, owner: str)
         row = owned_file(conn, key, owner)
     if row is None:
         raise NotFound("no such file")
-    try:
-        path = state.runtime.store.path(str(row["key"]))
-    except ValueError:
-        raise NotFound("no such file") from None
-    return object_response(request, path, row)
+    runtime = state.runtime
+    return object_response(request, runtime.store, row, presign=runtime.presign_expires)

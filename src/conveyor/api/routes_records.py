@@ -420,8 +420,14 @@ def original_response(request: Request, state: ApiState, record_id: int, owner: 
         file_row = file_by_id(conn, int(row["original_file_id"]))
     if file_row is None:
         raise NotFound(f"record {record_id} has no stored original")
-    path = state.runtime.store.path(str(file_row["key"]))
-    return object_response(request, path, file_row, filename=row["original_name"])
+    runtime = state.runtime
+    return object_response(
+        request,
+        runtime.store,
+        file_row,
+        filename=row["original_name"],
+        presign=runtime.presign_expires,
+    )
 
 
 @router.delete(

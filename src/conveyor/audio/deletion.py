@@ -20,7 +20,7 @@ from sqlalchemy import Engine
 
 from conveyor.audio import queries
 from conveyor.clock import Clock, iso_utc
-from conveyor.objects import LocalStore, delete_file_rows
+from conveyor.objects import ObjectStore, delete_file_rows
 from conveyor.pipeline import queries as pipeline_queries
 
 __all__ = ["delete_record"]
@@ -29,7 +29,7 @@ log = logging.getLogger("conveyor.audio")
 
 
 def delete_record(
-    engine: Engine, store: LocalStore, clock: Clock, record_id: int, *, owner: str | None = None
+    engine: Engine, store: ObjectStore, clock: Clock, record_id: int, *, owner: str | None = None
 ) -> bool:
     """Delete the recording ``record_id`` (of ``owner`` when given) with all it has.
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import ExitStack
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,7 @@ from conveyor.audio.normalize import normalize_audio
 from conveyor.audio.vocabulary import merge_hints, owner_vocabulary
 from conveyor.config import PipelineSettings, TranscriptionSettings
 from conveyor.db.tables import audio_records
-from conveyor.objects import LocalStore, discard_unjournaled, file_by_id, put_file_row
+from conveyor.objects import ObjectStore, discard_unjournaled, file_by_id, put_file_row
 from conveyor.pipeline import (
     Advance,
     Declaration,
@@ -80,7 +81,7 @@ class AudioSteps:
 
     def __init__(
         self,
-        store: LocalStore,
+        store: ObjectStore,
         provider: Callable[[], RecognitionProvider],
         transcription: TranscriptionSettings,
         pipeline: PipelineSettings,
@@ -99,12 +100,12 @@ class AudioSteps:
         """The recognition provider, built on first use."""
         return self._make_provider()
 
-    def _file_path(self, ctx: StepContext, file_id: int) -> tuple[Path, str]:
+    def _file_key(self, ctx: StepContext, file_id: int) -> str:
         with ctx.engine.connect() as conn:
             row = file_by_id(conn, file_id)
         if row is None:
             raise LookupError(f"object {file_id} is missing from the journal")
-        return self.store.path(row["key"]), str(row["key"])
+        return str(row["key"])
 
     def _channels_apart(self, record: Mapping[str, Any]) -> bool:
         # The record's own choice (made at upload), else the installation's default. Only a
@@ -115,30 +116,41 @@ class AudioSteps:
     def normalize(self, ctx: StepContext) -> Outcome:
         """``uploaded`` → ``normalized``: decode to 16 kHz mono WAV, streaming."""
         record = ctx.record
-        source, _ = self._file_path(ctx, int(record["original_file_id"]))
-        if not source.is_file():
-            return Halt("original_missing", f"the original upload is missing from storage: {_}")
-        key = ctx.produced_object(f"audio/{record['id']}/normalized.wav")
-        with self.store.writer(key) as temp:
+        original = self._file_key(ctx, int(record["original_file_id"]))
+        # A claim-unique key: a holder whose claim expired can never overwrite the object of
+        # the live holder; the journal names this one only if our fenced save lands.
+        key = f"audio/{record['id']}/normalized-{ctx.claim.token[:16]}.wav"
+        with ExitStack() as stack:
+            try:
+                source = stack.enter_context(self.store.local_copy(original))
+            except FileNotFoundError:
+                return Halt(
+                    "original_missing",
+                    f"the original upload is missing from storage: {original}",
+                )
+            work = stack.enter_context(self.store.scratch())
             result = normalize_audio(
                 source,
-                temp,
+                work / "normalized.wav",
                 raw_pcm=bool(record["raw_pcm"]),
                 separate_channels=self._channels_apart(record),
             )
-        if result.duration < MIN_DURATION:
-            # A few stray samples (e.g. a tiny file read as raw PCM) are not a recording.
-            return Halt(
-                "empty_audio",
-                f"The file holds only {result.duration * 1000:.1f} ms of audio; nothing to "
-                "transcribe.",
-            )
-        stored = self.store.describe(key)
+            if result.duration < MIN_DURATION:
+                # A few stray samples (e.g. a tiny file read as raw PCM) are not a recording.
+                return Halt(
+                    "empty_audio",
+                    f"The file holds only {result.duration * 1000:.1f} ms of audio; nothing "
+                    "to transcribe.",
+                )
+            ctx.check()
+            stored = self.store.put_file(ctx.produced_object(key), work / "normalized.wav")
         now = ctx.now()
+        earlier = record["normalized_file_id"]
 
         def journal(conn: Connection) -> dict[str, Any]:
             file_id = put_file_row(
                 conn,
+                replaces=None if earlier is None else int(earlier),
                 key=key,
                 mime_type="audio/wav",
                 format="wav",
@@ -170,7 +182,7 @@ class AudioSteps:
 
     # -- recognition: submit and collect (D2, D12) ---------------------------------------------
 
-    def _request(self, ctx: StepContext, object_key: str) -> RecognitionRequest:
+    def _request(self, ctx: StepContext, object_key: str, audio: Path) -> RecognitionRequest:
         record = ctx.record
         with ctx.engine.connect() as conn:
             own = [
@@ -183,7 +195,7 @@ class AudioSteps:
             hints=merge_hints(standing, own[0] if own else None),
             duration=float(record["duration"] or 0.0),
             object_key=object_key,
-            channels=_wav_channels(self.store.path(object_key)),
+            channels=_wav_channels(audio),
         )
 
     def _start_attempt(self, ctx: StepContext, *, then: Outcome) -> Outcome:
@@ -214,11 +226,13 @@ class AudioSteps:
         whether or not the claim still holds: it is a fact about money spent, not a step result.
         """
         record = ctx.record
-        audio, object_key = self._file_path(ctx, int(record["normalized_file_id"]))
+        object_key = self._file_key(ctx, int(record["normalized_file_id"]))
         provider = self.provider
-        request = self._request(ctx, object_key)
         try:
-            submission = provider.submit(audio, operation_id=key, request=request)
+            # Providers read the audio during submit (the local one copies it to its job).
+            with self.store.local_copy(object_key) as audio:
+                request = self._request(ctx, object_key, audio)
+                submission = provider.submit(audio, operation_id=key, request=request)
         except ProviderBusy as exc:
             self._mark(ctx, attempt_id, state="refused", error=str(exc))
             return Postpone(self._busy_delay(ctx, exc.retry_after))
@@ -279,8 +293,9 @@ class AudioSteps:
     ) -> Callable[[Connection], None]:
         """Store ``raw`` as an object now; the returned writes journal it and finish the attempt."""
         record_id = int(ctx.record["id"])
-        key = ctx.produced_object(f"audio/{record_id}/recognition-{attempt_id}.json")
-        stored = self.store.put_stream(key, [raw])
+        token = ctx.claim.token[:16]
+        key = ctx.produced_object(f"audio/{record_id}/recognition-{attempt_id}-{token}.json")
+        stored = self.store.put(key, [raw])
         now = ctx.now()
 
         def writes(conn: Connection) -> None:
@@ -427,9 +442,11 @@ class AudioSteps:
             body, segments, language, no_speech = "", [], None, True
             detected: str | None = None
         else:
-            path, _ = self._file_path(ctx, int(attempt["raw_response_file_id"]))
+            key = self._file_key(ctx, int(attempt["raw_response_file_id"]))
+            with self.store.open(key) as stored:
+                raw = stored.read()
             try:
-                transcript = self.provider.parse(path.read_bytes())
+                transcript = self.provider.parse(raw)
             except ValueError as exc:
                 # The response is stored (D2): after a fix, resume parses it again for free.
                 return Halt(

@@ -12,14 +12,13 @@ from conveyor.audio import queries
 from conveyor.clock import Clock
 from conveyor.db.tables import audio_records
 from conveyor.errors import RejectedInput, UnsupportedMedia
-from conveyor.objects import LocalStore, put_file_row
+from conveyor.objects import ObjectStore, new_key, put_file_row
 from conveyor.objects.sniff import (
     OCTET_STREAM,
-    SNIFF_BYTES,
     Sniffed,
     is_document,
     looks_like_pcm,
-    sniff,
+    sniff_object,
 )
 from conveyor.pipeline.lifecycle import admit, database_now
 
@@ -31,7 +30,7 @@ CHANNEL_CHOICES = ("mix", "separate")
 
 def accept_audio(
     engine: Engine,
-    store: LocalStore,
+    store: ObjectStore,
     clock: Clock,
     source: Path | BinaryIO | Iterable[bytes],
     *,
@@ -91,16 +90,16 @@ def accept_audio(
             "bad_channels",
             f"channels must be one of {', '.join(CHANNEL_CHOICES)}, not {channels!r}",
         )
-    key = LocalStore.new_key("uploads/audio")
+    key = new_key("uploads/audio")
     if isinstance(source, Path):
         original_name = original_name or source.name
     stored = store.put(key, source, max_bytes=max_bytes)
     try:
         if stored.size == 0:
             raise RejectedInput("empty_file", "the upload is empty (0 bytes)")
-        sniffed = sniff(store.path(key))
+        sniffed, head = sniff_object(store, key)
         if strict:
-            _check_content(store.path(key), sniffed, raw_pcm=raw_pcm)
+            _check_content(head, sniffed, raw_pcm=raw_pcm)
         with engine.begin() as conn:
             now = database_now(conn, clock)  # D17: the record's sort time is the database's
             file_id = put_file_row(
@@ -147,7 +146,7 @@ def accept_audio(
     return record_id
 
 
-def _check_content(path: Path, sniffed: Sniffed, *, raw_pcm: bool) -> None:
+def _check_content(head: bytes, sniffed: Sniffed, *, raw_pcm: bool) -> None:
     """Refuse (HTTP intake) what cannot be a recording, saying what to do when we can tell.
 
     Raises:
@@ -165,8 +164,7 @@ def _check_content(path: Path, sniffed: Sniffed, *, raw_pcm: bool) -> None:
         return
     if sniffed.kind in ("audio", "video"):
         return
-    with path.open("rb") as handle:
-        pcm_like = sniffed.mime == OCTET_STREAM and looks_like_pcm(handle.read(SNIFF_BYTES))
+    pcm_like = sniffed.mime == OCTET_STREAM and looks_like_pcm(head)
     if pcm_like:
         raise UnsupportedMedia(
             "not_media",

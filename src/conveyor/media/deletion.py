@@ -21,7 +21,7 @@ from sqlalchemy import Connection, Engine, RowMapping
 
 from conveyor.clock import Clock
 from conveyor.media import queries
-from conveyor.objects import LocalStore, delete_file_rows
+from conveyor.objects import ObjectStore, delete_file_rows
 from conveyor.pipeline import queries as pipeline_queries
 from conveyor.pipeline.lifecycle import database_now
 
@@ -40,7 +40,7 @@ def _remove_item(conn: Connection, item: RowMapping) -> list[str]:
     return keys
 
 
-def _remove_objects(store: LocalStore, keys: list[str], item_ids: list[int]) -> None:
+def _remove_objects(store: ObjectStore, keys: list[str], item_ids: list[int]) -> None:
     for key in keys:
         store.delete(key)
     for item_id in item_ids:
@@ -48,7 +48,7 @@ def _remove_objects(store: LocalStore, keys: list[str], item_ids: list[int]) -> 
 
 
 def delete_item(
-    engine: Engine, store: LocalStore, clock: Clock, item_id: int, *, owner: str | None = None
+    engine: Engine, store: ObjectStore, clock: Clock, item_id: int, *, owner: str | None = None
 ) -> bool:
     """Delete the photo or video ``item_id`` (of ``owner`` when given) and its objects.
 
@@ -76,7 +76,7 @@ def delete_item(
 
 
 def delete_album(
-    engine: Engine, store: LocalStore, clock: Clock, album_id: int, *, owner: str | None = None
+    engine: Engine, store: ObjectStore, clock: Clock, album_id: int, *, owner: str | None = None
 ) -> int | None:
     """Delete the album ``album_id`` (of ``owner`` when given) with every item in it.
 

@@ -22,12 +22,13 @@ Who moves an item in and out:
   (``undecodable``, ``unsupported_media``, ``too_many_pixels`` ...) and an ``item.halted`` event;
   the original is kept and the worker carries on.
 
-Exactly-once effect (M4): every object has a deterministic key ``media/<item>/<role>.<ext>``,
-written through a temporary file and renamed, so a re-run overwrites the same object; the
-journal row is upserted by key and the role row by (item, role), both inside the step's save
-transaction, which lands only while the claim holds. Work happens in a scratch folder
-``media/<item>/.work`` that each run empties first, so a run killed mid-way leaves nothing
-behind once the item is picked up again.
+Exactly-once effect (M4): every object is stored under a claim-unique key
+``media/<item>/<role>-<claim token>.<ext>``, so a holder whose claim expired writes beside the
+live holder's object and never over it. The journal row and the role row (by item and role) are
+written inside the step's save transaction, which lands only while the claim holds; a re-run's
+object takes over the earlier run's journal row, and the earlier object, named by no row, goes
+with the sweep. Steps work on a local copy of the original in a scratch folder of the process's
+work folder (never on the store's own files), removed when the step ends.
 
 The pipeline writes only ``OWNED_FIELDS``; owner, album and names are the owner's (P7).
 """
@@ -35,8 +36,8 @@ The pipeline writes only ``OWNED_FIELDS``; owner, album and names are the owner'
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,8 +52,8 @@ from conveyor.media import queries
 from conveyor.media.albums import roles_of
 from conveyor.media.images import make_image_variants, probe_image
 from conveyor.media.intake import owner_message
-from conveyor.media.video import extract_poster, make_playback, probe_video
-from conveyor.objects import LocalStore, discard_unjournaled, file_by_id, put_file_row
+from conveyor.media.video import Playback, extract_poster, make_playback, probe_video
+from conveyor.objects import ObjectStore, discard_unjournaled, file_by_id, put_file_row
 from conveyor.pipeline import Advance, Declaration, Domain, Halt, Lane, Stage, StepContext
 from conveyor.pipeline.outcomes import Outcome, Writes
 
@@ -104,7 +105,7 @@ class MediaSteps:
         settings: ``[media]`` settings (sizes, format, quality, pixel limit, playback).
     """
 
-    def __init__(self, store: LocalStore, settings: MediaSettings) -> None:
+    def __init__(self, store: ObjectStore, settings: MediaSettings) -> None:
         self.store = store
         self.settings = settings
         # libvips gives every image pipeline one thread per CPU; with several short-lane workers
@@ -128,31 +129,16 @@ class MediaSteps:
     def variants(self, ctx: StepContext) -> Outcome:
         """``uploaded`` → ``done`` (photo) or ``transcoding`` (video): image roles, poster."""
         item = ctx.record
-        original = self._original(ctx)
-        if original is None:
-            return self._halt(ctx, MediaError("original_missing", "the original is missing"))
-        work = self._scratch(int(item["id"]))
-        try:
-            if item["kind"] == "photo":
-                fields = self._photo_fields(item, original)
-                objects = self._image_roles(ctx, original, work)
-            else:
-                video = probe_video(original)
-                fields = {
-                    "width": video.width,
-                    "height": video.height,
-                    "duration": video.duration,
-                    "captured_at": _epoch(video.captured_at),
-                }
-                poster = work / "poster.jpg"
-                width, height = extract_poster(original, poster, video)
-                ctx.check()
-                objects = self._image_roles(ctx, poster, work / "images")
-                objects.append(self._keep(ctx, "poster", poster, "image/jpeg", width, height))
-        except MediaError as exc:
-            return self._halt(ctx, exc, original)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
+        with ExitStack() as stack:
+            original = self._original(ctx, stack)
+            if original is None:
+                return self._halt(ctx, MediaError("original_missing", "the original is missing"))
+            work = stack.enter_context(self.store.scratch())
+            try:
+                outcome = self._variants(ctx, original, work)
+            except MediaError as exc:
+                return self._halt(ctx, exc, original)
+        fields, objects = outcome
         target = "done" if item["kind"] == "photo" else "transcoding"
         roles = ", ".join(o.role for o in objects)
         return Advance(
@@ -164,44 +150,68 @@ class MediaSteps:
 
     def playback(self, ctx: StepContext) -> Outcome:
         """``transcoding`` → ``done``: the H.264/AAC ``playback`` role (long lane, M3, M8)."""
-        item = ctx.record
-        original = self._original(ctx)
-        if original is None:
-            return self._halt(ctx, MediaError("original_missing", "the original is missing"))
-        work = self._scratch(int(item["id"]))
-        s = self.settings
-        try:
-            info = probe_video(original)
-            result = make_playback(
-                original,
-                work / "playback.mp4",
-                info,
-                max_height=s.playback_max_height,
-                max_bitrate=s.playback_max_bitrate,
-                crf=s.playback_crf,
-                audio_bitrate=s.playback_audio_bitrate,
-                # Raises ClaimLost / StopRequested: the transcode stops at once (M8).
-                progress=lambda _done: ctx.check(),
-            )
-            ctx.check()
-            obj = self._keep(
-                ctx,
-                "playback",
-                result.path,
-                "video/mp4",
-                result.width,
-                result.height,
-                duration=result.duration,
-            )
-        except MediaError as exc:
-            return self._halt(ctx, exc, original)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
+        with ExitStack() as stack:
+            original = self._original(ctx, stack)
+            if original is None:
+                return self._halt(ctx, MediaError("original_missing", "the original is missing"))
+            work = stack.enter_context(self.store.scratch())
+            try:
+                obj, result = self._playback(ctx, original, work)
+            except MediaError as exc:
+                return self._halt(ctx, exc, original)
         how = "remuxed" if result.remuxed else "transcoded"
         return Advance(
             writes=self._save(ctx, [obj], "item.playback_ready", "done"),
             note=f"playback {how}: {result.width}×{result.height}, {result.size} bytes",
         )
+
+    def _variants(
+        self, ctx: StepContext, original: Path, work: Path
+    ) -> tuple[dict[str, Any], list[_Object]]:
+        """The image roles (and a video's poster) of ``original``, made in ``work`` and stored."""
+        item = ctx.record
+        if item["kind"] == "photo":
+            return self._photo_fields(item, original), self._image_roles(ctx, original, work)
+        video = probe_video(original)
+        fields = {
+            "width": video.width,
+            "height": video.height,
+            "duration": video.duration,
+            "captured_at": _epoch(video.captured_at),
+        }
+        poster = work / "poster.jpg"
+        width, height = extract_poster(original, poster, video)
+        ctx.check()
+        objects = self._image_roles(ctx, poster, work / "images")
+        objects.append(self._keep(ctx, "poster", poster, "image/jpeg", width, height))
+        return fields, objects
+
+    def _playback(self, ctx: StepContext, original: Path, work: Path) -> tuple[_Object, Playback]:
+        """The ``playback`` role of the video ``original``, made in ``work`` and stored."""
+        s = self.settings
+        info = probe_video(original)
+        result = make_playback(
+            original,
+            work / "playback.mp4",
+            info,
+            max_height=s.playback_max_height,
+            max_bitrate=s.playback_max_bitrate,
+            crf=s.playback_crf,
+            audio_bitrate=s.playback_audio_bitrate,
+            # Raises ClaimLost / StopRequested: the transcode stops at once (M8).
+            progress=lambda _done: ctx.check(),
+        )
+        ctx.check()
+        obj = self._keep(
+            ctx,
+            "playback",
+            result.path,
+            "video/mp4",
+            result.width,
+            result.height,
+            duration=result.duration,
+        )
+        return obj, result
 
     # --- helpers ----------------------------------------------------------------------------
 
@@ -219,24 +229,19 @@ class MediaSteps:
             "captured_at": _epoch(info.captured_at),
         }
 
-    def _original(self, ctx: StepContext) -> Path | None:
+    def _original(self, ctx: StepContext, stack: ExitStack) -> Path | None:
+        """A local copy of the item's original (kept until ``stack`` closes); None when the
+        journal or the store no longer has it."""
         with ctx.engine.connect() as conn:
             rows = queries.objects_of(conn, int(ctx.record["id"]))
             row = next((r for r in rows if r["role"] == "original"), None)
             journal = file_by_id(conn, int(row["file_id"])) if row is not None else None
         if journal is None:
             return None
-        path = self.store.path(str(journal["key"]))
-        return path if path.is_file() else None
-
-    def _scratch(self, item_id: int) -> Path:
-        """An empty scratch folder for this item (what a killed run left there is removed)."""
-        work = self.store.path(f"media/{item_id}/.work")
-        shutil.rmtree(work, ignore_errors=True)
-        for partial in work.parent.glob(".*.part"):  # a store write cut short by a kill
-            partial.unlink(missing_ok=True)
-        work.mkdir(parents=True)
-        return work
+        try:
+            return stack.enter_context(self.store.local_copy(str(journal["key"])))
+        except FileNotFoundError:
+            return None
 
     def _image_roles(self, ctx: StepContext, src: Path, out_dir: Path) -> list[_Object]:
         variants = make_image_variants(
@@ -261,12 +266,15 @@ class MediaSteps:
         *,
         duration: float | None = None,
     ) -> _Object:
-        """Move a finished file to its deterministic key (atomic rename, replaces a re-run's)."""
+        """Store a finished file under a claim-unique key ``media/<item>/<role>-<token>.<ext>``.
+
+        A holder whose claim expired writes beside the live holder's object, never over it;
+        the journal names the object only once this claim's fenced save lands (M4).
+        """
         ext = path.suffix.lstrip(".").lower()
-        key = ctx.produced_object(f"media/{ctx.record['id']}/{role}.{ext}")
-        with self.store.writer(key) as temp:
-            os.replace(path, temp)
-        stored = self.store.describe(key)
+        token = ctx.claim.token[:16]
+        key = ctx.produced_object(f"media/{ctx.record['id']}/{role}-{token}.{ext}")
+        stored = self.store.put_file(key, path)
         return _Object(
             role, key, mime_type, ext, stored.size, stored.sha256, width, height, duration
         )
@@ -278,9 +286,13 @@ class MediaSteps:
         now = ctx.now()
 
         def writes(conn: Connection) -> None:
+            # A re-run's object takes over the earlier run's journal row; the earlier object,
+            # named by no row now, goes with the sweep.
+            earlier = {str(r["role"]): int(r["file_id"]) for r in queries.objects_of(conn, item_id)}
             for obj in objects:
                 file_id = put_file_row(
                     conn,
+                    replaces=earlier.get(obj.role),
                     key=obj.key,
                     mime_type=obj.mime_type,
                     format=obj.format,

@@ -30,7 +30,7 @@ from conveyor.errors import MediaError, NotFound, RejectedInput, UnsupportedMedi
 from conveyor.media import queries
 from conveyor.media.images import probe_image
 from conveyor.media.video import probe_video
-from conveyor.objects import LocalStore, put_file_row
+from conveyor.objects import ObjectStore, new_key, put_file_row
 from conveyor.objects.sniff import sniff
 from conveyor.pipeline.lifecycle import admit, database_now
 
@@ -125,7 +125,7 @@ def probe_upload(path: Path, *, max_pixels: int, name: str | None = None) -> Pro
 
 def accept_media(
     engine: Engine,
-    store: LocalStore,
+    store: ObjectStore,
     clock: Clock,
     source: Path | BinaryIO | Iterable[bytes],
     *,
@@ -167,12 +167,13 @@ def accept_media(
     with engine.connect() as conn:
         if queries.album_by_id(conn, album_id, owner) is None:
             raise NotFound(f"album {album_id} does not exist")
-    key = LocalStore.new_key("uploads/media")
+    key = new_key("uploads/media")
     if isinstance(source, Path):
         original_name = original_name or source.name
     stored = store.put(key, source, max_bytes=max_bytes)
     try:
-        probed = probe_upload(store.path(key), max_pixels=max_pixels, name=original_name)
+        with store.local_copy(key) as copy:
+            probed = probe_upload(copy, max_pixels=max_pixels, name=original_name)
         with engine.begin() as conn:
             now = database_now(conn, clock)  # D17: the record's sort time is the database's
             file_id = put_file_row(

@@ -14,7 +14,7 @@ import re
 import shutil
 import uuid
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
@@ -26,7 +26,6 @@ from conveyor.objects.store import (
     Source,
     StoredObject,
     check_key,
-    new_key,
 )
 from conveyor.objects.work import WorkFolder
 
@@ -156,6 +155,10 @@ class LocalStore:
         finally:
             copy.unlink(missing_ok=True)
 
+    def scratch(self) -> AbstractContextManager[Path]:
+        """See :meth:`conveyor.objects.ObjectStore.scratch`."""
+        return self.work.folder()
+
     def stat(self, key: str) -> ListedObject | None:
         """See :meth:`conveyor.objects.ObjectStore.stat`."""
         try:
@@ -215,39 +218,3 @@ class LocalStore:
     def presign(self, key: str, *, expires: float, mime_type: str, disposition: str) -> str | None:
         """A folder has no URLs of its own: always None (the API streams the file)."""
         return None
-
-    # --- deprecated folder access, kept until every caller works on local copies -----------
-
-    def path(self, key: str) -> Path:
-        """The file behind ``key`` (only :mod:`conveyor.objects` may rely on this)."""
-        return self._path(key)
-
-    new_key = staticmethod(new_key)
-
-    @contextmanager
-    def writer(self, key: str) -> Iterator[Path]:
-        """Yield a temporary path to write ``key`` into; it becomes the object on success."""
-        final = self._path(key)
-        final.parent.mkdir(parents=True, exist_ok=True)
-        temp = final.with_name(f".{final.name}.{uuid.uuid4().hex}.part")
-        try:
-            yield temp
-            os.replace(temp, final)
-        finally:
-            temp.unlink(missing_ok=True)
-
-    def put_stream(
-        self, key: str, source: BinaryIO | Iterable[bytes], *, max_bytes: int | None = None
-    ) -> StoredObject:
-        """Store ``source`` under ``key`` (see :meth:`put`)."""
-        return self.put(key, source, max_bytes=max_bytes)
-
-    def describe(self, key: str) -> StoredObject:
-        """Size and SHA-256 of a stored object, read in full."""
-        digest = hashlib.sha256()
-        size = 0
-        with self._path(key).open("rb") as handle:
-            for chunk in iter(lambda: handle.read(CHUNK), b""):
-                size += len(chunk)
-                digest.update(chunk)
-        return StoredObject(key=key, size=size, sha256=digest.hexdigest())

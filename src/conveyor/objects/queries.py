@@ -29,20 +29,31 @@ def put_file_row(
     size: int,
     now: float,
     state: str = "ready",
+    replaces: int | None = None,
     **facts: Any,
 ) -> int:
     """Insert the journal row of the object ``key``, or replace its facts if it exists.
 
-    A step re-run after a crash rewrites the same key, so it finds its row and updates it
-    instead of adding a second (exactly one row per physical object, M1, M4).
+    A step writes its objects under claim-unique keys and calls this inside its fenced save, so
+    only the live claim holder's object is ever named by the journal. A re-run (a new claim)
+    passes the row of the object it supersedes as ``replaces``: that row is pointed at the new
+    key, keeping its id (and every reference to it), and the old object, now named by no row,
+    is left to the sweep (exactly one row per physical object, M1, M4).
 
     Args:
+        replaces: the id of the row this object supersedes (an earlier run's), if any.
         facts: optional ``format``, ``sha256``, ``width``, ``height`` (pixels), ``duration`` (s).
 
     Returns:
         The row id.
     """
     values = {"mime_type": mime_type, "size": size, "state": state, **facts}
+    if replaces is not None:
+        updated = conn.execute(
+            update(files).where(files.c.id == replaces).values(key=key, created_at=now, **values)
+        )
+        if updated.rowcount:
+            return replaces
     existing = conn.execute(select(files.c.id).where(files.c.key == key)).scalar()
     if existing is not None:
         conn.execute(update(files).where(files.c.id == existing).values(**values))

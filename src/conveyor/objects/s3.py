@@ -20,7 +20,7 @@ import hashlib
 import os
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -258,6 +258,10 @@ class S3Store:
             yield copy
         finally:
             copy.unlink(missing_ok=True)
+
+    def scratch(self) -> AbstractContextManager[Path]:
+        """See :meth:`conveyor.objects.ObjectStore.scratch`."""
+        return self.work.folder()
 
     def stat(self, key: str) -> ListedObject | None:
         """See :meth:`conveyor.objects.ObjectStore.stat`."""

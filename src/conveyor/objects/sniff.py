@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
+from conveyor.objects.store import ObjectStore
+
 __all__ = [
     "OCTET_STREAM",
     "PCM_CORRELATION",
@@ -33,6 +35,7 @@ __all__ = [
     "looks_like_pcm",
     "sniff",
     "sniff_bytes",
+    "sniff_object",
 ]
 
 Kind = Literal["audio", "video", "image", "unknown"]
@@ -87,6 +90,24 @@ def sniff(path: Path) -> Sniffed:
             f.seek(_id3_end(head))
             return _after_id3(f.read(4))
     return sniff_bytes(head)
+
+
+def sniff_object(store: ObjectStore, key: str) -> tuple[Sniffed, bytes]:
+    """:func:`sniff` for a stored object, reading only its first bytes from the store.
+
+    Returns:
+        The sniffed type and the first :data:`SNIFF_BYTES` bytes (for further checks).
+
+    Raises:
+        FileNotFoundError: no object under ``key``.
+    """
+    with store.open(key, 0, SNIFF_BYTES) as body:
+        head = body.read()
+    if head[:3] == b"ID3" and len(head) >= 10:
+        end = _id3_end(head)
+        with store.open(key, end, end + 4) as body:
+            return _after_id3(body.read()), head
+    return sniff_bytes(head), head
 
 
 def sniff_bytes(head: bytes) -> Sniffed:

@@ -157,6 +157,11 @@ class ObjectStore(Protocol):
         """
         ...
 
+    def scratch(self) -> AbstractContextManager[Path]:
+        """An empty folder in this process's work folder for a step's own files, removed
+        with everything in it afterwards."""
+        ...
+
     def stat(self, key: str) -> ListedObject | None:
         """Size and modification time of the object, or None when there is none."""
         ...

@@ -7,6 +7,7 @@ process of this host that no longer runs (killed) are removed when the next one 
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import socket
@@ -52,6 +53,7 @@ class WorkFolder:
             path = self.base / f"{self._host}-{self._pid}-{uuid.uuid4().hex[:8]}"
             path.mkdir()
             self._path = path
+            atexit.register(self.cleanup)
         return self._path
 
     def _remove_dead(self) -> None:

@@ -79,6 +79,8 @@ LOCK_FILE = ".lock"
 _EXIT_FILE = "exit.json"
 _MODELS_DIR = ".models"
 _SERVERS_DIR = ".servers"
+# The audio of a job, copied into its folder at submit.
+_INPUT = "input.wav"
 # A job may take this many times its audio's length (at least _MIN_HANG s) before its
 # recognizer counts as hung.
 _HANG_FACTOR = 10.0
@@ -294,9 +296,12 @@ class LocalWhisperProvider:
             "duration": request.duration,
             "queued_at": time.time(),
         }
-        # Built aside and renamed into place: a job folder always has its job.json.
+        # Built aside and renamed into place: a job folder always has its job.json. The audio
+        # is copied in: the caller's file is a working copy that goes when submit returns.
         staging = Path(tempfile.mkdtemp(prefix=".new-", dir=self._work_dir))
         try:
+            shutil.copyfile(source, staging / _INPUT)
+            job["input"] = str(job_dir / _INPUT)
             write_job_file(staging / JOB_FILE, job)
             staging.rename(job_dir)
         finally:

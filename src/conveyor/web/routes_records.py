@@ -340,8 +340,7 @@ def record_audio(request: Request, state: State, viewer: Viewer, record_id: Reco
         file_row = file_by_id(conn, int(file_id))
     if file_row is None:
         raise NotFound(f"record {record_id} has no stored audio")
-    path = runtime.store.path(str(file_row["key"]))
-    return object_response(request, path, file_row)
+    return object_response(request, runtime.store, file_row, presign=runtime.presign_expires)
 
 
 _DOWNLOADS = {
