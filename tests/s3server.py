@@ -119,8 +119,8 @@ def start_s3_server(*, port: int | None = None) -> Iterator[S3Server]:
     """
     try:
         import moto.server  # noqa: F401
-    except ImportError:
-        need(False, "moto[server] (pip install -e '.[dev]')")
+    except ImportError as exc:
+        need(False, f"moto[server] (pip install -e '.[dev]'): {exc}")
     for _ in range(5):
         chosen = port or free_port()
         endpoint = f"http://127.0.0.1:{chosen}"

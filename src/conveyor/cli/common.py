@@ -222,8 +222,15 @@ def make_runtime(*, schema: bool = True) -> Runtime:
     note(f"database {describe_database(settings)}, storage {describe_storage(settings)}")
     runtime = Runtime(settings)
     try:
-        runtime.store  # noqa: B018 - creates the storage folder, so a bad root fails here
+        runtime.store.check()  # creates the storage folder, so a bad root fails here
     except OSError as exc:
+        if settings.storage.url.startswith("s3://"):
+            raise fail(
+                f"cannot use the bucket of [storage] url: {exc}; check [storage] endpoint, "
+                "region, path_style and the credential (AWS_ACCESS_KEY_ID / "
+                "AWS_SECRET_ACCESS_KEY or [storage] access_key_id / secret_access_key)",
+                ExitCode.UNAVAILABLE,
+            ) from None
         raise fail(
             f"cannot use [storage] root {settings.storage.root} as the storage folder: "
             f"{exc.strerror or exc}; point [storage] root (CONVEYOR_STORAGE__ROOT) at a folder "

@@ -88,6 +88,11 @@ class LocalStore:
         """The folder, as an absolute path."""
         return str(self.root)
 
+    def check(self) -> None:
+        """See :meth:`conveyor.objects.ObjectStore.check`: the folder is there and writable."""
+        if not os.access(self.root, os.W_OK | os.X_OK):
+            raise PermissionError(f"the folder {self.root} is not writable")
+
     def _path(self, key: str) -> Path:
         path = self.root / check_key(key)
         # check_key bars ".." and absolute keys; a symlink inside the folder is the owner's.

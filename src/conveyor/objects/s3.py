@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 import boto3
 from botocore.config import Config
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from conveyor.errors import RejectedInput
 from conveyor.objects.local import CHUNK, chunks_of, verify
@@ -142,6 +142,19 @@ class S3Store:
                 )
                 self._client = (pid, client)
             return self._client[1]
+
+    def check(self) -> None:
+        """See :meth:`conveyor.objects.ObjectStore.check`: the bucket answers a listing."""
+        try:
+            self.client.list_objects_v2(Bucket=self.bucket, Prefix=self.prefix, MaxKeys=1)
+        except ClientError as exc:
+            error = exc.response.get("Error", {})
+            raise OSError(
+                f"{self.describe_location()} refused a listing: "
+                f"{error.get('Code', '?')} {error.get('Message', '')}".rstrip()
+            ) from None
+        except BotoCoreError as exc:  # unreachable endpoint, no credentials, bad URL
+            raise OSError(f"{self.describe_location()} cannot be used: {exc}") from None
 
     def _key(self, key: str) -> str:
         return self.prefix + check_key(key)

@@ -104,6 +104,14 @@ class ObjectStore(Protocol):
         """Where the objects are, for people: a folder, or a bucket URL; never a credential."""
         ...
 
+    def check(self) -> None:
+        """Make sure the store can be used now (the folder exists, the bucket answers).
+
+        Raises:
+            OSError: it cannot, with a sentence saying why (never a credential).
+        """
+        ...
+
     def put(
         self,
         key: str,
