@@ -15,7 +15,7 @@ from conveyor.config import MediaSettings, PipelineSettings
 from conveyor.media.albums import create_album
 from conveyor.media.domain import LONG_LANE, SHORT_LANE, MediaSteps, build_media_domain
 from conveyor.media.intake import accept_media
-from conveyor.objects import LocalStore
+from conveyor.objects import ObjectStore
 from conveyor.pipeline import Domain, Executor
 
 MEDIA = MediaSettings()
@@ -63,7 +63,7 @@ def make_video(
     return path
 
 
-def media_domain(store: LocalStore, settings: MediaSettings = MEDIA, **kw: float) -> Domain:
+def media_domain(store: ObjectStore, settings: MediaSettings = MEDIA, **kw: float) -> Domain:
     """The media domain bound to ``store``."""
     return build_media_domain(MediaSteps(store, settings), **kw)
 
@@ -89,7 +89,7 @@ def album(engine: Engine, clock: Clock, name: str = "trip", owner: str = "ann") 
 
 
 def add(
-    engine: Engine, store: LocalStore, clock: Clock, album_id: int, path: Path, owner: str = "ann"
+    engine: Engine, store: ObjectStore, clock: Clock, album_id: int, path: Path, owner: str = "ann"
 ) -> int:
     return accept_media(
         engine, store, clock, path, album_id=album_id, owner=owner, max_pixels=MEDIA.max_pixels

@@ -204,8 +204,14 @@ class OpenAICompatibleProvider:
 
     def _cache_dir(self, audio: Path, request: RecognitionRequest) -> Path:
         stat = audio.stat()
+        # The stored object's key names the audio across retries (each submit reads a fresh
+        # working copy with its own path and time); a bare file is named by path and time.
+        if request.object_key is not None:
+            identity: list[object] = [request.object_key]
+        else:
+            identity = [str(audio.resolve()), stat.st_mtime_ns]
         key = json.dumps(
-            [str(audio.resolve()), stat.st_size, stat.st_mtime_ns, self.model, request.language,
+            [*identity, stat.st_size, self.model, request.language,
              request.hints, self._settings.base_url, self._settings.max_request_bytes]
         )  # fmt: skip
         return self._work_dir / hashlib.sha256(key.encode()).hexdigest()[:24]
