@@ -18,10 +18,14 @@ recognizer never takes a worker down.
                    "avg_logprob": -0.28, "compression_ratio": 1.35, "temperature": 0.0,
                    "language": "en", "channel": null}]}
 
-A recording that changes language is heard stretch by stretch: when no language is set, the
-stretches of speech between pauses of 0.8 s or more are each given to Whisper's language
-detection, and runs of one language are transcribed with that language (one Whisper call per
-run). A recording in one language takes the ordinary single call.
+A recording that changes language is heard stretch by stretch. When no language is set, the
+recording first takes the ordinary single Whisper call (language detected on its first 30 s),
+exactly as faster-whisper is called directly. Only when that pass leaves a sign of a second
+language is the recording examined further (see :func:`_switch_suspected`): the stretches of
+speech between pauses of 0.8 s or more are each given to Whisper's language detection, and runs
+of one language are transcribed with that language (one Whisper call per run). Each detection
+costs an encoder pass over a 30 s window, about half the work of recognising a short clip, so a
+recording in one language pays for none of them (or one, past 30 s).
 
 With ``"channels": true`` each channel of the input (a multi-channel WAV: one channel per
 recorded channel or audio track) is recognised on its own and its segments carry its label
@@ -60,6 +64,8 @@ _PAUSE_MS = 800  # a pause this long may separate two languages
 _MIN_JUDGED = _RATE // 2  # shorter stretches are too short to judge their language
 _MAX_DETECTIONS = 24  # bounds the extra encoder passes of a long recording
 _SURE = 0.5  # detections below this probability take their neighbours' language
+_SURE_WHOLE = 0.9  # a single pass's detection below this may hide a second language
+_WINDOW = 30 * _RATE  # Whisper hears 30 s at a time
 
 
 def load_model(job: dict[str, Any]) -> Any:
@@ -102,33 +108,20 @@ def recognise(model: Any, job: dict[str, Any]) -> dict[str, Any]:
     duration = 0.0
     for label, audio in channels:
         duration = max(duration, audio.size / _RATE)
-        for start, end, language in _language_runs(model, audio, job["language"]):
-            found, info = model.transcribe(
-                audio[start:end],
-                language=language,
-                beam_size=job["beam_size"],
-                # Vocabulary hints (names, terms) steer the decoder's spelling of them.
-                initial_prompt=job.get("initial_prompt"),
-                vad_filter=True,  # faster-whisper's bundled Silero VAD: no decoding of silence
-            )
-            offset = start / _RATE
-            run = [
-                {
-                    "start": seg.start + offset,
-                    "end": seg.end + offset,
-                    "text": seg.text,
-                    "no_speech_prob": seg.no_speech_prob,
-                    "avg_logprob": seg.avg_logprob,
-                    "compression_ratio": seg.compression_ratio,
-                    "temperature": seg.temperature,
-                    "language": info.language,
-                    "channel": label,
-                }
-                for seg in found  # a generator: the decoding happens here
-            ]
-            if run and info.language not in languages:
-                languages.append(info.language)
-            probability = max(probability, info.language_probability)
+        # The ordinary single pass first: what calling faster-whisper directly does.
+        whole = _transcribe(model, job, audio, 0, audio.size, job["language"], label)
+        passes = [whole]
+        if job["language"] is None:
+            runs = _language_runs(model, audio, whole)
+            if runs is not None:
+                passes = [
+                    _transcribe(model, job, audio, start, end, language, label)
+                    for start, end, language in runs
+                ]
+        for run, language, language_probability in passes:
+            if run and language not in languages:
+                languages.append(language)
+            probability = max(probability, language_probability)
             segments += run
     segments.sort(key=lambda s: (s["start"], s["channel"] or ""))
     return {
@@ -138,6 +131,43 @@ def recognise(model: Any, job: dict[str, Any]) -> dict[str, Any]:
         "duration": duration,
         "segments": segments,
     }
+
+
+def _transcribe(
+    model: Any,
+    job: dict[str, Any],
+    audio: npt.NDArray[np.float32],
+    start: int,
+    end: int,
+    language: str | None,
+    label: str | None,
+) -> tuple[list[dict[str, Any]], str, float]:
+    """One Whisper call on ``audio[start:end]``: its segments (times from the start of
+    ``audio``), the language it used and that language's detected probability."""
+    found, info = model.transcribe(
+        audio[start:end],
+        language=language,
+        beam_size=job["beam_size"],
+        # Vocabulary hints (names, terms) steer the decoder's spelling of them.
+        initial_prompt=job.get("initial_prompt"),
+        vad_filter=True,  # faster-whisper's bundled Silero VAD: no decoding of silence
+    )
+    offset = start / _RATE
+    run = [
+        {
+            "start": seg.start + offset,
+            "end": seg.end + offset,
+            "text": seg.text,
+            "no_speech_prob": seg.no_speech_prob,
+            "avg_logprob": seg.avg_logprob,
+            "compression_ratio": seg.compression_ratio,
+            "temperature": seg.temperature,
+            "language": info.language,
+            "channel": label,
+        }
+        for seg in found  # a generator: the decoding happens here
+    ]
+    return run, str(info.language), float(info.language_probability)
 
 
 def _read_channels(
@@ -161,12 +191,12 @@ def _read_channels(
 
 
 def _language_runs(
-    model: Any, audio: npt.NDArray[np.float32], language: str | None
-) -> list[tuple[int, int, str | None]]:
-    """``(start, end, language)`` sample ranges covering ``audio``: one per run of a language."""
-    whole = [(0, audio.size, language)]
-    if language is not None:
-        return whole
+    model: Any,
+    audio: npt.NDArray[np.float32],
+    single: tuple[list[dict[str, Any]], str, float],
+) -> list[tuple[int, int, str]] | None:
+    """``(start, end, language)`` sample ranges covering ``audio``, one per run of a language;
+    None when the single pass ``single`` (segments, language, probability) stands."""
     from faster_whisper.vad import VadOptions, get_speech_timestamps
 
     stamps = get_speech_timestamps(
@@ -175,7 +205,9 @@ def _language_runs(
     stretches = [(int(s["start"]), int(s["end"])) for s in stamps]
     judged = [i for i, (a, b) in enumerate(stretches) if b - a >= _MIN_JUDGED]
     if len(stretches) < 2 or len(judged) < 2:
-        return whole
+        return None
+    if not _switch_suspected(model, audio, stretches, judged, single):
+        return None
     blocks = _blocks(stretches, _MAX_DETECTIONS)
     said: list[str | None] = []
     for first, last in blocks:
@@ -187,9 +219,11 @@ def _language_runs(
         said.append(code if probability >= _SURE else None)
     known = [code for code in said if code is not None]
     if len(set(known)) <= 1:
-        return [(0, audio.size, known[0] if known else None)]
+        if not known or known[0] == single[1]:
+            return None  # one language after all, the one the single pass used
+        return [(0, audio.size, known[0])]
     filled = _fill_unsure(said, [(stretches[f][0], stretches[last][1]) for f, last in blocks])
-    runs: list[tuple[int, int, str | None]] = []
+    runs: list[tuple[int, int, str]] = []
     for index, (first, _) in enumerate(blocks):
         if runs and runs[-1][2] == filled[index]:
             continue
@@ -199,6 +233,44 @@ def _language_runs(
             runs[-1] = (runs[-1][0], start, runs[-1][2])
         runs.append((start, audio.size, filled[index]))
     return runs
+
+
+def _switch_suspected(
+    model: Any,
+    audio: npt.NDArray[np.float32],
+    stretches: list[tuple[int, int]],
+    judged: list[int],
+    first: tuple[list[dict[str, Any]], str, float],
+) -> bool:
+    """Whether the single pass may have heard a second language as the first one.
+
+    Whisper decodes a whole 30 s window in one language: faced with a switch it either drops
+    the other language's speech or makes up text in the first one. Signs, cheapest first:
+
+    * its detection on the first 30 s was unsure (below 0.9: each language pulls its own way);
+    * a stretch of speech (at least 0.5 s) that no segment of the pass covers: dropped speech;
+    * past 30 s (the detection saw only the start), the last stretches are detected as another
+      language (one detection).
+    """
+    segments, language, probability = first
+    if probability < _SURE_WHOLE:
+        return True
+    spans = [(float(s["start"]) * _RATE, float(s["end"]) * _RATE) for s in segments]
+    for index in judged:
+        a, b = stretches[index]
+        if not any(start < b and end > a for start, end in spans):
+            return True
+    if audio.size <= _WINDOW:
+        return False
+    tail = judged[-1]
+    a = stretches[tail][0]
+    # The last stretches, up to a window's worth: enough to judge, one encoder pass.
+    for index in range(tail - 1, -1, -1):
+        if stretches[tail][1] - stretches[index][0] > _WINDOW:
+            break
+        a = stretches[index][0]
+    code, sure, _ = model.detect_language(audio[a : stretches[tail][1]])
+    return bool(sure >= _SURE and code != language)
 
 
 def _fill_unsure(said: list[str | None], spans: list[tuple[int, int]]) -> list[str]:

@@ -1,0 +1,85 @@
+"""The language-switch check costs a recording in one language nothing beyond the single pass
+faster-whisper makes when called directly: no extra language detection (each is an encoder pass
+over a 30 s window), while a recording that switches is still examined stretch by stretch."""
+
+from __future__ import annotations
+
+import tempfile
+import wave
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from conveyor.providers import whisper_job
+from conveyor.providers.whisper_model import resolve_model
+from needs import AUDIO_CORPUS, need_corpus
+
+MODEL_CACHE = Path(tempfile.gettempdir()) / "conveyor-test-models"  # shared with the other modules
+
+
+class CountingModel:
+    """The real Whisper model, counting its language detections (faster-whisper's own included:
+    ``transcribe`` without a language calls ``detect_language`` once)."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.detections = 0
+        original = model.detect_language
+
+        def counting(*args: Any, **kwargs: Any) -> Any:
+            self.detections += 1
+            return original(*args, **kwargs)
+
+        model.detect_language = counting
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.model, name)
+
+
+@pytest.fixture(scope="module")
+def model() -> CountingModel:
+    need_corpus(AUDIO_CORPUS)
+    job = {
+        "model": resolve_model("base", MODEL_CACHE),
+        "device": "cpu",
+        "compute_type": "int8",
+        "threads": 2,
+    }
+    return CountingModel(whisper_job.load_model(job))
+
+
+def recognise(model: CountingModel, path: Path) -> dict[str, Any]:
+    model.detections = 0
+    return whisper_job.recognise(model, {"input": str(path), "language": None, "beam_size": 5})
+
+
+@pytest.mark.parametrize("clip", ["jfk.wav", "ru_deepspeech.wav"])
+def test_one_language_over_several_pauses_costs_no_extra_detection(
+    model: CountingModel, clip: str
+) -> None:
+    """Both clips have three stretches of speech between pauses of 0.8 s or more: before, each
+    stretch cost a detection of its own."""
+    result = recognise(model, AUDIO_CORPUS / clip)
+    assert model.detections == 1  # faster-whisper's own, as when called directly
+    assert result["languages"] == [clip[:2].replace("jf", "en")]
+
+
+def test_a_switch_is_still_examined_stretch_by_stretch(
+    model: CountingModel, tmp_path: Path
+) -> None:
+    pieces = []
+    for name in ("jfk.wav", "ru_deepspeech.wav", "ru_neural_networks.wav"):
+        with wave.open(str(AUDIO_CORPUS / name), "rb") as source:
+            pieces += [np.frombuffer(source.readframes(source.getnframes()), dtype="<i2")]
+            pieces += [np.zeros(16_000, dtype="<i2")]
+    mixed = tmp_path / "switch.wav"
+    with wave.open(str(mixed), "wb") as sink:
+        sink.setnchannels(1)
+        sink.setsampwidth(2)
+        sink.setframerate(16_000)
+        sink.writeframes(np.concatenate(pieces[:-1]).tobytes())
+    result = recognise(model, mixed)
+    assert result["languages"] == ["en", "ru"]
+    assert model.detections > 1
