@@ -8,11 +8,15 @@ requests keep the JSON error shape.
 Pages::
 
     GET  /sign-in, POST /sign-in, POST /sign-out     sign-in (argon2id), sign-out
-    GET  /records[?before=ID]                        your recordings, live, paged
-    GET  /records/{id}                               player, timed transcript, edits, exports
-    GET  /albums, /albums/{id}, /items/{id}          albums, the live grid, the viewer
+    GET  /records[?show=&stage=&before=ID]           your recordings, live counts, filters, paged
+    GET  /records/{id}                               player, live transcript, edits, exports
+    GET  /albums, /albums/{id}[?before=CURSOR]       albums, the live grid (keyset pages)
+    GET  /items/{id}                                 the viewer, filled in live
     GET  /tokens                                     create and revoke API tokens
-    GET  /operator                                   admins: halted of every owner, backlog
+    GET  /operator[?domain=&before=CURSOR]           admins: halted of every owner, backlog
+
+Fragments the pages' script swaps in live: ``/records/{id}/row``, ``/records/{id}/status``,
+``/records/{id}/text``, ``/records/counts``, ``/items/{id}/tile``, ``/items/{id}/view``.
 """
 
 from __future__ import annotations
