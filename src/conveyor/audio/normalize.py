@@ -27,6 +27,7 @@ import av
 import numpy as np
 import numpy.typing as npt
 
+from conveyor.audio.mp4_edits import plain_sound_edits
 from conveyor.errors import MediaError
 from conveyor.files import atomic_path
 from conveyor.objects.sniff import SNIFF_BYTES, Sniffed, is_document, looks_like_pcm, sniff
@@ -214,6 +215,10 @@ def normalize_audio(
     else:
         demuxer = _demuxer_for(src, sniffed)
         options = {}
+        if demuxer == _MP4_DEMUXER and plain_sound_edits(src):
+            # Same samples, without the demuxer's second copy of a long file's sample index
+            # (35 MB at 6 h): see conveyor.audio.mp4_edits.
+            options = {"advanced_editlist": "0"}
 
     with atomic_path(dst) as tmp, tmp.open("wb") as out, src.open("rb") as source:
         return _transcode(src, source, out, sniffed, demuxer, options, separate_channels)
