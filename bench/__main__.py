@@ -49,6 +49,7 @@ class Row:
     seconds: float | None
     peak_rss_mb: float | None
     note: str = ""
+    cpu: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -65,12 +66,20 @@ class Report:
             row = Row(section, subject, method, None, None, note or "failed")
         else:
             row = Row(
-                section, subject, method, result.seconds, result.peak_rss_mb, note, result.answer
+                section,
+                subject,
+                method,
+                result.seconds,
+                result.peak_rss_mb,
+                note,
+                extra=result.answer,
+                cpu=result.cpu,
             )
         self.rows.append(row)
         seconds = f"{row.seconds:.3f} s" if row.seconds is not None else "-"
+        cpu = f"{row.cpu:.3f} s CPU" if row.cpu is not None else "-"
         peak = f"{row.peak_rss_mb:.0f} MB" if row.peak_rss_mb is not None else "-"
-        print(f"    {subject} | {method} | {seconds} | {peak} {note}", file=sys.stderr)
+        print(f"    {subject} | {method} | {seconds} | {cpu} | {peak} {note}", file=sys.stderr)
         return row
 
     def target(self, text: str, measured: str, met: bool | None) -> None:
@@ -97,6 +106,7 @@ def _sum_runs(results: list[Run]) -> Run:
     return Run(
         sum(r.seconds for r in results),
         sum(r.wall for r in results),
+        sum(r.cpu for r in results),
         max(r.peak_rss_mb for r in results),
         {},
         error,
@@ -107,6 +117,12 @@ def _ratio(mine: Row | None, other: Row | None) -> float | None:
     if mine is None or other is None or not mine.seconds or not other.seconds:
         return None
     return other.seconds / mine.seconds
+
+
+def _cpu_ratio(mine: Row | None, other: Row | None) -> float | None:
+    if mine is None or other is None or not mine.cpu or not other.cpu:
+        return None
+    return other.cpu / mine.cpu
 
 
 # --------------------------------------------------------------------------- images
@@ -141,14 +157,15 @@ def images(report: Report, args: argparse.Namespace) -> None:
         rows = {m: report.add("images", name, m, r, _failure(r, m)) for m, r in results.items()}
         mine = rows["conveyor"]
         for method, row in rows.items():
-            ratio = _ratio(mine, row)
+            ratio, cpu = _ratio(mine, row), _cpu_ratio(mine, row)
             if method != "conveyor" and ratio is not None:
-                row.note = f"conveyor ×{ratio:.2f}"
+                row.note = f"conveyor ×{ratio:.2f}" + (f" (CPU ×{cpu:.2f})" if cpu else "")
         if name == "jpeg corpus":
             vs_pillow = _ratio(mine, rows["pillow"])
+            cpu_pillow = _cpu_ratio(mine, rows["pillow"])
             report.target(
                 "JPEG variants ≥ 2× Pillow",
-                f"×{vs_pillow:.2f}" if vs_pillow else "n/a",
+                f"×{vs_pillow:.2f} (CPU ×{cpu_pillow:.2f})" if vs_pillow and cpu_pillow else "n/a",
                 None if vs_pillow is None else vs_pillow >= 2.0,
             )
             if vips_cli:
@@ -243,6 +260,7 @@ def video(report: Report, args: argparse.Namespace) -> None:
     inputs += [Path(p) for p in args.videos]
     ffmpeg = shutil.which("ffmpeg")
     worst: float | None = None
+    worst_cpu: float | None = None
     for src in inputs:
         if not src.is_file():
             report.skipped.append(f"video: missing {src}")
@@ -268,10 +286,14 @@ def video(report: Report, args: argparse.Namespace) -> None:
             if mine.seconds and theirs.seconds:
                 factor = mine.seconds / theirs.seconds
                 theirs.note = f"conveyor takes {factor:.2f}× ffmpeg's time"
+                if mine.cpu and theirs.cpu:
+                    theirs.note += f", {mine.cpu / theirs.cpu:.2f}× its CPU"
+                    worst_cpu = max(worst_cpu or 0.0, mine.cpu / theirs.cpu)
                 worst = factor if worst is None else max(worst, factor)
+    cpu_note = f" (CPU: worst {worst_cpu:.2f}×)" if worst_cpu is not None else ""
     report.target(
         "video poster + playback ≤ 1.1× ffmpeg",
-        f"worst {worst:.2f}×" if worst is not None else "skipped (no ffmpeg)",
+        f"worst {worst:.2f}×{cpu_note}" if worst is not None else "skipped (no ffmpeg)",
         None if worst is None else worst <= 1.1,
     )
 
@@ -326,6 +348,7 @@ def audio(report: Report, args: argparse.Namespace) -> None:
     inputs += [(Path(p).name, Path(p)) for p in args.recordings]
     ffmpeg = shutil.which("ffmpeg")
     rtf: list[float] = []
+    per_cpu: list[float] = []
     rss: list[tuple[float, float]] = []
     for name, src in inputs:
         if not src.is_file():
@@ -345,11 +368,18 @@ def audio(report: Report, args: argparse.Namespace) -> None:
             row = mine if method == "conveyor" else report.add("audio", name, method, result)
             if row.seconds and duration:
                 row.note = f"{duration / row.seconds:.0f}× real time"
+                if row.cpu:
+                    row.note += f", {duration / row.cpu:.0f}× per CPU second"
         if mine.seconds and duration and mine.peak_rss_mb:
             rtf.append(duration / mine.seconds)
             rss.append((duration / 3600, mine.peak_rss_mb))
+            if mine.cpu:
+                per_cpu.append(duration / mine.cpu)
     if rtf:
-        report.target("normalize ≥ 300× real time", f"worst {min(rtf):.0f}×", min(rtf) >= 300)
+        cpu_note = f" ({min(per_cpu):.0f}× per CPU second)" if per_cpu else ""
+        report.target(
+            "normalize ≥ 300× real time", f"worst {min(rtf):.0f}×{cpu_note}", min(rtf) >= 300
+        )
     if rss:
         longest = max(rss)
         report.target(
@@ -433,10 +463,13 @@ def _print(report: Report) -> None:
         if row.section != section:
             section = row.section
             print(f"\n## {section}\n")
-            print(f"{'input':28} {'method':30} {'seconds':>9} {'peak RSS MB':>12}  note")
+            print(
+                f"{'input':28} {'method':30} {'seconds':>9} {'CPU s':>9} {'peak RSS MB':>12}  note"
+            )
         seconds = f"{row.seconds:9.3f}" if row.seconds is not None else f"{'-':>9}"
+        cpu = f"{row.cpu:9.3f}" if row.cpu is not None else f"{'-':>9}"
         peak = f"{row.peak_rss_mb:12.0f}" if row.peak_rss_mb is not None else f"{'-':>12}"
-        print(f"{row.subject[:28]:28} {row.method[:30]:30} {seconds} {peak}  {row.note}")
+        print(f"{row.subject[:28]:28} {row.method[:30]:30} {seconds} {cpu} {peak}  {row.note}")
     if report.targets:
         print("\n## targets\n")
         for text, measured, met in report.targets:

@@ -23,6 +23,9 @@ class Run:
         seconds: the work's own time when the child reports one (Python workers), else the
             process's wall time (command-line tools).
         wall: wall time of the whole process in seconds.
+        cpu: CPU seconds (user + system, all threads) of the work: the child's own count when it
+            reports one (Python workers: the step, imports excluded), else the whole process's
+            (``wait4``). On a shared machine this moves far less than wall time.
         peak_rss_mb: the child's peak resident set size in MiB (``ru_maxrss`` from ``wait4``).
         answer: the JSON object a Python worker printed last, else empty.
         error: the last line of stderr when the process failed, else None.
@@ -30,6 +33,7 @@ class Run:
 
     seconds: float
     wall: float
+    cpu: float
     peak_rss_mb: float
     answer: dict[str, Any]
     error: str | None
@@ -64,6 +68,7 @@ def run(argv: list[str], *, env: dict[str, str] | None = None, cwd: Path | None 
     return Run(
         seconds=float(answer.get("seconds", wall)),
         wall=wall,
+        cpu=float(answer.get("cpu_seconds", usage.ru_utime + usage.ru_stime)),
         peak_rss_mb=usage.ru_maxrss / 1024,
         answer=answer,
         error=error,
@@ -87,7 +92,8 @@ def python_worker(task: str, **kwargs: Any) -> Run:
 
 
 def best(runs: list[Run]) -> Run | None:
-    """The fastest successful run (least disturbed by other load), with the highest peak RSS."""
+    """The fastest successful run (least disturbed by other load), with the least CPU time and
+    the highest peak RSS of all of them."""
     ok = [r for r in runs if r.error is None]
     if not ok:
         return None
@@ -95,6 +101,7 @@ def best(runs: list[Run]) -> Run | None:
     return Run(
         fastest.seconds,
         fastest.wall,
+        min(r.cpu for r in ok),
         max(r.peak_rss_mb for r in ok),
         fastest.answer,
         None,

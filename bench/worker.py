@@ -18,11 +18,23 @@ SIZES = {"thumb": 320, "medium": 1280, "preview": 2560}
 QUALITY = 80
 
 
+def _start() -> tuple[float, float]:
+    return time.perf_counter(), time.process_time()
+
+
+def _elapsed(started: tuple[float, float]) -> dict[str, float]:
+    """Wall and CPU seconds (all threads of this process) since ``started``."""
+    return {
+        "seconds": time.perf_counter() - started[0],
+        "cpu_seconds": time.process_time() - started[1],
+    }
+
+
 def images_conveyor(files: list[str], out: str) -> dict[str, Any]:
     """Conveyor's variants step: three roles from one decode, WebP."""
     from conveyor.media.images import make_image_variants
 
-    started = time.perf_counter()
+    started = _start()
     for index, name in enumerate(files):
         make_image_variants(
             Path(name),
@@ -32,19 +44,19 @@ def images_conveyor(files: list[str], out: str) -> dict[str, Any]:
             quality=QUALITY,
             max_pixels=10**9,
         )
-    return {"seconds": time.perf_counter() - started}
+    return _elapsed(started)
 
 
 def images_pyvips(files: list[str], out: str) -> dict[str, Any]:
     """libvips' own floor: ``thumbnail`` + WebP save per size, as ``vipsthumbnail`` does."""
     import pyvips
 
-    started = time.perf_counter()
+    started = _start()
     for index, name in enumerate(files):
         for role, size in SIZES.items():
             image = pyvips.Image.thumbnail(name, size, height=size, size="down")
             image.webpsave(str(Path(out) / f"{index}-{role}.webp"), Q=QUALITY, keep="none")
-    return {"seconds": time.perf_counter() - started}
+    return _elapsed(started)
 
 
 def images_pillow(files: list[str], out: str) -> dict[str, Any]:
@@ -53,7 +65,7 @@ def images_pillow(files: list[str], out: str) -> dict[str, Any]:
     from PIL import Image, ImageOps
 
     pillow_heif.register_heif_opener()
-    started = time.perf_counter()
+    started = _start()
     for index, name in enumerate(files):
         with Image.open(name) as img:
             img.seek(0)
@@ -64,7 +76,7 @@ def images_pillow(files: list[str], out: str) -> dict[str, Any]:
             copy = base.copy()
             copy.thumbnail((size, size), Image.Resampling.LANCZOS)
             copy.save(Path(out) / f"{index}-{role}.webp", quality=QUALITY)
-    return {"seconds": time.perf_counter() - started}
+    return _elapsed(started)
 
 
 def video_conveyor(src: str, out: str) -> dict[str, Any]:
@@ -73,7 +85,7 @@ def video_conveyor(src: str, out: str) -> dict[str, Any]:
     from conveyor.media.video import extract_poster, make_playback, probe_video
 
     s = MediaSettings()
-    started = time.perf_counter()
+    started = _start()
     info = probe_video(Path(src))
     extract_poster(Path(src), Path(out) / "poster.jpg", info)
     playback = make_playback(
@@ -86,7 +98,7 @@ def video_conveyor(src: str, out: str) -> dict[str, Any]:
         audio_bitrate=s.playback_audio_bitrate,
     )
     return {
-        "seconds": time.perf_counter() - started,
+        **_elapsed(started),
         "remuxed": playback.remuxed,
         "duration": info.duration,
         "height": playback.height,
@@ -98,16 +110,16 @@ def audio_conveyor(src: str, out: str) -> dict[str, Any]:
     """Conveyor's normalize step: any audio → 16 kHz mono s16 WAV with levels."""
     from conveyor.audio.normalize import normalize_audio
 
-    started = time.perf_counter()
+    started = _start()
     result = normalize_audio(Path(src), Path(out) / "out.wav")
-    return {"seconds": time.perf_counter() - started, "duration": result.duration}
+    return {**_elapsed(started), "duration": result.duration}
 
 
 def audio_pyav(src: str, out: str) -> dict[str, Any]:
     """PyAV's floor: demux, decode, resample to s16/mono/16 kHz, append raw bytes to a file."""
     import av
 
-    started = time.perf_counter()
+    started = _start()
     samples = 0
     with av.open(src) as container, (Path(out) / "out.raw").open("wb") as sink:
         stream = container.streams.audio[0]
@@ -119,7 +131,7 @@ def audio_pyav(src: str, out: str) -> dict[str, Any]:
         for chunk in resampler.resample(None):
             sink.write(bytes(chunk.planes[0])[: chunk.samples * 2])
             samples += chunk.samples
-    return {"seconds": time.perf_counter() - started, "duration": samples / 16_000}
+    return {**_elapsed(started), "duration": samples / 16_000}
 
 
 def pipeline(photo: str, items: int, out: str) -> dict[str, Any]:
