@@ -35,6 +35,7 @@ from conveyor.clock import SystemClock
 from conveyor.db.engine import make_engine
 from conveyor.db.migrate import upgrade
 from needs import AUDIO_CORPUS, MEDIA_CORPUS
+from s3server import S3Server
 
 CONVEYOR = str(Path(sys.executable).with_name("conveyor"))
 
@@ -236,18 +237,26 @@ def run_end_to_end(
 
 
 def test_end_to_end_api_and_three_workers_small(
-    cluster: ThrowawayCluster, tmp_path: Path, processes: object
+    cluster: ThrowawayCluster, tmp_path: Path, processes: object, s3_server: S3Server
 ) -> None:
+    # A bucket, no shared folder: each process has only its own folder and work folder.
+    keys = s3_server.storage_settings(s3_server.bucket(), "conveyor")
     run_end_to_end(
-        cluster, tmp_path, processes, "e2e_small", Size(recordings=3, photos=12, videos=2)
+        cluster, tmp_path, processes, "e2e_small", Size(recordings=3, photos=12, videos=2), keys
     )
 
 
 @pytest.mark.faults_long
 @pytest.mark.timeout(LONG_TIMEOUT)
 def test_end_to_end_api_and_three_workers_full_size(
-    cluster: ThrowawayCluster, tmp_path: Path, processes: object
+    cluster: ThrowawayCluster, tmp_path: Path, processes: object, s3_server: S3Server
 ) -> None:
+    keys = s3_server.storage_settings(s3_server.bucket(), "conveyor")
     run_end_to_end(
-        cluster, tmp_path, processes, "e2e_full", Size(recordings=100, photos=200, videos=10)
+        cluster,
+        tmp_path,
+        processes,
+        "e2e_full",
+        Size(recordings=100, photos=200, videos=10),
+        keys,
     )

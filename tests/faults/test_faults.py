@@ -290,16 +290,19 @@ def faulty_bucket(s3_server: S3Server) -> Iterator[FaultyBucket]:
 
 
 def object_store_errors(run: Run, proxy: HttpFaultProxy, hold: float) -> None:
-    run.in_flight()
-    before = dict(proxy.counts)
+    # From the workers' start: the recordings and photos (the only steps that touch the
+    # store) are few and quick beside the test jobs.
     proxy.error_rate, proxy.reset_rate, proxy.delay = 0.15, 0.1, 0.05
+    wait_until(lambda: sum(proxy.counts.values()) > 0, 120, what="store requests")
     time.sleep(hold)
     proxy.error_rate = proxy.reset_rate = proxy.delay = 0.0
-    spoiled = {k: proxy.counts[k] - before[k] for k in proxy.counts}
+    spoiled = dict(proxy.counts)
+    assert spoiled["error"] + spoiled["reset"] > 0, spoiled
     recovered = run.progress_after(time.monotonic())
     finish(
         run,
-        f"object store through a proxy for {hold:.0f} s: {spoiled['error']} requests answered "
+        f"object store through a proxy from the start for {hold:.0f} s: {spoiled['error']} "
+        "requests answered "
         f"503, {spoiled['reset']} reset, every one 50 ms slow ({spoiled['forwarded']} "
         f"forwarded); progress {recovered:.1f} s after",
         {"requests": spoiled, "recover_seconds": recovered},
@@ -333,6 +336,18 @@ def test_worker_clocks_five_minutes_off_change_nothing(make_run: Callable[..., R
     skewed_clocks(make_run("clock_skew", SHORT, SKEWED))
 
 
+def test_object_store_errors_mid_run_lose_and_repeat_nothing(
+    make_run: Callable[..., Run], faulty_bucket: FaultyBucket
+) -> None:
+    run = make_run(
+        "object_store",
+        Size(jobs=100, audio=6, photos=20),
+        storage=faulty_bucket.direct,
+        workers_storage=faulty_bucket.through_proxy,
+    )
+    object_store_errors(run, faulty_bucket.proxy, hold=5.0)
+
+
 # --- the long versions (pytest -m faults_long) ---------------------------------------------
 
 
@@ -364,3 +379,17 @@ def test_long_delayed_connections(make_run: Callable[..., Run]) -> None:
 @pytest.mark.timeout(LONG_TIMEOUT)
 def test_long_skewed_clocks(make_run: Callable[..., Run]) -> None:
     skewed_clocks(make_run("long_clock_skew", LONG, SKEWED))
+
+
+@pytest.mark.faults_long
+@pytest.mark.timeout(LONG_TIMEOUT)
+def test_long_object_store_errors(
+    make_run: Callable[..., Run], faulty_bucket: FaultyBucket
+) -> None:
+    run = make_run(
+        "long_object_store",
+        LONG,
+        storage=faulty_bucket.direct,
+        workers_storage=faulty_bucket.through_proxy,
+    )
+    object_store_errors(run, faulty_bucket.proxy, hold=20.0)
