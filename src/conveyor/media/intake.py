@@ -172,8 +172,13 @@ def accept_media(
         original_name = original_name or source.name
     stored = store.put(key, source, max_bytes=max_bytes)
     try:
-        with store.local_copy(key) as copy:
-            probed = probe_upload(copy, max_pixels=max_pixels, name=original_name)
+        if isinstance(source, Path):
+            # A local file holds the bytes just stored: probe it rather than fetching a copy
+            # back from the store (a bucket would cost a second transfer).
+            probed = probe_upload(source, max_pixels=max_pixels, name=original_name)
+        else:
+            with store.local_copy(key) as copy:
+                probed = probe_upload(copy, max_pixels=max_pixels, name=original_name)
         with engine.begin() as conn:
             now = database_now(conn, clock)  # D17: the record's sort time is the database's
             file_id = put_file_row(
