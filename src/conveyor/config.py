@@ -171,7 +171,7 @@ class PipelineSettings(_Section):
     """Seconds an idle worker sleeps before looking for work again (wake-ups come sooner)."""
     stop_grace: float = Field(default=30.0, ge=0)
     """Seconds a stopping pool waits for running steps before releasing their claims."""
-    claim_batch: int = Field(default=32, ge=1, le=1000)
+    claim_batch: int = Field(default=100, ge=1, le=1000)
     """Most records one claim statement takes for a worker; fewer when the lane's steps are
     slow (a batch holds about 50 ms of step work), one for long steps."""
 

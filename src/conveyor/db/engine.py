@@ -89,6 +89,8 @@ def _sqlite_engine(url: URL) -> Engine:
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        # Straight to the driver: the statement runs before every transaction and needs none
+        # of SQLAlchemy's execution machinery.
+        connection.connection.dbapi_connection.execute("BEGIN IMMEDIATE")
 
     return engine

@@ -36,7 +36,7 @@ from conveyor.pipeline.outcomes import Fail, Halt, Outcome
 from conveyor.pipeline.redact import redact
 from conveyor.pipeline.stages import Domain, Stage
 
-__all__ = ["Executor", "StepContext", "StopRequested"]
+__all__ = ["Executor", "Flag", "StepContext", "StopRequested"]
 
 log = logging.getLogger("conveyor.pipeline")
 T = TypeVar("T")
@@ -46,6 +46,24 @@ T = TypeVar("T")
 _BATCH_SECONDS = 0.05
 # Weight of the newest step time in the lane's moving average.
 _EMA_WEIGHT = 0.2
+
+
+class Flag:
+    """A flag one thread sets and others read (``set``, ``is_set``): what a step's context
+    needs of a :class:`threading.Event`, without its lock and condition per record."""
+
+    __slots__ = ("_set",)
+
+    def __init__(self) -> None:
+        self._set = False
+
+    def set(self) -> None:
+        """Raise the flag (it stays raised)."""
+        self._set = True
+
+    def is_set(self) -> bool:
+        """True once :meth:`set` was called."""
+        return self._set
 
 
 class StopRequested(Exception):
@@ -76,8 +94,8 @@ class StepContext:
     clock: Clock
     db_time: float = 0.0
     read_at: float = field(default_factory=time.monotonic)
-    lost: threading.Event = field(default_factory=threading.Event)
-    stopping: threading.Event = field(default_factory=threading.Event)
+    lost: Flag = field(default_factory=Flag)
+    stopping: threading.Event | Flag = field(default_factory=Flag)
     produced: list[str] = field(default_factory=list)
     now_sql: ColumnElement[float] | None = None
 
@@ -160,7 +178,7 @@ class _Lane:
     step_seconds: float | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class _Pending:
     plan: Planned
     stage: Stage
@@ -301,7 +319,8 @@ class Executor:
         self._hold(domain, claims)
         try:
             tokens = {c.record_id: c for c in claims}
-            pairs = [(tokens[int(r.id)], r) for r in rows if int(r.id) in tokens]
+            records = _records(rows)
+            pairs = [(tokens[r["id"]], r) for r in records if r["id"] in tokens]
             self._run_rows(conn, domain, state, pairs)
         finally:
             self._drop(domain, claims)
@@ -319,9 +338,10 @@ class Executor:
             if not rows:
                 self._lost(domain, "?", claim)
                 return None
-            state = self._lane(domain, domain.stage(rows[0].stage).lane)
+            (record,) = _records(rows)
+            state = self._lane(domain, domain.stage(record["stage"]).lane)
             assert state is not None
-            return self._run_rows(conn, domain, state, [(claim, rows[0])])[0]
+            return self._run_rows(conn, domain, state, [(claim, record)])[0]
 
     def stuck_limit(self, stage: Stage) -> float:
         """The time-in-stage limit of ``stage``: own or foreign work (D3)."""
@@ -334,13 +354,13 @@ class Executor:
         conn: Connection,
         domain: Domain,
         state: _Lane,
-        pairs: Sequence[tuple[Claim, Row[Any]]],
+        pairs: Sequence[tuple[Claim, dict[str, Any]]],
     ) -> list[Applied | None]:
         results: list[Applied | None] = [None] * len(pairs)
         pending: list[tuple[int, _Pending]] = []
         claimed = time.monotonic()
-        for index, (claim, row) in enumerate(pairs):
-            stage = domain.stage(row.stage)
+        for index, (claim, record) in enumerate(pairs):
+            stage = domain.stage(record["stage"])
             if self.stopping.is_set() or (
                 index > 0 and time.monotonic() - claimed > stage.lease / 2
             ):
@@ -351,7 +371,7 @@ class Executor:
                 with conn.begin():
                     queries.release_claims(conn, domain, rest, self.now)
                 break
-            item = self._prepare(conn, domain, state, claim, row, claimed)
+            item = self._prepare(conn, domain, state, claim, record, claimed)
             if item is not None:
                 pending.append((index, item))
             if stage.heartbeat:
@@ -366,14 +386,14 @@ class Executor:
         domain: Domain,
         state: _Lane,
         claim: Claim,
-        row: Row[Any],
+        record: dict[str, Any],
         read_at: float,
     ) -> _Pending | None:
         """Watchdog and step for one claimed record; the outcome planned, not yet saved.
 
-        ``read_at`` is ``time.monotonic()`` when ``row`` (and its ``_db_now``) was read.
+        ``record`` is the row read after the claim, ``read_at`` the ``time.monotonic()`` of
+        that read (with its ``_db_now``).
         """
-        record = dict(row._mapping)
         db_time = float(record.pop("_db_now"))
         if record["claim_token"] != claim.token:
             self._lost(domain, str(record["stage"]), claim)
@@ -517,8 +537,23 @@ class Executor:
             for _, item in pending:
                 if item.beat is not None:
                     item.beat.stop()
+        # Counted and told once per batch: a counter or a wake-up per record is measurable.
+        counts: dict[tuple[str, str], int] = {}
+        pause: float | None = None
         for (index, item), ok in zip(pending, held, strict=True):
-            results[index] = self._report(domain, item, ok)
+            applied = results[index] = self._report(domain, item, ok)
+            if applied is None:
+                continue
+            key = (item.stage.name, applied.outcome)
+            counts[key] = counts.get(key, 0) + 1
+            if applied.retry_in is not None:
+                pause = applied.retry_in if pause is None else min(pause, applied.retry_in)
+        for (stage, outcome), count in counts.items():
+            self._counter(domain.name, stage, outcome).inc(count)
+        if self.on_advance is not None and any(o == "advanced" for _, o in counts):
+            self.on_advance()
+        if pause is not None and self.on_pause is not None:
+            self.on_pause(pause)
 
     def _save_alone(self, conn: Connection, domain: Domain, item: _Pending) -> bool:
         """Save one outcome; a save that raises is a failed attempt with its error (retried,
@@ -552,11 +587,6 @@ class Executor:
         if not applied.held:
             self._lost(domain, item.stage.name, item.plan.claim)
             return None
-        self._counter(domain.name, item.stage.name, applied.outcome).inc()
-        if applied.outcome == "advanced" and self.on_advance is not None:
-            self.on_advance()
-        if applied.retry_in is not None and self.on_pause is not None:
-            self.on_pause(applied.retry_in)
         return applied
 
     def _discard_leftovers(self, domain: Domain, claim: Claim, produced: Sequence[str]) -> None:
@@ -598,6 +628,15 @@ class Executor:
             claim.record_id,
             stage,
         )
+
+
+def _records(rows: Sequence[Row[Any]]) -> list[dict[str, Any]]:
+    """Rows as dicts; the column names are read once per result (``Row._fields`` and
+    ``Row._asdict`` rebuild them for every row)."""
+    if not rows:
+        return []
+    fields = rows[0]._fields
+    return [dict(zip(fields, row, strict=True)) for row in rows]
 
 
 def _describe(exc: BaseException) -> str:

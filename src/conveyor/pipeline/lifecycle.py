@@ -53,7 +53,7 @@ _RESUME_BATCH = 200
 log = logging.getLogger("conveyor.pipeline")
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Applied:
     """What applying an outcome did: ``held`` False means nothing was written (lost claim)."""
 
@@ -65,7 +65,7 @@ class Applied:
     """Seconds until the record is claimable again (postpone, retryable failure)."""
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Planned:
     """An outcome turned into the writes that save it, not yet saved.
 
@@ -197,10 +197,16 @@ def plan_outcome(
     # Every outcome gives the claim back: the record is claimable again once its pause ends.
     release: dict[str, Any] = {"claim_token": None, "claim_expires_at": None}
     if isinstance(outcome, Advance):
-        _check_owned(domain, outcome.fields)
-        target = outcome.to or domain.next_stage(stage).name
-        if not domain.is_later(stage, target):
-            raise DeclarationError(f"{domain.name}: cannot advance from {stage!r} to {target!r}")
+        if outcome.fields:
+            _check_owned(domain, outcome.fields)
+        if not outcome.to:
+            target = domain.next_stage(stage).name
+        else:
+            target = outcome.to
+            if not domain.is_later(stage, target):
+                raise DeclarationError(
+                    f"{domain.name}: cannot advance from {stage!r} to {target!r}"
+                )
         values = {
             **outcome.fields,
             "stage": target,

@@ -20,6 +20,7 @@ from sqlalchemy import (
     Row,
     RowMapping,
     Select,
+    String,
     Table,
     Update,
     bindparam,
@@ -27,6 +28,7 @@ from sqlalchemy import (
     delete,
     func,
     insert,
+    literal_column,
     or_,
     select,
     update,
@@ -38,6 +40,7 @@ from conveyor.clock import Clock
 from conveyor.db.now import db_now, db_token
 from conveyor.db.tables import record_events
 from conveyor.pipeline.claims import Claim
+from conveyor.pipeline.driver import ManyStatement, dialect_key
 from conveyor.pipeline.stages import Domain, Stage
 
 __all__ = [
@@ -115,8 +118,14 @@ def claim_statement(domain: Domain, stages: Sequence[Stage], now: ColumnElement[
     eligible = (
         select(table.c.id)
         .where(
-            table.c.stage.in_([s.name for s in stages]),
+            # Stage names are the declaration's constants, written into the SQL: the
+            # statement is the same text for every execution (no list expanded per call).
+            table.c.stage.in_([_sql_text(s.name) for s in stages]),
             table.c.halted_at.is_(None),
+            # The claim index's own predicate, word for word: SQLite uses a partial index
+            # only for a query that states its WHERE, and without it scans and sorts every
+            # row of the table on each claim.
+            *(table.c.stage != _sql_text(name) for name in domain.terminal_stages),
             or_(
                 table.c.retry_at.is_(None),
                 table.c.retry_at <= now,
@@ -144,6 +153,11 @@ def claim_statement(domain: Domain, stages: Sequence[Stage], now: ColumnElement[
         )
         .returning(table.c.id, table.c.claim_token)
     )
+
+
+def _sql_text(value: str) -> ColumnElement[str]:
+    """A string constant of a declaration written into the statement as a SQL literal."""
+    return literal_column("'" + value.replace("'", "''") + "'", String())
 
 
 def claim_with(conn: Connection, statement: Update, limit: int) -> list[Claim]:
@@ -195,14 +209,18 @@ def save_if_held(conn: Connection, domain: Domain, claim: Claim, values: Mapping
     return result.rowcount == 1
 
 
-_SAVES: dict[tuple[str, int, tuple[str, ...], tuple[str, ...]], tuple[object, Update]] = {}
+_SAVES: dict[tuple[object, ...], tuple[object, ManyStatement]] = {}
 
 
 def _save_statement(
-    domain: Domain, now: ColumnElement[float], plain: tuple[str, ...], times: tuple[str, ...]
-) -> Update:
+    conn: Connection,
+    domain: Domain,
+    now: ColumnElement[float],
+    plain: tuple[str, ...],
+    times: tuple[str, ...],
+) -> ManyStatement:
     """The guarded update of ``plain`` columns and ``now``-relative ``times``, built once."""
-    key = (domain.table.name, id(now), plain, times)
+    key = (dialect_key(conn.dialect), domain.table.name, id(now), plain, times)
     cached = _SAVES.get(key)
     if cached is not None and cached[0] is now:
         return cached[1]
@@ -216,8 +234,9 @@ def _save_statement(
         .where(table.c.id == bindparam("_id"), table.c.claim_token == bindparam("_token"))
         .values(values)
     )
-    _SAVES[key] = (now, statement)
-    return statement
+    many = ManyStatement(statement, conn.dialect, [*plain, *(f"_t_{n}" for n in times)])
+    _SAVES[key] = (now, many)
+    return many
 
 
 def save_many(
@@ -237,14 +256,13 @@ def save_many(
     """
     if not claims:
         return 0
-    statement = _save_statement(domain, now, tuple(sorted(values[0])), tuple(sorted(times)))
+    statement = _save_statement(conn, domain, now, tuple(sorted(values[0])), tuple(sorted(times)))
     offsets = {f"_t_{name}": seconds for name, seconds in times.items()}
     params = [
         {**v, **offsets, "_id": c.record_id, "_token": c.token}
         for c, v in zip(claims, values, strict=True)
     ]
-    result = conn.execute(statement, params if len(params) > 1 else params[0])
-    return int(result.rowcount)
+    return statement.run(conn, params)
 
 
 def touch_if_held(
@@ -357,8 +375,20 @@ def insert_events(
 ) -> None:
     """Append several journal rows at once (``domain``, ``record_id``, ``stage``, ``outcome``,
     ``outcome_text``, ``origin`` each), all dated ``now`` (D14)."""
-    if rows:
-        conn.execute(insert(record_events).values(created_at=now), list(rows))
+    if not rows:
+        return
+    key = (dialect_key(conn.dialect), id(now))
+    cached = _EVENTS.get(key)
+    if cached is None or cached[0] is not now:
+        if len(_EVENTS) > 64:  # statements of executors long gone
+            _EVENTS.clear()
+        statement = insert(record_events).values(created_at=now)
+        cached = _EVENTS[key] = (now, ManyStatement(statement, conn.dialect, _EVENT_KEYS))
+    cached[1].run(conn, rows)
+
+
+_EVENT_KEYS = ("domain", "record_id", "stage", "outcome", "outcome_text", "origin")
+_EVENTS: dict[tuple[object, ...], tuple[object, ManyStatement]] = {}
 
 
 def backlog(

@@ -83,6 +83,7 @@ class Domain:
     noun: str = "record"
     discard: Callable[[Engine, Sequence[str]], object] | None = None
     _by_name: dict[str, Stage] = field(init=False, repr=False, compare=False)
+    _index: dict[str, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.stages:
@@ -107,6 +108,8 @@ class Domain:
                 f"domain {self.name!r}: owned fields not in {self.table.name}: {sorted(unknown)}"
             )
         object.__setattr__(self, "_by_name", by_name)
+        # Stage positions, looked up for every outcome (next stage, later than).
+        object.__setattr__(self, "_index", {s.name: i for i, s in enumerate(self.stages)})
 
     def stage(self, name: str) -> Stage:
         """The stage called ``name``.
@@ -125,16 +128,14 @@ class Domain:
         Raises:
             DeclarationError: ``name`` is terminal.
         """
-        names = [s.name for s in self.stages]
-        index = names.index(self.stage(name).name)
-        if index + 1 >= len(names):
+        index = self._index[self.stage(name).name]
+        if index + 1 >= len(self.stages):
             raise DeclarationError(f"domain {self.name!r}: {name!r} has no next stage")
         return self.stages[index + 1]
 
     def is_later(self, earlier: str, later: str) -> bool:
         """True when stage ``later`` is declared after ``earlier``."""
-        names = [s.name for s in self.stages]
-        return names.index(self.stage(later).name) > names.index(self.stage(earlier).name)
+        return self._index[self.stage(later).name] > self._index[self.stage(earlier).name]
 
     def lane_stages(self, lane: str) -> list[Stage]:
         """The non-terminal stages whose step runs in ``lane``."""
