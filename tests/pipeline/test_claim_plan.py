@@ -60,7 +60,9 @@ def test_p5_each_lane_claims_through_the_partial_index_in_order(
         sql, params = claim_sql(engine, domain, lane)
         with engine.connect() as conn:
             if engine.dialect.name == "sqlite":
-                plan = [str(r[3]) for r in conn.exec_driver_sql("EXPLAIN QUERY PLAN " + sql, params)]
+                plan = [
+                    str(r[3]) for r in conn.exec_driver_sql("EXPLAIN QUERY PLAN " + sql, params)
+                ]
                 assert any(f"USING INDEX {index}" in step for step in plan), (lane, plan)
                 assert not any("TEMP B-TREE" in step for step in plan), (lane, plan)
             else:
