@@ -100,11 +100,11 @@ HALT_REASONS: Final[dict[str, HaltReason]] = {
     # Transient halts: the record can go on once the cause is fixed.
     "original_missing": HaltReason(
         _BOTH,
-        "the stored original is gone from storage (deleted, or `[storage] root` now points "
-        "elsewhere)",
+        "the stored original is gone from storage (deleted, or `[storage] root` / "
+        "`[storage] url` now points elsewhere)",
         True,
-        "point `[storage] root` at the folder it was uploaded to, or restore the file from a "
-        "backup, then resume; otherwise upload it again",
+        "point `[storage] root` (or `url`) at the folder or bucket it was uploaded to, or "
+        "restore the object from a backup, then resume; otherwise upload it again",
     ),
     "stuck": HaltReason(
         _BOTH,
