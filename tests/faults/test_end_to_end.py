@@ -242,7 +242,7 @@ def test_end_to_end_api_and_three_workers_small(
     # A bucket, no shared folder: each process has only its own folder and work folder.
     keys = s3_server.storage_settings(s3_server.bucket(), "conveyor")
     run_end_to_end(
-        cluster, tmp_path, processes, "e2e_small", Size(recordings=3, photos=12, videos=2), keys
+        cluster, tmp_path, processes, "e2e_small", Size(recordings=2, photos=8, videos=1), keys
     )
 
 
