@@ -172,9 +172,14 @@ def run_end_to_end(
             f"worker-{index}", "worker", "--lanes", lanes, CONVEYOR_STORAGE__WORK_DIR=str(work)
         )
     base = f"http://127.0.0.1:{port}"
-    wait_until(
-        lambda: httpx.get(f"{base}/healthz", timeout=2).status_code == 200, 60, what="API up"
-    )
+    try:
+        wait_until(
+            lambda: httpx.get(f"{base}/healthz", timeout=2).status_code == 200,
+            300,
+            what="API up",
+        )
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{hosts.logs()}") from None
     # The API node runs no workers: every record is moved by the worker processes.
     assert httpx.get(f"{base}/healthz", timeout=5).json()["workers"] is False
 
