@@ -15,13 +15,13 @@ costs nothing but time).
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable
 
 from sqlalchemy import Engine, RowMapping
 
 from conveyor.audio import queries
+from conveyor.periodic import Periodic
 from conveyor.providers.base import RecognitionProvider
 from conveyor.providers.local import LocalWhisperProvider
 
@@ -71,7 +71,7 @@ def _wanted(row: RowMapping, *, grace: float, now: float) -> bool:
     return halted_at is None or now - float(halted_at) <= grace
 
 
-class JobFolderSweeper:
+class JobFolderSweeper(Periodic):
     """Runs :func:`sweep_job_folders` every ``interval`` seconds in a daemon thread (beside the
     object sweep, with the same ``[storage] sweep_interval`` and ``sweep_grace``).
 
@@ -89,34 +89,16 @@ class JobFolderSweeper:
         interval: float,
         grace: float,
     ) -> None:
+        super().__init__("conveyor-job-sweeper", interval, self._sweep)
         self.engine = engine
         self.provider = provider
-        self.interval = interval
         self.grace = grace
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="conveyor-job-sweeper", daemon=True)
 
-    def start(self) -> None:
-        """Start sweeping (the first sweep runs after one interval)."""
-        self._thread.start()
-
-    def stop(self) -> None:
-        """Stop; a sweep under way finishes."""
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=30)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            try:
-                provider = self.provider()
-                if not isinstance(provider, LocalWhisperProvider):
-                    return
-                removed = sweep_job_folders(
-                    self.engine, provider, grace=self.grace, now=time.time()
-                )
-            except Exception:  # the next sweep tries again
-                log.warning("recognizer job folder sweep failed", exc_info=True)
-                continue
-            if removed:
-                log.info("removed %d recognizer job folders nothing will collect", len(removed))
+    def _sweep(self) -> bool:
+        provider = self.provider()
+        if not isinstance(provider, LocalWhisperProvider):
+            return False  # no job folders in this process, ever
+        removed = sweep_job_folders(self.engine, provider, grace=self.grace, now=time.time())
+        if removed:
+            log.info("removed %d recognizer job folders nothing will collect", len(removed))
+        return True

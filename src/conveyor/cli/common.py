@@ -14,8 +14,10 @@ them, so ``conveyor --help`` and ``--version`` start fast.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
 import re
 import signal
 import sys
@@ -302,8 +304,11 @@ def stop_on_signals() -> threading.Event:
     def handler(signum: int, _frame: Any) -> None:
         if stop.is_set() and signum == signal.SIGINT:
             raise KeyboardInterrupt
-        err_console.print(f"{signal.Signals(signum).name}: stopping…", style="yellow")
         stop.set()
+        # A handler runs between any two bytecodes of the main thread, possibly inside a Rich
+        # render or a half-finished import; one raw write re-enters neither.
+        with contextlib.suppress(OSError):  # stderr closed: stopping matters more than saying so
+            os.write(2, f"{signal.Signals(signum).name}: stopping…\n".encode())
 
     signal.signal(signal.SIGINT, handler)
     signal.signal(signal.SIGTERM, handler)

@@ -18,7 +18,6 @@ and the journal, so they work the same on any store:
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from sqlalchemy import Engine
 
 from conveyor.objects.queries import journaled_keys
 from conveyor.objects.store import ObjectStore
+from conveyor.periodic import Periodic
 
 __all__ = ["OBJECT_PREFIXES", "SweepReport", "Sweeper", "discard_unjournaled", "sweep_orphans"]
 
@@ -105,7 +105,7 @@ def sweep_orphans(
     return SweepReport(examined, removed, removed_bytes, aborted)
 
 
-class Sweeper:
+class Sweeper(Periodic):
     """Runs :func:`sweep_orphans` every ``interval`` seconds in a daemon thread.
 
     Args:
@@ -118,35 +118,18 @@ class Sweeper:
     def __init__(
         self, engine: Engine, store: ObjectStore, *, interval: float, grace: float
     ) -> None:
+        super().__init__("conveyor-sweeper", interval, self._sweep)
         self.engine = engine
         self.store = store
-        self.interval = interval
         self.grace = grace
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="conveyor-sweeper", daemon=True)
 
-    def start(self) -> None:
-        """Start sweeping."""
-        self._thread.start()
-
-    def stop(self) -> None:
-        """Stop (a sweep under way finishes its page)."""
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=30)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            try:
-                report = sweep_orphans(self.engine, self.store, grace=self.grace, now=time.time())
-            except Exception:  # the next sweep tries again; an outage is logged elsewhere
-                log.warning("object sweep failed", exc_info=True)
-                continue
-            if report.removed or report.aborted:
-                log.info(
-                    "object sweep removed %d objects without a journal row (%d bytes) and "
-                    "aborted %d unfinished writes",
-                    len(report.removed),
-                    report.removed_bytes,
-                    report.aborted,
-                )
+    def _sweep(self) -> None:
+        report = sweep_orphans(self.engine, self.store, grace=self.grace, now=time.time())
+        if report.removed or report.aborted:
+            log.info(
+                "object sweep removed %d objects without a journal row (%d bytes) and "
+                "aborted %d unfinished writes",
+                len(report.removed),
+                report.removed_bytes,
+                report.aborted,
+            )
