@@ -6,9 +6,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine, insert, select, text
+from old_database import database_at
+from sqlalchemy import Engine, insert, select
 
-from conveyor.db.engine import make_engine
 from conveyor.db.migrate import current_revision, upgrade
 from conveyor.db.tables import (
     albums,
@@ -30,25 +30,8 @@ AUDIO_COLUMNS = [c for c in audio_records.c if c.name != "channels"]
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def old_engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
-    """A database at revision 0003 (PostgreSQL: the test database rebuilt, then restored)."""
-    if request.param == "sqlite":
-        engine = make_engine(f"sqlite:///{tmp_path / 'old.db'}")
-        upgrade(engine, "0003")
-        yield engine
-        engine.dispose()
-        return
-    engine = request.getfixturevalue("pg_engine")
-    with engine.begin() as conn:
-        conn.execute(text("DROP SCHEMA public CASCADE"))
-        conn.execute(text("CREATE SCHEMA public"))
-    upgrade(engine, "0003")
-    try:
-        yield engine
-    finally:
-        with engine.begin() as conn:
-            conn.execute(text("DROP SCHEMA public CASCADE"))
-            conn.execute(text("CREATE SCHEMA public"))
-        upgrade(engine)
+    """A database at revision 0003."""
+    yield from database_at("0003", request, tmp_path)
 
 
 def _fill(engine: Engine) -> None:
