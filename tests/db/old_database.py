@@ -6,12 +6,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine, text
+from sqlalchemy import Connection, Engine, insert, text
 
 from conveyor.db.engine import make_engine
 from conveyor.db.migrate import upgrade
+from conveyor.db.tables import albums, audio_records, files, media_items, texts
 
-__all__ = ["database_at"]
+__all__ = ["AUDIO_STAGES", "MEDIA_STAGES", "database_at", "fill_every_stage"]
+
+#: The stages the filled records stand in: audio (the last one again, halted) and media.
+AUDIO_STAGES = ["uploaded", "normalized", "submitted", "transcribed", "done"]
+MEDIA_STAGES = ["uploaded", "transcoding", "done"]
 
 
 def database_at(revision: str, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
@@ -39,3 +44,43 @@ def _empty(engine: Engine) -> None:
     with engine.begin() as conn:
         conn.execute(text("DROP SCHEMA public CASCADE"))
         conn.execute(text("CREATE SCHEMA public"))
+
+
+def fill_every_stage(conn: Connection, now: float, *, owner: str) -> None:
+    """Insert one audio record in each of ``AUDIO_STAGES`` plus a halted one (id 6, ``stuck``),
+    a transcript of record 5 ("hello"), album 1 and one media item in each of ``MEDIA_STAGES``,
+    all owned by ``owner``, using only columns every revision since 0003 has."""
+    queue = {"state_entered_at": now, "attempts": 0, "updated_at": now}
+    conn.execute(
+        insert(files).values(
+            id=1, key="u/1", mime_type="audio/wav", size=10, state="stored", created_at=now
+        )
+    )
+    for n, stage in enumerate([*AUDIO_STAGES, "submitted"], 1):
+        halted = {"halted_at": now, "halt_reason": "stuck"} if n == 6 else {}
+        conn.execute(
+            insert(audio_records).values(
+                id=n,
+                owner=owner,
+                title=f"t{n}",
+                created_at=now + n,
+                original_file_id=1,
+                stage=stage,
+                **queue,
+                **halted,
+            )
+        )
+    conn.execute(insert(texts).values(record_id=5, kind="transcript", body="hello", created_at=now))
+    conn.execute(insert(albums).values(id=1, owner=owner, name="Trip", created_at=now))
+    for n, stage in enumerate(MEDIA_STAGES, 1):
+        conn.execute(
+            insert(media_items).values(
+                id=n,
+                owner=owner,
+                album_id=1,
+                kind="photo",
+                uploaded_at=now,
+                stage=stage,
+                **queue,
+            )
+        )

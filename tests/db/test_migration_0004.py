@@ -6,23 +6,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from old_database import database_at
+from old_database import AUDIO_STAGES, database_at, fill_every_stage
 from sqlalchemy import Engine, insert, select
 
 from conveyor.db.migrate import current_revision, upgrade
 from conveyor.db.tables import (
-    albums,
     api_tokens,
     audio_records,
-    files,
     media_items,
     texts,
     users,
     web_sessions,
 )
-
-AUDIO_STAGES = ["uploaded", "normalized", "submitted", "transcribed", "done"]
-MEDIA_STAGES = ["uploaded", "transcoding", "done"]
 
 # The columns this revision knows (0005 added `channels`).
 AUDIO_COLUMNS = [c for c in audio_records.c if c.name != "channels"]
@@ -36,47 +31,12 @@ def old_engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engin
 
 def _fill(engine: Engine) -> None:
     now = 1_800_000_000.0
-    queue = {"state_entered_at": now, "attempts": 0, "updated_at": now}
     with engine.begin() as conn:
         conn.execute(insert(users).values(id=1, name="alice", created_at=now))
         conn.execute(
             insert(api_tokens).values(user_id=1, token_hash="a" * 64, label="cli", created_at=now)
         )
-        conn.execute(
-            insert(files).values(
-                id=1, key="u/1", mime_type="audio/wav", size=10, state="stored", created_at=now
-            )
-        )
-        for n, stage in enumerate([*AUDIO_STAGES, "submitted"], 1):
-            halted = {"halted_at": now, "halt_reason": "stuck"} if n == 6 else {}
-            conn.execute(
-                insert(audio_records).values(
-                    id=n,
-                    owner="alice",
-                    title=f"t{n}",
-                    created_at=now + n,
-                    original_file_id=1,
-                    stage=stage,
-                    **queue,
-                    **halted,
-                )
-            )
-        conn.execute(
-            insert(texts).values(record_id=5, kind="transcript", body="hello", created_at=now)
-        )
-        conn.execute(insert(albums).values(id=1, owner="alice", name="Trip", created_at=now))
-        for n, stage in enumerate(MEDIA_STAGES, 1):
-            conn.execute(
-                insert(media_items).values(
-                    id=n,
-                    owner="alice",
-                    album_id=1,
-                    kind="photo",
-                    uploaded_at=now,
-                    stage=stage,
-                    **queue,
-                )
-            )
+        fill_every_stage(conn, now, owner="alice")
 
 
 def test_0004_keeps_every_record_and_adds_sign_in(old_engine: Engine) -> None:
