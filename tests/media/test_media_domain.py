@@ -615,12 +615,34 @@ class _Recording(MediaSteps):
         return self._run("playback", ctx, super().playback)
 
 
+class _GatedPlayback(_Recording):
+    """Recording steps whose transcodes wait at a gate until the test opens it.
+
+    A transcode that has started holds its long-lane worker until the photos are done, so the
+    overlap the test proves does not hang on how fast this machine encodes video. If a short
+    worker ever took a transcode it would wait at the gate too, and the photos would stall.
+    """
+
+    def __init__(self, store: ObjectStore, settings: MediaSettings) -> None:
+        super().__init__(store, settings)
+        self.gate = threading.Event()
+        self.waiting = threading.Event()
+
+    def playback(self, ctx: StepContext) -> Outcome:
+        def gated(ctx: StepContext) -> Outcome:
+            self.waiting.set()
+            self.gate.wait(timeout=240)
+            return MediaSteps.playback(self, ctx)
+
+        return self._run("playback", ctx, gated)
+
+
 @pytest.mark.slow
 def test_m8_long_jobs_never_starve_image_work(
     engine: Engine, store: ObjectStore, clock: FakeClock, long_video: Path, tmp_path: Path
 ) -> None:
     """1 long + 2 short workers, 3 long videos then 200 photos: every photo gets its variants
-    while the videos are still transcoding, and no short worker ever runs a transcode."""
+    while a video is transcoding, and no short worker ever runs a transcode."""
     album_id = album(engine, clock)
     photos = []
     for n in range(200):
@@ -629,33 +651,36 @@ def test_m8_long_jobs_never_starve_image_work(
     # Newest first (M6): the videos' short-lane step comes first, so the long worker is busy
     # transcoding from the start while the short lane works through the photos.
     videos = [add(engine, store, clock, album_id, long_video) for _ in range(3)]
-    steps = _Recording(store, MEDIA)
+    steps = _GatedPlayback(store, MEDIA)
     domain = build_media_domain(steps)
     pool = WorkerPool(
         engine, [domain], {SHORT_LANE: 2, LONG_LANE: 1}, clock=clock, settings=PIPELINE
     )
     pool.start()
-    photos_done_at = None
-    still_transcoding: list[int] = []
-    deadline = time.monotonic() + 180
+    photos_done = False
+    transcoding_meanwhile: list[int] = []
+    deadline = time.monotonic() + 240
     try:
         while time.monotonic() < deadline:
             with engine.connect() as conn:
                 rows = dict(conn.execute(select(media_items.c.id, media_items.c.stage)).all())
-            if photos_done_at is None and all(rows[p] == "done" for p in photos):
-                photos_done_at = time.monotonic()
-                still_transcoding = [v for v in videos if rows[v] == "transcoding"]
+            if not photos_done and all(rows[p] == "done" for p in photos):
+                photos_done = True
+                transcoding_meanwhile = [v for v in videos if rows[v] == "transcoding"]
+                steps.gate.set()
             if all(stage == "done" for stage in rows.values()):
                 break
             time.sleep(0.05)
     finally:
+        steps.gate.set()
         pool.stop()
-    assert photos_done_at is not None, "photos never finished"
-    assert still_transcoding, "every video finished before the photos: no overlap to prove"
+    assert photos_done, "photos never finished"
+    # The long worker held a transcode the whole time the short lane made the photos' variants.
+    assert steps.waiting.is_set(), "no transcode started before the photos were done"
+    assert transcoding_meanwhile, "no video was transcoding while the photos were made"
     assert all(stage_of(engine, v) == "done" for v in videos)
     for thread, name, _item, _s, _e in steps.runs:
         assert thread.startswith("conveyor-long" if name == "playback" else "conveyor-short")
-    # The long worker was busy transcoding while the short lane made the photos' variants.
     playbacks = [(s, e) for _t, n, _i, s, e in steps.runs if n == "playback"]
     photo_runs = [(s, e) for _t, n, i, s, e in steps.runs if n == "variants" and i in photos]
     first_transcode = min(s for s, _e in playbacks)
