@@ -54,13 +54,13 @@ def pipeline(clips: list[Path], work: Path) -> float:
     from conveyor.db.tables import audio_records
     from conveyor.runtime import Runtime
 
+    # The shipped settings ([pipeline] and [transcription] defaults: 2 workers, poll delay 1 s,
+    # idle poll 2 s), with one recognizer kept warm through the whole run.
     settings = Settings(
         database={"url": f"sqlite:///{work / 'conveyor.db'}"},
         storage={"root": work / "data"},
-        pipeline={"workers": 2, "poll_interval": 0.05},
-        transcription={"threads": THREADS, "beam_size": BEAM, "poll_delay": 0.05,
-                       "processes": 1, "idle_exit": 60},
-    )  # fmt: skip
+        transcription={"threads": THREADS, "beam_size": BEAM, "processes": 1, "idle_exit": 600},
+    )
     runtime = Runtime(settings)
     runtime.migrate()
     pool = runtime.pool()
@@ -74,6 +74,8 @@ def pipeline(clips: list[Path], work: Path) -> float:
         ]
         runtime.notifier.publish()
         while True:
+            # Every advance wakes the notifier's waiters: look when something moved.
+            since = runtime.notifier.generation
             with runtime.engine.connect() as conn:
                 waiting = conn.execute(
                     select(func.count())
@@ -83,7 +85,7 @@ def pipeline(clips: list[Path], work: Path) -> float:
                 ).scalar_one()  # fmt: skip
             if waiting == 0:
                 return time.perf_counter() - started
-            time.sleep(0.02)
+            runtime.notifier.wait(since, 0.5)
 
     try:
         run([CORPUS / "silence_1s.wav", CORPUS / "jfk.wav"])  # warm-up: the model loads here

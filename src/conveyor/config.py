@@ -252,7 +252,9 @@ class TranscriptionSettings(_Section):
     beam_size: int = Field(default=5, ge=1)
     """Beam width of the decoder."""
     poll_delay: float = Field(default=1.0, gt=0)
-    """Seconds between polls of a running recognition operation."""
+    """Seconds between polls of a running recognition operation. The ``local`` provider's
+    operations are waited on instead while a recognizer works on them (seen within 10 ms of the
+    result); this is then the longest one wait lasts before the worker looks at other work."""
     model_cache: Path | None = None
     """Folder where the bundled ``base`` model is assembled; unset = ``~/.cache/conveyor/models``
     (or under ``$XDG_CACHE_HOME``)."""

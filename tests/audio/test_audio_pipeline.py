@@ -359,3 +359,58 @@ def test_d2_raw_response_is_a_stored_object_and_never_re_requested(
         text = transcript_of(conn, rid)
     assert row is not None and row["stage"] == "done"
     assert text is not None and "young man" in text["body"]
+
+
+def test_collect_sees_the_local_result_at_once_whatever_the_poll_delay(
+    engine: Engine, tmp_path: Path, corpus: Path
+) -> None:
+    """The local recognizer is waited on while it works (LongPolling), not polled on a timer:
+    with a poll delay of 25 s, jfk.wav moves from ``submitted`` to ``transcribed`` within a
+    second of its recognition ending, and a stopping pool is not held by the wait."""
+    settings = Settings(
+        storage={"root": tmp_path / "data"},
+        pipeline={"workers": 2, "poll_interval": 0.1},
+        transcription={"poll_delay": 25.0},
+    )
+    runtime = Runtime(settings, engine=engine)
+    pool = runtime.pool()
+    pool.start()
+    try:
+        rid = accept_audio(
+            runtime.engine, runtime.store, runtime.clock, corpus / "audio" / "jfk.wav", owner="ann"
+        )
+        runtime.notifier.publish()
+        wait_settled(runtime, [rid], timeout=120)
+        with runtime.engine.connect() as conn:
+            events = {
+                (e["stage"], e["outcome"]): float(e["created_at"])
+                for e in queries.events_of(conn, rid)
+            }
+        submitted = events[("normalized", "advanced")]
+        transcribed = events[("submitted", "advanced")]
+        # jfk.wav takes a few seconds to recognise; a timer would have come back after 25 s.
+        assert transcribed - submitted < 20
+        log = (tmp_path / "data").rglob("slot-0.log")
+        recognised = [
+            float(m) for f in log for m in re.findall(r"recognised in ([\d.]+)s", f.read_text())
+        ]
+        assert recognised and transcribed - submitted < recognised[-1] + 1.0
+        # A worker waiting on a recording gives it back when the pool stops, without delay.
+        second = accept_audio(
+            runtime.engine, runtime.store, runtime.clock, corpus / "audio" / "jfk.mp3", owner="ann"
+        )
+        runtime.notifier.publish()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with runtime.engine.connect() as conn:
+                row = queries.record_by_id(conn, second)
+            if row is not None and row["stage"] == "submitted" and row["claim_token"]:
+                break
+            time.sleep(0.05)
+        stopping = time.monotonic()
+    finally:
+        pool.stop()
+    assert time.monotonic() - stopping < 5
+    with runtime.engine.connect() as conn:
+        row = queries.record_by_id(conn, second)
+    assert row is not None and row["claim_token"] is None and row["halted_at"] is None

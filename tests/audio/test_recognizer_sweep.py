@@ -27,6 +27,15 @@ def _stage(runtime: Runtime, rid: int) -> str:
     return "halted" if row["halted_at"] is not None else str(row["stage"])
 
 
+def _hold_at_submitted(engine: Engine, until: float | None) -> None:
+    with engine.begin() as conn:
+        conn.execute(
+            update(audio_records)
+            .where(audio_records.c.stage == "submitted", audio_records.c.claim_token.is_(None))
+            .values(retry_at=until)
+        )
+
+
 def test_job_folders_of_deleted_and_stuck_records_are_swept_and_resume_recognises_again(
     engine: Engine, tmp_path: Path, corpus: Path
 ) -> None:
@@ -45,6 +54,8 @@ def test_job_folders_of_deleted_and_stuck_records_are_swept_and_resume_recognise
     )
     while {_stage(runtime, r) for r in (deleted, stuck, live)} != {"submitted"}:
         assert executor.run_once(runtime.audio, "audio")
+        # Submitted recordings wait for their poll: none is collected before all three are sent.
+        _hold_at_submitted(engine, until=time.time() + 3600)
     keys = {}
     with engine.connect() as conn:
         for rid in (deleted, stuck, live):
@@ -68,6 +79,7 @@ def test_job_folders_of_deleted_and_stuck_records_are_swept_and_resume_recognise
     assert sweep_job_folders(engine, provider, grace=1, now=time.time() + 2) == []
 
     resume(engine, runtime.audio, stuck, clock=runtime.clock)
+    _hold_at_submitted(engine, until=None)
     deadline = time.monotonic() + 300
     while {_stage(runtime, r) for r in (stuck, live)} != {"done"}:
         assert time.monotonic() < deadline, "records did not finish"

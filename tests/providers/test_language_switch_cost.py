@@ -83,3 +83,37 @@ def test_a_switch_is_still_examined_stretch_by_stretch(
     result = recognise(model, mixed)
     assert result["languages"] == ["en", "ru"]
     assert model.detections > 1
+
+
+def test_a_switch_away_and_back_past_the_first_30_s_is_heard(
+    model: CountingModel, tmp_path: Path
+) -> None:
+    """English for 32 s, Russian, English again: Whisper's detection (first 30 s) and the tail
+    detection both say English; the single pass drops the Russian middle, and that uncovered
+    speech is the sign that sends the recording stretch by stretch."""
+    from faster_whisper import decode_audio
+
+    def clip(name: str) -> np.ndarray[Any, np.dtype[np.float32]]:
+        return decode_audio(str(AUDIO_CORPUS / name), sampling_rate=16_000)
+
+    pause = np.zeros(16_000, dtype=np.float32)
+    english = ["jfk.wav", "sense_and_sensibility_0880.wav", "jfk.wav", "cards_005.wav"]
+    russian = ["ru_deepspeech.wav", "ru_neural_networks.wav"]
+    parts = [p for name in english + russian for p in (clip(name), pause)] + [clip("jfk.wav")]
+    audio = np.concatenate(parts)
+    russian_from = sum(p.size for p in parts[: 2 * len(english)]) / 16_000
+    russian_to = russian_from + sum(p.size for p in parts[2 * len(english) : -1]) / 16_000
+    assert russian_from > 30
+    mixed = tmp_path / "away_and_back.wav"
+    with wave.open(str(mixed), "wb") as sink:
+        sink.setnchannels(1)
+        sink.setsampwidth(2)
+        sink.setframerate(16_000)
+        sink.writeframes((audio * 32767).astype("<i2").tobytes())
+    result = recognise(model, mixed)
+    assert result["languages"] == ["en", "ru"]
+    middle = [s for s in result["segments"] if russian_from - 1 <= s["start"] < russian_to - 1]
+    assert middle and all(s["language"] == "ru" for s in middle)
+    assert any("сети" in s["text"].lower() for s in middle)
+    last = result["segments"][-1]
+    assert last["language"] == "en" and "country" in last["text"]

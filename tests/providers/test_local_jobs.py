@@ -18,6 +18,7 @@ import conveyor.providers
 from conveyor.config import TranscriptionSettings
 from conveyor.providers import (
     LocalWhisperProvider,
+    LongPolling,
     PollResult,
     RecognitionProvider,
     RecognitionRequest,
@@ -63,6 +64,7 @@ def test_public_surface() -> None:
         "BASE_MODEL_SHA256",
         "BASE_MODEL_SIZE",
         "LocalWhisperProvider",
+        "LongPolling",
         "PollResult",
         "PollState",
         "ProviderBusy",
@@ -288,3 +290,48 @@ def test_parse_refuses_foreign_documents(tmp_path: Path) -> None:
     for bad in (b"not json", b"[]", b'{"segments": [{"text": "x"}]}'):
         with pytest.raises(ValueError, match="not a local recognizer result"):
             provider.parse(bad)
+
+
+class _Stop(Exception):
+    pass
+
+
+@pytest.mark.usefixtures("audio_corpus")
+def test_wait_holds_only_for_a_job_being_worked_on_and_ends_when_its_result_is_written(
+    tmp_path: Path,
+) -> None:
+    """LongPolling: the job a free recognizer takes is waited on and seen within a moment of
+    its result; a job queued behind a busy recognizer answers at once; ``check`` ends a wait."""
+    provider = make_provider(tmp_path, processes=1)
+    assert isinstance(provider, LongPolling)
+    never = "never-submitted"
+    assert provider.wait(never, 5.0, lambda: None) == PollResult("unknown")
+    provider.submit(AUDIO / "jfk.wav", operation_id="first", request=RecognitionRequest())
+    provider.submit(AUDIO / "jfk.mp3", operation_id="second", request=RecognitionRequest())
+    # The recognizer may still be starting: "first" is the one it takes next, so it is waited on.
+    before = time.monotonic()
+    result = provider.wait("first", 0.3, lambda: None)
+    assert result.state == "running"
+    assert time.monotonic() - before >= 0.25
+    wait_taken(tmp_path / "first")
+    # "second" waits behind the busy recognizer: no worker is held for it.
+    before = time.monotonic()
+    assert provider.wait("second", TIMEOUT, lambda: None).state == "running"
+    assert time.monotonic() - before < 2.0
+    # A check that raises (a stopping worker) ends the wait with its exception.
+    looks: list[float] = []
+
+    def stop_on_second_look() -> None:
+        looks.append(time.monotonic())
+        if len(looks) == 2:
+            raise _Stop()
+
+    with pytest.raises(_Stop):
+        provider.wait("first", TIMEOUT, stop_on_second_look)
+    assert looks[1] - looks[0] < 1.5  # checked about twice a second
+    result = provider.wait("first", TIMEOUT, lambda: None)
+    finished_at = time.time()
+    assert result.state == "done" and result.raw is not None
+    written_at = (tmp_path / "first" / "result.json").stat().st_mtime
+    assert finished_at - written_at < 0.5, "the result was seen late"
+    assert wait(provider, "second").state == "done"

@@ -6,6 +6,7 @@
 """
 
 from conveyor.providers.base import (
+    LongPolling,
     PollResult,
     PollState,
     ProviderBusy,
@@ -25,6 +26,7 @@ __all__ = [
     "BASE_MODEL_SHA256",
     "BASE_MODEL_SIZE",
     "LocalWhisperProvider",
+    "LongPolling",
     "PollResult",
     "PollState",
     "ProviderBusy",

@@ -29,11 +29,13 @@ Credentials never appear in any text these exceptions or results carry (D16).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 __all__ = [
+    "LongPolling",
     "PollResult",
     "PollState",
     "ProviderBusy",
@@ -240,4 +242,31 @@ class RecognitionProvider(Protocol):
 
     def deadline(self, duration: float) -> float:
         """Seconds after submission past which a still-running operation is given up."""
+        ...
+
+
+@runtime_checkable
+class LongPolling(Protocol):
+    """A provider that can wait for an operation it is working on, cheaply, in the worker.
+
+    Polling on a timer either notices a result late (up to the poll delay) or costs a claim,
+    a poll and a save every few milliseconds, taking CPU from the recognizer itself on the same
+    machine. A provider whose operations finish on this host (the local recognizer) can instead
+    be waited on: the collect step waits up to its poll delay while the operation is being
+    worked on, and sees the result the moment it is written.
+    """
+
+    def wait(self, operation_id: str, timeout: float, check: Callable[[], None]) -> PollResult:
+        """Wait up to ``timeout`` seconds while the operation is being worked on.
+
+        Returns at once when the operation is not being worked on (queued, finished, unknown),
+        as soon as it finishes, or after ``timeout`` seconds with ``running``: the same answer
+        :meth:`RecognitionProvider.poll` would give then.
+
+        Args:
+            operation_id: as for ``poll``.
+            timeout: longest wait, seconds.
+            check: called between looks; raises to end the wait early (the worker is stopping
+                or lost its claim), and the exception propagates.
+        """
         ...

@@ -37,7 +37,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +85,10 @@ _INPUT = "input.wav"
 # recognizer counts as hung.
 _HANG_FACTOR = 10.0
 _MIN_HANG = 600.0
+# While waiting on a job (wait), how often its folder is looked at for a result, and how often
+# the recognizer working on it is checked for life and hangs (a full poll), seconds.
+_LOOK_EVERY = 0.01
+_FULL_POLL_EVERY = 0.5
 # Operation ids become folder names: no separators, no leading dot (dot names are ours).
 _OPERATION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 
@@ -177,6 +181,52 @@ class LocalWhisperProvider:
         with self._locked():
             self._ensure_recognizers()
             return self._state(job_dir)
+
+    def wait(self, operation_id: str, timeout: float, check: Callable[[], None]) -> PollResult:
+        """Wait up to ``timeout`` seconds for a job a recognizer works on or is about to take
+        (LongPolling).
+
+        A job queued behind busy recognizers returns at once (``running``), so a worker is never
+        held by a job no recognizer will take soon; a job a free (or starting) recognizer takes
+        next is waited on. Meanwhile the job folder is looked at every 10 ms (a few ``stat``
+        calls: nothing for the recognizer's CPUs to lose) and fully polled every 0.5 s, so a
+        recognizer that died or hung is still noticed and replaced.
+
+        Raises:
+            Exception: whatever ``check`` raises (the worker is stopping or lost its claim).
+        """
+        ends = time.monotonic() + timeout
+        result = self.poll(operation_id)
+        job_dir = self._work_dir / operation_id
+        while result.state == "running" and self._starts_soon(job_dir):
+            left = ends - time.monotonic()
+            if left <= 0:
+                break
+            check()
+            look_until = time.monotonic() + min(left, _FULL_POLL_EVERY)
+            while time.monotonic() < look_until and not _result_written(job_dir):
+                time.sleep(_LOOK_EVERY)
+            result = self.poll(operation_id)
+        return result
+
+    def _starts_soon(self, job_dir: Path) -> bool:
+        """Whether a recognizer works on the job, or a free one takes it next."""
+        if (job_dir / PID_FILE).exists():
+            return True
+        busy = 0
+        queued: list[tuple[float, str]] = []
+        for other in self._job_dirs():
+            if _result_written(other):
+                continue
+            if (other / PID_FILE).exists():
+                busy += 1
+                continue
+            try:
+                queued.append((float(_read_json(other / JOB_FILE)["queued_at"]), other.name))
+            except (OSError, ValueError, KeyError, TypeError):
+                continue  # being created or removed
+        free = self._settings.processes - busy
+        return job_dir.name in {name for _, name in sorted(queued)[: max(0, free)]}
 
     def parse(self, raw: bytes) -> Transcript:
         """Turn a ``result.json`` into a :class:`Transcript`, never inventing speech.
@@ -473,6 +523,10 @@ def _finished(job_dir: Path) -> PollResult | None:
             error = raw.decode("utf-8", "replace")
         return PollResult("failed", error=f"recognizer failed: {error}")
     return None
+
+
+def _result_written(job_dir: Path) -> bool:
+    return (job_dir / RESULT_FILE).exists() or (job_dir / ERROR_FILE).exists()
 
 
 def _waiting(job_dir: Path) -> bool:
