@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 import anyio.to_thread
@@ -33,14 +34,22 @@ from conveyor.api.uploads import Upload, clean_filename, receive_upload, upload_
 from conveyor.audio import queries
 from conveyor.audio.cards import record_card
 from conveyor.audio.deletion import delete_record
-from conveyor.audio.intake import accept_audio
+from conveyor.audio.intake import MAX_HINTS, accept_audio
 from conveyor.audio.texts import export_text
 from conveyor.clock import iso_utc
 from conveyor.errors import NotFound, RejectedInput
 from conveyor.objects import file_by_id
 from conveyor.pipeline import resume
 
-__all__ = ["RECORD_FIELDS", "UPLOAD_BODY", "card_of", "original_response", "router"]
+__all__ = [
+    "RECORD_FIELDS",
+    "UPLOAD_BODY",
+    "RecordChoices",
+    "card_of",
+    "original_response",
+    "record_choices",
+    "router",
+]
 
 router = APIRouter(prefix="/api/records", tags=["records"])
 
@@ -136,6 +145,52 @@ def _field(upload: Upload, name: str, given: str | None, limit: int) -> str | No
     return value
 
 
+@dataclass(frozen=True)
+class RecordChoices:
+    """What the owner chose for one recording upload, checked (see :func:`record_choices`)."""
+
+    title: str | None
+    language: str | None
+    hints: str | None
+    channels: str
+
+
+def record_choices(
+    upload: Upload,
+    *,
+    default_channels: str,
+    title: str | None = None,
+    language: str | None = None,
+    hints: str | None = None,
+    channels: str | None = None,
+) -> RecordChoices:
+    """The choices of a recording upload: each one given as a query parameter, else its
+    multipart text field (:data:`RECORD_FIELDS`), else its default.
+
+    Both upload routes (``POST /api/records`` and the web app's ``POST /records/upload``) check
+    them here, so a value one refuses the other refuses too. :func:`accept_audio` then checks
+    what needs the installation (a language the recognizer knows, the channel choices) and
+    collapses the hints' whitespace.
+
+    Args:
+        default_channels: ``[transcription] channels``, used when none is chosen.
+
+    Raises:
+        RejectedInput: ``invalid_request``: a field over its length (title 300, hints 1,000,
+            channels 8 characters), with a NUL character, or a ``language`` that is not two or
+            three lowercase ASCII letters.
+    """
+    lang = _field(upload, "language", language, 3)
+    if lang is not None and not (lang.isascii() and lang.isalpha() and lang.islower()):
+        raise RejectedInput("invalid_request", "language is an ISO 639-1 code such as `en`")
+    return RecordChoices(
+        title=_field(upload, "title", title, 300),
+        language=lang,
+        hints=_field(upload, "hints", hints, MAX_HINTS),
+        channels=_field(upload, "channels", channels, 8) or default_channels,
+    )
+
+
 @router.post(
     "",
     status_code=201,
@@ -193,9 +248,14 @@ async def upload_record(
         return await _answer(state, response, earlier, owner.name, replayed=True)
 
     def accept(chunks: Iterator[bytes], upload: Upload) -> int:
-        lang = _field(upload, "language", language, 3)
-        if lang is not None and not (lang.isascii() and lang.isalpha() and lang.islower()):
-            raise RejectedInput("invalid_request", "language is an ISO 639-1 code such as `en`")
+        chosen = record_choices(
+            upload,
+            default_channels=runtime.settings.transcription.channels,
+            title=title,
+            language=language,
+            hints=hints,
+            channels=channels,
+        )
         return accept_audio(
             runtime.engine,
             runtime.store,
@@ -203,16 +263,15 @@ async def upload_record(
             chunks,
             owner=owner.name,
             original_name=clean_filename(name) if name else upload.filename,
-            title=_field(upload, "title", title, 300),
-            language=lang,
+            title=chosen.title,
+            language=chosen.language,
             raw_pcm=raw_pcm,
             strict=True,
             max_bytes=max_bytes,
             languages=runtime.languages,
             on_insert=once.recorder(runtime.clock),
-            hints=_field(upload, "hints", hints, 1000),
-            channels=_field(upload, "channels", channels, 8)
-            or runtime.settings.transcription.channels,
+            hints=chosen.hints,
+            channels=chosen.channels,
         )
 
     try:

@@ -10,6 +10,8 @@ Pages::
     GET  /sign-in, POST /sign-in, POST /sign-out     sign-in (argon2id), sign-out
     GET  /records[?show=&stage=&before=ID]           your recordings, live counts, filters, paged
     GET  /records/{id}                               player, live transcript, edits, exports
+    POST /records/upload                             one recording (language, hints, channels)
+    GET  /vocabulary, POST /vocabulary               your standing names and terms
     GET  /albums, /albums/{id}[?before=CURSOR]       albums, the live grid (keyset pages)
     GET  /items/{id}                                 the viewer, filled in live
     GET  /tokens                                     create and revoke API tokens
@@ -33,7 +35,13 @@ from starlette.responses import Response
 from conveyor.api.app import create_app as create_api
 from conveyor.api.errors import error_response
 from conveyor.runtime import Runtime
-from conveyor.web import routes_albums, routes_operator, routes_records, routes_session
+from conveyor.web import (
+    routes_albums,
+    routes_operator,
+    routes_records,
+    routes_session,
+    routes_vocabulary,
+)
 from conveyor.web.auth import CsrfRefused, SignInRequired, sign_in_url
 from conveyor.web.pages import render
 
@@ -110,6 +118,7 @@ def create_app(runtime: Runtime, *, run_workers: bool = True) -> FastAPI:
     app.mount("/static", StaticFiles(packages=[("conveyor.web", "static")]), name="static")
     app.include_router(routes_session.router)
     app.include_router(routes_records.router)
+    app.include_router(routes_vocabulary.router)
     app.include_router(routes_albums.router)
     app.include_router(routes_operator.router)
     return app

@@ -14,11 +14,12 @@ from sqlalchemy import Connection
 from starlette.responses import Response
 
 from conveyor.api.objects import object_response
+from conveyor.api.routes_records import RECORD_FIELDS, record_choices
 from conveyor.api.state import ApiState, State
 from conveyor.api.text_formats import srt, vtt
 from conveyor.api.uploads import Upload, receive_upload
 from conveyor.audio import queries as audio_queries
-from conveyor.audio.intake import accept_audio
+from conveyor.audio.intake import CHANNEL_CHOICES, MAX_HINTS, accept_audio
 from conveyor.audio.texts import (
     MAX_TOPICS,
     PROOFREAD,
@@ -29,6 +30,7 @@ from conveyor.audio.texts import (
     save_proofread,
     set_topics,
 )
+from conveyor.audio.vocabulary import owner_vocabulary
 from conveyor.errors import Conflict, NotFound, RejectedInput
 from conveyor.objects import file_by_id
 from conveyor.pipeline import resume
@@ -38,7 +40,7 @@ from conveyor.web.pages import render
 from conveyor.web.streams import journal_reader, page_stream_response, start_point
 from conveyor.web.views import record_status, record_statuses
 
-__all__ = ["PAGE_SIZE", "router"]
+__all__ = ["PAGE_SIZE", "UPLOAD_FIELDS", "router"]
 
 router = APIRouter(include_in_schema=False)
 
@@ -67,6 +69,12 @@ StageFilter = Annotated[
 ]
 
 
+_CHANNEL_WORDS = {
+    "mix": "mix: all channels heard as one",
+    "separate": "separate: each channel on its own, its lines labelled",
+}
+
+
 @router.get("/records")
 def records_page(
     request: Request,
@@ -89,7 +97,9 @@ def records_page(
         )
         records = record_statuses(conn, runtime.audio, rows[:PAGE_SIZE], now)
         counts = queries.record_counts(conn, viewer.name)
+        vocabulary = owner_vocabulary(conn, viewer.name)
     older = records[-1]["id"] if len(rows) > PAGE_SIZE else None
+    default_channels = runtime.settings.transcription.channels
     filters = {k: v for k, v in (("show", show), ("stage", stage)) if v}
     return render(
         request,
@@ -104,6 +114,13 @@ def records_page(
             "stage": stage,
             "filters": urlencode(filters),
             "stages": [s.name for s in runtime.audio.stages],
+            "max_hints": MAX_HINTS,
+            "vocabulary": vocabulary,
+            "default_channels": default_channels,
+            "channel_choices": [
+                (value, _CHANNEL_WORDS[value] + (" (default)" if value == default_channels else ""))
+                for value in CHANNEL_CHOICES
+            ],
         },
     )
 
@@ -116,16 +133,26 @@ def records_counts(request: Request, state: State, viewer: Viewer) -> Response:
     return render(request, "_record_counts.html", {"counts": counts})
 
 
+# The page's upload options (a title would name every dropped file alike, so it has none).
+UPLOAD_FIELDS = RECORD_FIELDS - {"title"}
+
+
 @router.post("/records/upload")
 async def upload_recording(request: Request, state: State, viewer: CsrfHeader) -> Response:
     """One file per request (the page sends each dropped file on its own, with progress).
 
-    201 ``{"id", "url"}``; a refused file answers the API's error shape with its status.
+    Text parts before ``file``: ``language`` (ISO 639-1; absent = detect), ``hints`` (at most
+    1,000 characters), ``channels`` (``mix`` / ``separate``; absent = ``[transcription]
+    channels``), checked as ``POST /api/records`` checks them (:func:`record_choices`).
+
+    201 ``{"id", "url"}``; a refused file answers the API's error shape with its status (422
+    for an invalid option, 400 ``unknown_field`` for another field), nothing stored.
     """
     runtime = state.runtime
     max_bytes = runtime.settings.api.max_upload_bytes
 
     def accept(chunks: Iterator[bytes], upload: Upload) -> int:
+        chosen = record_choices(upload, default_channels=runtime.settings.transcription.channels)
         return accept_audio(
             runtime.engine,
             runtime.store,
@@ -134,14 +161,18 @@ async def upload_recording(request: Request, state: State, viewer: CsrfHeader) -
             owner=viewer.name,
             original_name=upload.filename,
             title=None,
-            language=None,
+            language=chosen.language,
             raw_pcm=False,
             strict=True,
             max_bytes=max_bytes,
             languages=runtime.languages,
+            hints=chosen.hints,
+            channels=chosen.channels,
         )
 
-    record_id = await receive_upload(request, accept, max_bytes=max_bytes, owner=viewer.name)
+    record_id = await receive_upload(
+        request, accept, max_bytes=max_bytes, owner=viewer.name, fields=UPLOAD_FIELDS
+    )
     await anyio.to_thread.run_sync(runtime.notifier.publish)
     return JSONResponse({"id": record_id, "url": f"/records/{record_id}"}, status_code=201)
 
@@ -209,6 +240,7 @@ def record_page(
         record = record_status(conn, state.runtime.audio, row, runtime.clock.now())
         text = _text_context(conn, record_id)
         topics = record_topics(conn, record_id)
+        hints = [t["body"] for t in audio_queries.texts_of(conn, record_id) if t["kind"] == "hints"]
     dictionary = owner_topics(runtime.engine, viewer.name)
     return render(
         request,
@@ -219,6 +251,13 @@ def record_page(
             "topics": topics,
             "dictionary": [t for t in dictionary if t not in topics],
             "max_topics": MAX_TOPICS,
+            # What the owner chose at upload; a record from before the choice follows the
+            # setting.
+            "choices": {
+                "language": row["language"],
+                "channels": row["channels"] or runtime.settings.transcription.channels,
+                "hints": hints[0] if hints else None,
+            },
             "last_event_id": last_event_id,
             "saved": saved,
             "error": error,

@@ -218,7 +218,20 @@
   document.querySelectorAll(".dropzone").forEach(function (zone) {
     var input = zone.querySelector("input[type=file]");
     var list = zone.parentNode.querySelector(".uploads");
+    var options = zone.dataset.options ? document.getElementById(zone.dataset.options) : null;
+    /* The options as they are when a file is dropped: set them, then add files. An empty one
+     * is left out (the server's default: detect the language, no hints). */
+    function chosen() {
+      var values = [];
+      if (!options) return values;
+      options.querySelectorAll("input[name], textarea[name], select[name]").forEach(function (el) {
+        var value = el.value.trim();
+        if (value) values.push([el.name, value]);
+      });
+      return values;
+    }
     function send(file) {
+      var fields = chosen();
       var li = document.createElement("li");
       var name = document.createElement("span");
       name.className = "upload-name";
@@ -258,6 +271,8 @@
       };
       xhr.onerror = function () { li.className = "upload-failed"; state.textContent = "failed: the connection dropped"; };
       var form = new FormData();
+      /* Text parts first: the server streams the file part to storage as it arrives. */
+      fields.forEach(function (f) { form.append(f[0], f[1]); });
       form.append("file", file, file.name);
       xhr.send(form);
     }
