@@ -402,7 +402,7 @@ def test_every_page_passes_an_accessibility_scan(
     record_id = halted_record(built, corpus, owner="root")
     page = new_page(browser, url, "root", bypass_csp=True)
     failures: dict[str, list[str]] = {}
-    paths = ["/records", f"/records/{record_id}", "/albums", "/tokens", "/operator"]
+    paths = ["/records", f"/records/{record_id}", "/albums", "/tokens", "/operator", "/vocabulary"]
     page.goto("/albums")
     page.fill("#album-name", "Scan")
     page.click("text=Create")
