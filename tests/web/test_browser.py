@@ -415,6 +415,8 @@ def test_every_page_passes_an_accessibility_scan(
         page.goto(path)
         if path.startswith("/items/"):
             shot(site, page, "item-halted")
+        if path == "/vocabulary":
+            shot(site, page, "vocabulary")
         found = serious_violations(page)
         if found:
             failures[path] = found
