@@ -314,10 +314,15 @@ def test_wait_holds_only_for_a_job_being_worked_on_and_ends_when_its_result_is_w
     assert result.state == "running"
     assert time.monotonic() - before >= 0.25
     wait_taken(tmp_path / "first")
-    # "second" waits behind the busy recognizer: no worker is held for it.
+    # Queued behind the busy recognizer: no worker is held, and the later in the queue, the
+    # later the next look (a backlog of thousands is not polled thousands of times a second).
+    provider.submit(AUDIO / "cards_005.wav", operation_id="third", request=RecognitionRequest())
     before = time.monotonic()
-    assert provider.wait("second", TIMEOUT, lambda: None).state == "running"
+    second = provider.wait("second", TIMEOUT, lambda: None)
+    third = provider.wait("third", TIMEOUT, lambda: None)
     assert time.monotonic() - before < 2.0
+    assert second.state == third.state == "running"
+    assert second.retry_after == 0.5 and third.retry_after == 1.0  # poll_delay 1 s, 1 recognizer
     # A check that raises (a stopping worker) ends the wait with its exception.
     looks: list[float] = []
 
@@ -335,3 +340,4 @@ def test_wait_holds_only_for_a_job_being_worked_on_and_ends_when_its_result_is_w
     written_at = (tmp_path / "first" / "result.json").stat().st_mtime
     assert finished_at - written_at < 0.5, "the result was seen late"
     assert wait(provider, "second").state == "done"
+    assert wait(provider, "third").state == "done"

@@ -89,6 +89,11 @@ _MIN_HANG = 600.0
 # the recognizer working on it is checked for life and hangs (a full poll), seconds.
 _LOOK_EVERY = 0.01
 _FULL_POLL_EVERY = 0.5
+# The queue is read at most this often (seconds) by one provider: with a backlog of thousands,
+# reading it per poll would cost more than the polls. A queued job is looked at no less often
+# than every _MOST_QUEUED_DELAY seconds.
+_QUEUE_FRESH = 0.25
+_MOST_QUEUED_DELAY = 30.0
 # Operation ids become folder names: no separators, no leading dot (dot names are ours).
 _OPERATION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 
@@ -138,6 +143,7 @@ class LocalWhisperProvider:
         self._hang_after = hang_after
         self._children: dict[int, subprocess.Popen[bytes]] = {}  # slot → recognizer
         self._mutex = threading.Lock()
+        self._queue_seen: tuple[float, int, dict[str, int]] | None = None
         # A job folder is keyed by the caller's id: a repeated submit finds it (D12).
         self.idempotent_submit = True
         self.hears_channels_apart = True
@@ -186,11 +192,13 @@ class LocalWhisperProvider:
         """Wait up to ``timeout`` seconds for a job a recognizer works on or is about to take
         (LongPolling).
 
-        A job queued behind busy recognizers returns at once (``running``), so a worker is never
-        held by a job no recognizer will take soon; a job a free (or starting) recognizer takes
-        next is waited on. Meanwhile the job folder is looked at every 10 ms (a few ``stat``
-        calls: nothing for the recognizer's CPUs to lose) and fully polled every 0.5 s, so a
-        recognizer that died or hung is still noticed and replaced.
+        A job a free (or starting) recognizer takes next, or one already taken, is waited on:
+        its folder is looked at every 10 ms (a few ``stat`` calls: nothing for the recognizer's
+        CPUs to lose) and fully polled every 0.5 s, so a recognizer that died or hung is still
+        noticed and replaced. A job queued behind busy recognizers answers at once
+        (``running``) with ``retry_after`` growing with its place in the queue: ``poll_delay``
+        x (1 + place / processes) / 2, at most 30 s, so a backlog of thousands is not polled
+        thousands of times a second, and no worker is held for it.
 
         Raises:
             Exception: whatever ``check`` raises (the worker is stopping or lost its claim).
@@ -198,7 +206,11 @@ class LocalWhisperProvider:
         ends = time.monotonic() + timeout
         result = self.poll(operation_id)
         job_dir = self._work_dir / operation_id
-        while result.state == "running" and self._starts_soon(job_dir):
+        while result.state == "running":
+            place = self._place(job_dir)
+            if place is not None:
+                later = self._settings.poll_delay * (1 + place / self._settings.processes) / 2
+                return PollResult("running", retry_after=min(_MOST_QUEUED_DELAY, later))
             left = ends - time.monotonic()
             if left <= 0:
                 break
@@ -209,10 +221,25 @@ class LocalWhisperProvider:
             result = self.poll(operation_id)
         return result
 
-    def _starts_soon(self, job_dir: Path) -> bool:
-        """Whether a recognizer works on the job, or a free one takes it next."""
+    def _place(self, job_dir: Path) -> int | None:
+        """None when a recognizer works on the job or a free one takes it next; otherwise how
+        many queued jobs wait beyond the free recognizers before it (0: next in line)."""
         if (job_dir / PID_FILE).exists():
-            return True
+            return None
+        now = time.monotonic()
+        seen = self._queue_seen
+        if seen is None or now - seen[0] > _QUEUE_FRESH or job_dir.name not in seen[2]:
+            # Read again when old, or when the job is newer than the last reading.
+            seen = self._queue_seen = (now, *self._queue())
+        _, busy, order = seen
+        ahead = order.get(job_dir.name)
+        if ahead is None:
+            return None  # not queued: taken, or finished, just now
+        free = self._settings.processes - busy
+        return None if ahead < free else ahead - max(0, free)
+
+    def _queue(self) -> tuple[int, dict[str, int]]:
+        """(recognizers busy, queued job name -> its place in the queue, oldest first)."""
         busy = 0
         queued: list[tuple[float, str]] = []
         for other in self._job_dirs():
@@ -225,8 +252,7 @@ class LocalWhisperProvider:
                 queued.append((float(_read_json(other / JOB_FILE)["queued_at"]), other.name))
             except (OSError, ValueError, KeyError, TypeError):
                 continue  # being created or removed
-        free = self._settings.processes - busy
-        return job_dir.name in {name for _, name in sorted(queued)[: max(0, free)]}
+        return busy, {name: place for place, (_, name) in enumerate(sorted(queued))}
 
     def parse(self, raw: bytes) -> Transcript:
         """Turn a ``result.json`` into a :class:`Transcript`, never inventing speech.
