@@ -270,6 +270,23 @@ def test_parse_never_keeps_a_loop_that_failed_at_every_temperature(tmp_path: Pat
     assert [s.text for s in transcript.segments] == ["First.", "Last."]
 
 
+def test_parse_keeps_a_sentence_said_again_in_a_window_that_failed(tmp_path: Path) -> None:
+    """Whisper reports one compression ratio for its whole 30 s window: jfk.wav said twice in
+    one window gave 2.48 on both segments. Each segment's own text is one saying, so both are
+    kept (before, the recording came out as "no speech"); a segment that loops on its own is
+    still dropped."""
+    provider = make_provider(tmp_path)
+    jfk = (
+        " And so my fellow Americans, ask not what your country can do for you, ask what you can"
+        " do for your country."
+    )
+    twice = provider.parse(raw((jfk, 0.02, -0.18), (jfk, 0.02, -0.18), ratio=2.48))
+    assert not twice.no_speech
+    assert [s.text for s in twice.segments] == [jfk.strip(), jfk.strip()]
+    looped = provider.parse(raw((jfk, 0.02, -0.18), (jfk * 3, 0.02, -0.18), ratio=2.48))
+    assert [s.text for s in looped.segments] == [jfk.strip()]
+
+
 @pytest.mark.parametrize(
     "text", [" uh", " Oh", " Um, hmm...", " [Music]", " ♪", " ...", " Эм.", ""]
 )
