@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from conveyor.providers.gates import LOGPROB_FLOOR, decoded_speech
 from conveyor.providers.local import (
     ERROR_FILE,
     JOB_FILE,
@@ -118,6 +119,10 @@ def recognise(model: Any, job: dict[str, Any]) -> dict[str, Any]:
                     _transcribe(model, job, audio, start, end, language, label)
                     for start, end, language in runs
                 ]
+        passes = [
+            (_recover_loops(model, job, audio, run, label), language, probability)
+            for run, language, probability in passes
+        ]
         for run, language, language_probability in passes:
             if run and language not in languages:
                 languages.append(language)
@@ -133,6 +138,35 @@ def recognise(model: Any, job: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _recover_loops(
+    model: Any,
+    job: dict[str, Any],
+    audio: npt.NDArray[np.float32],
+    run: list[dict[str, Any]],
+    label: str | None,
+) -> list[dict[str, Any]]:
+    """``run`` with each looping segment decoded once more, by beam search alone.
+
+    A window of speech said several times fails Whisper's compression check at temperature 0,
+    so Whisper falls back to sampling, and a sample can loop ("ask not ..." over and over for
+    the whole window): the gate drops that segment and the speech in it with it. Beam search
+    without the compression fallback usually hears each saying; what it gives goes through the
+    same gate, so a loop it makes too is still dropped. Costs nothing when no segment loops.
+    """
+    recovered: list[dict[str, Any]] = []
+    for segment in run:
+        if decoded_speech(segment) or float(segment["avg_logprob"]) < LOGPROB_FLOOR:
+            recovered.append(segment)
+            continue
+        start = max(0, int(float(segment["start"]) * _RATE))
+        end = min(audio.size, int(float(segment["end"]) * _RATE))
+        again, _, _ = _transcribe(
+            model, job, audio, start, end, segment["language"], label, beam_only=True
+        )
+        recovered += again
+    return recovered
+
+
 def _transcribe(
     model: Any,
     job: dict[str, Any],
@@ -141,9 +175,22 @@ def _transcribe(
     end: int,
     language: str | None,
     label: str | None,
+    *,
+    beam_only: bool = False,
 ) -> tuple[list[dict[str, Any]], str, float]:
     """One Whisper call on ``audio[start:end]``: its segments (times from the start of
-    ``audio``), the language it used and that language's detected probability."""
+    ``audio``), the language it used and that language's detected probability.
+
+    ``beam_only``: beam search at temperature 0, with no fallback on the compression check and
+    no conditioning on earlier text (see :func:`_recover_loops`).
+    """
+    extra: dict[str, Any] = {}
+    if beam_only:
+        extra = {
+            "temperature": 0.0,
+            "compression_ratio_threshold": None,
+            "condition_on_previous_text": False,
+        }
     found, info = model.transcribe(
         audio[start:end],
         language=language,
@@ -151,6 +198,7 @@ def _transcribe(
         # Vocabulary hints (names, terms) steer the decoder's spelling of them.
         initial_prompt=job.get("initial_prompt"),
         vad_filter=True,  # faster-whisper's bundled Silero VAD: no decoding of silence
+        **extra,
     )
     offset = start / _RATE
     run = [
