@@ -214,6 +214,41 @@ def test_noise_level_matches_the_manifest(tmp_path: Path) -> None:
     assert not result.silent
 
 
+def _stereo(path: Path, left: np.ndarray, right: np.ndarray) -> Path:
+    import wave
+
+    with wave.open(str(path), "wb") as sink:
+        sink.setnchannels(2)
+        sink.setsampwidth(2)
+        sink.setframerate(TARGET_SAMPLE_RATE)
+        sink.writeframes(np.stack([left, right], axis=1).astype("<i2").tobytes())
+    return path
+
+
+def test_channels_in_opposite_phase_are_heard_not_judged_silent(tmp_path: Path) -> None:
+    """jfk.wav on the left and its inverse on the right cancel to digital zero when mixed: the
+    loudest channel is kept alone, and the summary says so; the original is left as it was."""
+    _, _, _, _, speech = read_wav(AUDIO / "jfk.wav")
+    speech = np.clip(speech.astype(np.int32), -32767, 32767)
+    source = _stereo(tmp_path / "antiphase.wav", speech, -speech)
+    before = source.read_bytes()
+    dst = tmp_path / "out.wav"
+    result = normalize_audio(source, dst)
+    assert result.cancelled_mix == 1 and not result.silent
+    assert result.channels == 2 and result.output_channels == 1
+    assert result.peak_dbfs > -10
+    _, _, _, channels, samples = read_wav(dst)
+    assert channels == 1 and samples.size == speech.size
+    assert np.array_equal(samples, speech.astype(np.int16))
+    assert source.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".apart")] == []
+    # A silent stereo file stays silent; channels that do not cancel are mixed as before.
+    quiet = normalize_audio(_stereo(tmp_path / "zero.wav", speech * 0, speech * 0), dst)
+    assert quiet.silent and quiet.cancelled_mix is None
+    same = normalize_audio(_stereo(tmp_path / "same.wav", speech, speech), dst)
+    assert not same.silent and same.cancelled_mix is None
+
+
 def test_stereo_is_downmixed_to_mono(tmp_path: Path) -> None:
     dst = tmp_path / "out.wav"
     result = normalize_audio(AUDIO / "stereo_two_speakers.wav", dst)

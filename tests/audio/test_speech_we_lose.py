@@ -190,3 +190,21 @@ def test_two_speakers_on_two_channels_are_recognised_apart_with_labels(
     assert "horizon" in right and "distant" in right
     assert "[1]" in text["body"] and "[2]" in text["body"]
     assert record_card(row)["channels"] == "separate"
+
+
+def test_channels_in_opposite_phase_are_transcribed_not_called_silence(
+    engine: Engine, tmp_path: Path, corpus: Path
+) -> None:
+    """jfk.wav left and inverted right mix to digital zero: the record used to end "digital
+    silence, recognition skipped". One channel is heard alone, and the history says why."""
+    speech = read_clip(corpus / "audio" / "jfk.wav")
+    source = write_wav(tmp_path / "antiphase.wav", [speech, -speech])
+    runtime = make_runtime(engine, tmp_path)
+    rid = accept_audio(runtime.engine, runtime.store, runtime.clock, source, owner="ann")
+    row = run_to_end(runtime, rid)
+    assert row["stage"] == "done" and not row["no_speech"], dict(row)
+    with runtime.engine.connect() as conn:
+        body = (transcript_of(conn, rid) or {})["body"].lower()
+        notes = " ".join(e["outcome_text"] or "" for e in queries.events_of(conn, rid))
+    assert "ask not what your country" in body
+    assert "cancel each other when mixed" in notes and "digital silence" not in notes

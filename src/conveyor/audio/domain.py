@@ -174,6 +174,11 @@ class AudioSteps:
             note += f"; {result.output_channels} channels kept apart"
         if record["channels"] == "separate" and not self._channels_apart(record):
             note += f"; channels mixed: {self.provider.name} recognises one mix only"
+        if result.cancelled_mix is not None:
+            note += (
+                f"; the channels cancel each other when mixed (opposite phase): channel "
+                f"{result.cancelled_mix} heard alone"
+            )
         if result.skipped_tracks:
             note += f"; {result.skipped_tracks} audio track(s) left out: no decoder for their codec"
         return Advance(

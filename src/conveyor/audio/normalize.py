@@ -15,6 +15,7 @@ Failures are :class:`~conveyor.errors.MediaError` with one of the reasons in
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import wave
@@ -134,6 +135,9 @@ class NormalizedAudio:
         silent: the output is (near) digital silence: even its loudest sample is below
             :data:`SILENCE_DBFS` (``peak_dbfs``; the mean level is never used: quiet speech in
             a long recording has a very low mean).
+        cancelled_mix: when the channels cancelled each other in the mix (the same sound in
+            opposite phase), the channel (1-based, over every heard track) written alone
+            instead; otherwise None.
     """
 
     duration: float
@@ -148,6 +152,7 @@ class NormalizedAudio:
     tracks: int = 1
     skipped_tracks: int = 0
     output_channels: int = 1
+    cancelled_mix: int | None = None
 
 
 def normalize_audio(
@@ -220,8 +225,58 @@ def normalize_audio(
             # (35 MB at 6 h): see conveyor.audio.mp4_edits.
             options = {"advanced_editlist": "0"}
 
-    with atomic_path(dst) as tmp, tmp.open("wb") as out, src.open("rb") as source:
-        return _transcode(src, source, out, sniffed, demuxer, options, separate_channels)
+    with atomic_path(dst) as tmp:
+        with tmp.open("wb") as out, src.open("rb") as source:
+            result = _transcode(src, source, out, sniffed, demuxer, options, separate_channels)
+        if result.silent and not separate_channels and (result.channels > 1 or result.tracks > 1):
+            # Silent once mixed, but made of several channels: they may cancel each other.
+            # A rare case, so it pays a second decode rather than every recording a check.
+            scratch = tmp.with_name(tmp.name + ".apart")
+            try:
+                with scratch.open("w+b") as apart, src.open("rb") as source:
+                    kept = _transcode(src, source, apart, sniffed, demuxer, options, True)
+                    result = _loudest_if_cancelled(result, kept, apart, tmp)
+            finally:
+                scratch.unlink(missing_ok=True)
+        return result
+
+
+def _loudest_if_cancelled(
+    mixed: NormalizedAudio, apart: NormalizedAudio, channels: IO[bytes], dst: Path
+) -> NormalizedAudio:
+    """When the mix of ``channels`` (a WAV of one channel per heard channel) is silent but one
+    of them is not — the same sound in opposite phase, as from a miswired microphone or a
+    "stereo widened" export — write that loudest channel alone to ``dst`` as mono. Streams
+    twice (peaks, then the channel); returns ``mixed`` unchanged when every channel is silent.
+    """
+    channels.seek(0)
+    with wave.open(channels, "rb") as source:
+        count = source.getnchannels()
+        peaks = np.zeros(count, dtype=np.int64)
+        while block := source.readframes(_OUT_FRAME * 8):
+            frames = np.frombuffer(block, dtype="<i2").reshape(-1, count).astype(np.int64)
+            peaks = np.maximum(peaks, np.abs(frames).max(axis=0))
+        loudest = int(peaks.argmax())
+        if peaks[loudest] == 0 or 20.0 * math.log10(peaks[loudest] / _FULL_SCALE) < SILENCE_DBFS:
+            return mixed
+        source.rewind()
+        with dst.open("wb") as out:
+            sink = _WavSink(out)
+            try:
+                while block := source.readframes(_OUT_FRAME * 8):
+                    frames = np.frombuffer(block, dtype="<i2").reshape(-1, count)
+                    sink.write(np.ascontiguousarray(frames[:, loudest]))
+            finally:
+                sink.close()
+    peak_dbfs = sink.peak_dbfs()
+    return dataclasses.replace(
+        apart,
+        rms_dbfs=sink.rms_dbfs(),
+        peak_dbfs=peak_dbfs,
+        silent=peak_dbfs < SILENCE_DBFS,
+        output_channels=1,
+        cancelled_mix=loudest + 1,
+    )
 
 
 def _demuxer_for(src: Path, sniffed: Sniffed) -> str | None:
