@@ -117,3 +117,31 @@ def test_a_switch_away_and_back_past_the_first_30_s_is_heard(
     assert any("сети" in s["text"].lower() for s in middle)
     last = result["segments"][-1]
     assert last["language"] == "en" and "country" in last["text"]
+
+
+def test_a_window_decoded_unsurely_is_a_sign_of_another_language(model: CountingModel) -> None:
+    """Russian decoded as English comes out as English text at an average log-probability near
+    -1 (-0.96 for ru_deepspeech.wav), English speech at -0.2 to -0.6: a single pass whose
+    segments all cover their speech, sure of its language, is still examined when a window was
+    decoded below -0.7."""
+    from faster_whisper import decode_audio
+
+    audio = np.concatenate(
+        [
+            decode_audio(str(AUDIO_CORPUS / "jfk.wav"), sampling_rate=16_000),
+            np.zeros(16_000, dtype=np.float32),
+            decode_audio(str(AUDIO_CORPUS / "ru_deepspeech.wav"), sampling_rate=16_000),
+        ]
+    )
+    stretches = [(0, 11 * 16_000), (12 * 16_000, audio.size)]
+    judged = [0, 1]
+
+    def single_pass(logprob: float) -> tuple[list[dict[str, Any]], str, float]:
+        segments = [
+            {"start": a / 16_000, "end": b / 16_000, "avg_logprob": logprob} for a, b in stretches
+        ]
+        return segments, "en", 0.97
+
+    suspected = whisper_job._switch_suspected
+    assert suspected(model, audio, stretches, judged, single_pass(-0.96))
+    assert not suspected(model, audio, stretches, judged, single_pass(-0.3))

@@ -66,6 +66,7 @@ _MIN_JUDGED = _RATE // 2  # shorter stretches are too short to judge their langu
 _MAX_DETECTIONS = 24  # bounds the extra encoder passes of a long recording
 _SURE = 0.5  # detections below this probability take their neighbours' language
 _SURE_WHOLE = 0.9  # a single pass's detection below this may hide a second language
+_UNSURE_LOGPROB = -0.7  # a window decoded less surely than this may be in another language
 _WINDOW = 30 * _RATE  # Whisper hears 30 s at a time
 
 
@@ -297,11 +298,19 @@ def _switch_suspected(
 
     * its detection on the first 30 s was unsure (below 0.9: each language pulls its own way);
     * a stretch of speech (at least 0.5 s) that no segment of the pass covers: dropped speech;
+    * a window decoded with an average log-probability below -0.7: made-up or translated text
+      (Russian decoded as English came out as English at -0.96 and -1.02; English speech
+      decodes at -0.2 to -0.6);
     * past 30 s (the detection saw only the start), the last stretches are detected as another
       language (one detection).
+
+    A false sign costs detections, never the text: when they all agree with the single pass,
+    it stands.
     """
     segments, language, probability = first
     if probability < _SURE_WHOLE:
+        return True
+    if any(float(s["avg_logprob"]) < _UNSURE_LOGPROB for s in segments):
         return True
     spans = [(float(s["start"]) * _RATE, float(s["end"]) * _RATE) for s in segments]
     for index in judged:
