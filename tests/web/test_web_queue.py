@@ -10,7 +10,14 @@ from sqlalchemy import insert
 from web_helpers import HTML, MakeSite, sign_in
 
 from conveyor.audio.queries import record_by_id
-from conveyor.db.tables import albums, audio_records, files, media_items, media_objects
+from conveyor.db.tables import (
+    albums,
+    audio_records,
+    files,
+    media_items,
+    media_objects,
+    recognition_attempts,
+)
 from conveyor.media.albums import item_view
 from conveyor.testing import FakeClock
 from conveyor.web import queries
@@ -252,3 +259,44 @@ def test_a_pages_statuses_read_together_equal_each_read_alone(make_site: MakeSit
         assert record_statuses(conn, audio, front, now) == [
             record_status(conn, audio, r, now) for r in front
         ]
+
+
+def test_a_record_refused_by_its_provider_says_why_on_its_page(make_site: MakeSite) -> None:
+    """A record whose provider refused its tries (unreachable) is not failing (attempts 0):
+    its page says what the provider said on the newest try, the tries, and the next one."""
+    clock = FakeClock()
+    site = make_site(clock=clock)
+    now = clock.now()
+    engine = site.runtime.engine
+    with engine.begin() as conn:
+        conn.execute(
+            insert(files).values(
+                id=1, key="u/1", mime_type="audio/wav", size=1, state="stored", created_at=now
+            )
+        )
+        conn.execute(insert(audio_records), [_record(1, now - 60, "normalized", retry_at=now + 8)])
+        conn.execute(
+            insert(recognition_attempts),
+            [
+                {
+                    "record_id": 1,
+                    "provider": "openai",
+                    "operation_id": f"op-{n}",
+                    "claim_token": "t",
+                    "state": "refused",
+                    "error": f"openai is unreachable (ConnectError: try {n})",
+                    "created_at": now - 30 + n,
+                    "finished_at": now - 30 + n,
+                }
+                for n in (1, 2, 3)
+            ],
+        )
+    with engine.connect() as conn:
+        status = record_status(conn, site.runtime.audio, record_by_id(conn, 1), now)  # type: ignore[arg-type]
+    assert status["retrying"] and status["attempts"] == 0
+    assert status["provider_wait"]["tries"] == 3
+    with TestClient(site.app) as client:
+        sign_in(client, "alice")
+        page = client.get("/records/1", headers=HTML).text
+    assert "openai is unreachable (ConnectError: try 3) (3 tries so far; next at" in page
+    assert "next try in 8 s" in page

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -32,7 +32,7 @@ from conveyor.api.state import ApiState, State
 from conveyor.api.text_formats import srt, vtt
 from conveyor.api.uploads import Upload, clean_filename, receive_upload, upload_responses
 from conveyor.audio import queries
-from conveyor.audio.cards import record_card
+from conveyor.audio.cards import provider_wait, provider_waits, record_card
 from conveyor.audio.deletion import delete_record
 from conveyor.audio.intake import MAX_HINTS, accept_audio
 from conveyor.audio.texts import export_text
@@ -93,9 +93,10 @@ UPLOAD_BODY: dict[str, Any] = {
 }
 
 
-def card_of(row: RowMapping) -> dict[str, Any]:
-    """The card of a record row, with links."""
-    card = record_card(row)
+def card_of(row: RowMapping, wait: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The card of a record row, with links; ``wait`` is what
+    :func:`~conveyor.audio.cards.provider_wait` read for it."""
+    card = record_card(row, wait)
     base = f"/api/records/{card['id']}"
     card["links"] = {
         "self": base,
@@ -112,6 +113,19 @@ def _own_record(state: ApiState, record_id: int, owner: str) -> RowMapping:
     if row is None:
         raise NotFound(f"record {record_id} does not exist")
     return row
+
+
+def _own_card(state: ApiState, record_id: int, owner: str) -> dict[str, Any]:
+    """The card of the owner's record, read in one connection.
+
+    Raises:
+        NotFound: no such record of ``owner`` (or it was deleted meanwhile).
+    """
+    with state.runtime.engine.connect() as conn:
+        row = queries.record_by_id(conn, record_id, owner)
+        if row is None:
+            raise NotFound(f"record {record_id} does not exist")
+        return card_of(row, provider_wait(conn, row))
 
 
 # A cursor is the last id of the page, base64-wrapped; it is not signed. Any well-formed cursor
@@ -288,8 +302,7 @@ async def upload_record(
 async def _answer(
     state: ApiState, response: Response, record_id: int, owner: str, *, replayed: bool
 ) -> dict[str, Any]:
-    row = await anyio.to_thread.run_sync(_own_record, state, record_id, owner)
-    card = card_of(row)
+    card = await anyio.to_thread.run_sync(_own_card, state, record_id, owner)
     response.headers["Location"] = card["links"]["self"]
     if replayed:
         response.headers[REPLAYED] = "true"
@@ -325,10 +338,11 @@ def list_records(
         rows = queries.list_records(
             conn, owner=owner.name, stage=stage, halted=halted, after_id=after, limit=limit + 1
         )
-    page = rows[:limit]
+        page = rows[:limit]
+        waits = provider_waits(conn, page)
     more = len(rows) > limit
     return {
-        "items": [card_of(r) for r in page],
+        "items": [card_of(r, waits.get(int(r["id"]))) for r in page],
         "next_cursor": _encode_cursor(int(page[-1]["id"])) if more else None,
     }
 
@@ -336,7 +350,7 @@ def list_records(
 @router.get("/{record_id}", response_model=RecordCard, summary="A record's card", responses=_ERRORS)
 def get_record(state: State, owner: Owner, record_id: RecordId) -> dict[str, Any]:
     """The card: stage, halt flag, reason and time, title, brief, duration, times, links."""
-    return card_of(_own_record(state, record_id, owner.name))
+    return _own_card(state, record_id, owner.name)
 
 
 @router.patch(
@@ -358,8 +372,9 @@ def patch_record(
         if not queries.update_owner_fields(conn, record_id, owner.name, values):
             raise NotFound(f"record {record_id} does not exist")
         row = queries.record_by_id(conn, record_id, owner.name)
-    assert row is not None
-    return card_of(row)
+        if row is None:  # deleted between the update and the read
+            raise NotFound(f"record {record_id} does not exist")
+        return card_of(row, provider_wait(conn, row))
 
 
 _TEXT_TYPES = {
@@ -520,4 +535,4 @@ def resume_record(state: State, owner: Owner, record_id: RecordId) -> dict[str, 
     _own_record(state, record_id, owner.name)
     resume(runtime.engine, runtime.audio, record_id, clock=runtime.clock)
     runtime.notifier.publish()
-    return card_of(_own_record(state, record_id, owner.name))
+    return _own_card(state, record_id, owner.name)

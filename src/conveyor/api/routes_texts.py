@@ -52,7 +52,8 @@ def put_proofread(
     saved = save_proofread(runtime.engine, runtime.clock, record_id, owner.name, body.segments)
     with runtime.engine.connect() as conn:
         row = queries.record_by_id(conn, record_id, owner.name)
-    assert row is not None
+    if row is None:  # deleted between the save and this read
+        raise NotFound(f"record {record_id} does not exist")
     return {
         "record_id": record_id,
         "kind": saved["kind"],

@@ -30,6 +30,7 @@ __all__ = [
     "ItemLinks",
     "MediaStage",
     "Proofread",
+    "ProviderWait",
     "RecordCard",
     "RecordEvent",
     "RecordLinks",
@@ -94,6 +95,20 @@ class RecordLinks(BaseModel):
     original: str
 
 
+class ProviderWait(BaseModel):
+    """Why a record that is not halted still waits on its recognition provider (D6)."""
+
+    provider: str = Field(description="The provider asked: `local`, `speechkit` or `openai`.")
+    error: str | None = Field(
+        description="What the provider said on the newest try, e.g. "
+        "`openai is unreachable (ConnectError: [Errno 111] Connection refused)`."
+    )
+    tries: int = Field(description="Refused or failed tries since the record entered its stage.")
+    next_try_at: datetime | None = Field(
+        description="When the next try is due (a past time: due now, or being tried)."
+    )
+
+
 class RecordCard(BaseModel):
     """The record card: everything an owner needs to learn a record's outcome (P11)."""
 
@@ -109,6 +124,11 @@ class RecordCard(BaseModel):
     halt_error: str | None = Field(description="What went wrong, for people.")
     halted_at: datetime | None
     attempts: int = Field(description="Failures in the current stage.")
+    provider_wait: ProviderWait | None = Field(
+        default=None,
+        description="Set while the record waits at `normalized` or `submitted` because its "
+        "provider refused or failed its newest try (busy, unreachable); null otherwise.",
+    )
     language: str | None = Field(description="The language the owner named at upload.")
     detected_language: str | None = Field(
         description="Languages heard, comma-separated when the recording switches (`en,ru`)."

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, RowMapping
@@ -9,11 +10,56 @@ from sqlalchemy import Connection, RowMapping
 from conveyor.audio import queries
 from conveyor.clock import iso_utc, seconds
 
-__all__ = ["record_card", "transcript_of"]
+__all__ = ["WAITING_STAGES", "provider_wait", "provider_waits", "record_card", "transcript_of"]
+
+#: The stages where a record waits on its recognition provider: submitting, then collecting.
+WAITING_STAGES = frozenset({"normalized", "submitted"})
 
 
-def record_card(record: RowMapping) -> dict[str, Any]:
+def provider_waits(conn: Connection, records: Sequence[RowMapping]) -> dict[int, dict[str, Any]]:
+    """Why each of ``records`` waits on its provider, for those that do (D6 made visible).
+
+    A record waits on its provider while it is not halted, at ``normalized`` or ``submitted``,
+    and the newest of its recognition attempts was refused (the provider was busy or
+    unreachable; nothing started) or failed in this stage. Postponing writes no journal row
+    per try, so the attempts and the record's ``retry_at`` are where this is read from.
+
+    Returns:
+        ``{record id: {"provider", "error", "tries", "next_try_at"}}``: ``error`` is what the
+        provider said on the newest try (redacted as stored), ``tries`` the refused or failed
+        tries since the record entered its stage, ``next_try_at`` ISO 8601 UTC (a past time: due now
+        or being tried). Records that do not wait on their provider are left out.
+    """
+    candidates = [r for r in records if r["halted_at"] is None and r["stage"] in WAITING_STAGES]
+    waits: dict[int, dict[str, Any]] = {}
+    for record_id, (attempt, tries) in queries.attempt_runs(conn, candidates).items():
+        record = next(r for r in candidates if int(r["id"]) == record_id)
+        finished = attempt["finished_at"]
+        if (
+            attempt["state"] not in ("refused", "failed")
+            or finished is None
+            or float(finished) < float(record["state_entered_at"])
+        ):
+            continue  # a try in flight, accepted, or from before the record entered its stage
+        waits[record_id] = {
+            "provider": attempt["provider"],
+            "error": attempt["error"],
+            "tries": max(tries, 1),
+            "next_try_at": iso_utc(record["retry_at"]),
+        }
+    return waits
+
+
+def provider_wait(conn: Connection, record: RowMapping) -> dict[str, Any] | None:
+    """:func:`provider_waits` of one record: why it waits on its provider, or ``None``."""
+    return provider_waits(conn, [record]).get(int(record["id"]))
+
+
+def record_card(record: RowMapping, wait: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The card of one ``audio_records`` row: stage, halt flag and reason, owner fields, times.
+
+    Args:
+        wait: what :func:`provider_wait` read for the record; the card's ``provider_wait``.
 
     Returns:
         A JSON-ready dict; times are ISO 8601 UTC, ``duration`` is seconds of normalized audio.
@@ -32,6 +78,8 @@ def record_card(record: RowMapping) -> dict[str, Any]:
         "halt_error": record["halt_error"],
         "halted_at": iso_utc(record["halted_at"]),
         "attempts": record["attempts"],
+        # Why a record that is not halted is still waiting on its provider (D6), if it is.
+        "provider_wait": dict(wait) if wait is not None else None,
         "language": record["language"],
         "detected_language": record["detected_language"],
         # Every language heard, in order: a recording may switch ("en,ru").

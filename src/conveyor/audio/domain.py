@@ -242,7 +242,11 @@ class AudioSteps:
                 submission = provider.submit(audio, operation_id=key, request=request)
         except ProviderBusy as exc:
             self._mark(ctx, attempt_id, state="refused", error=str(exc))
-            return Postpone(self._busy_delay(ctx, exc.retry_after))
+            delay = self._busy_delay(ctx, exc.retry_after)
+            note = None
+            if self._new_refusal(ctx, attempt_id):
+                note = f"waiting: {redact(str(exc))}; retrying in {delay:.0f} s"
+            return Postpone(delay, note=note)
         except SubmitOutcomeUnknown as exc:
             if provider.idempotent_submit:
                 # Repeating the same key starts nothing new: an ordinary retry is safe.
@@ -280,6 +284,24 @@ class AudioSteps:
             values["error"] = redact(values["error"])
         with ctx.engine.begin() as conn:
             queries.finish_attempt(conn, attempt_id, **values)
+
+    def _new_refusal(self, ctx: StepContext, attempt_id: int) -> bool:
+        """Whether the refusal of ``attempt_id`` begins a wait: the try before it in this stage
+        was not refused, or was refused for another reason. Only those are journaled."""
+        record = ctx.record
+        with ctx.engine.connect() as conn:
+            attempts = queries.attempts_of(conn, int(record["id"]))
+        tried = [a for a in attempts if int(a["id"]) <= attempt_id]
+        if len(tried) < 2:
+            return True
+        now, before = tried[-1], tried[-2]
+        since = float(record["state_entered_at"])
+        return (
+            before["state"] != "refused"
+            or before["finished_at"] is None
+            or float(before["finished_at"]) < since
+            or before["error"] != now["error"]
+        )
 
     def _busy_delay(self, ctx: StepContext, retry_after: float | None) -> float:
         """Back-off for a provider that started nothing: its ``Retry-After``, else doubling per

@@ -18,6 +18,7 @@ from conveyor.db.tables import (
 )
 
 __all__ = [
+    "attempt_runs",
     "attempts_by_operation",
     "attempts_of",
     "count_attempts",
@@ -176,6 +177,45 @@ def count_attempts(conn: Connection, record_id: int, state: str, since: float) -
             )
         ).scalar_one()
     )
+
+
+def attempt_runs(
+    conn: Connection, records: Sequence[RowMapping]
+) -> dict[int, tuple[RowMapping, int]]:
+    """The newest recognition attempt of each of ``records`` (``audio_records`` rows), and how
+    many of its attempts were refused or failed since the record entered its stage.
+
+    Two queries for any number of records (a page of the list costs no more than one card).
+
+    Returns:
+        ``{record id: (newest attempt row, refused or failed count)}``; records without an
+        attempt are left out.
+    """
+    ids = [int(r["id"]) for r in records]
+    if not ids:
+        return {}
+    newest = (
+        select(func.max(recognition_attempts.c.id))
+        .where(recognition_attempts.c.record_id.in_(ids))
+        .group_by(recognition_attempts.c.record_id)
+    )
+    latest = (
+        conn.execute(select(recognition_attempts).where(recognition_attempts.c.id.in_(newest)))
+        .mappings()
+        .all()
+    )
+    counts = conn.execute(
+        select(recognition_attempts.c.record_id, func.count())
+        .join(audio_records, audio_records.c.id == recognition_attempts.c.record_id)
+        .where(
+            recognition_attempts.c.record_id.in_(ids),
+            recognition_attempts.c.state.in_(("refused", "failed")),
+            recognition_attempts.c.finished_at >= audio_records.c.state_entered_at,
+        )
+        .group_by(recognition_attempts.c.record_id)
+    ).all()
+    tries = {int(record_id): int(n) for record_id, n in counts}
+    return {int(a["record_id"]): (a, tries.get(int(a["record_id"]), 0)) for a in latest}
 
 
 def finish_attempt(conn: Connection, attempt_id: int, **values: Any) -> None:

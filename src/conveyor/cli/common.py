@@ -365,10 +365,16 @@ def accept_files(
     return intake
 
 
-def summary(noun: str, given: int, intake: Intake, done: int, halted: int) -> str:
-    """``3 files: 2 accepted (1 done, 1 halted), 1 refused`` — the last line of an intake."""
-    waiting = len(intake.ids) - done - halted
+def summary(
+    noun: str, given: int, intake: Intake, done: int, halted: int, *, deleted: int = 0
+) -> str:
+    """``3 files: 2 accepted (1 done, 1 halted), 1 refused`` — the last line of an intake.
+
+    ``deleted`` counts accepted ones deleted while the command waited on them.
+    """
+    waiting = len(intake.ids) - done - halted - deleted
     parts = [f"{done} done", f"{halted} halted"] + ([f"{waiting} unfinished"] if waiting else [])
+    parts += [f"{deleted} deleted meanwhile"] if deleted else []
     files = "file" if given == 1 else "files"
     return (
         f"{given} {files}: {len(intake.ids)} accepted as {noun}s ({', '.join(parts)}), "

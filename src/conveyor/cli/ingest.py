@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.text import Text
 
 from conveyor.cli.common import (
     accept_files,
@@ -23,6 +25,8 @@ from conveyor.cli.common import (
 from conveyor.cli.exits import ExitCode
 
 if TYPE_CHECKING:
+    from sqlalchemy import RowMapping
+
     from conveyor.errors import RejectedInput
 
 __all__ = ["OWNER_HELP", "audio_hint", "ingest", "media_hint"]
@@ -55,6 +59,16 @@ def media_hint(path: Path, exc: RejectedInput) -> str | None:
     if _sniffed_kind(path, exc) == "audio":
         return f"it is audio: transcribe it with `conveyor ingest {path}`"
     return None
+
+
+def _waiting_line(record_id: int, wait: Mapping[str, Any], row: RowMapping, now: float) -> str:
+    """``record 3: openai is unreachable (…); retrying in 8 s``: why a record waits (D6)."""
+    said = wait["error"] or f"{wait['provider']} gave no reason"
+    retry_at = row["retry_at"]
+    when = "retrying now"
+    if retry_at is not None and float(retry_at) > now:
+        when = f"retrying in {max(1, round(float(retry_at) - now))} s"
+    return f"record {record_id}: {said}; {when}"
 
 
 def ingest(
@@ -93,10 +107,10 @@ def ingest(
 ) -> None:
     """Transcribe recordings: accept, run the pipeline until each is done or halted, print."""
     from conveyor.audio import queries
-    from conveyor.audio.cards import record_card, transcript_of
+    from conveyor.audio.cards import provider_waits, record_card, transcript_of
     from conveyor.audio.domain import AUDIO
     from conveyor.audio.intake import accept_audio
-    from conveyor.cli.records import print_card
+    from conveyor.cli.records import print_card, state_of
     from conveyor.cli.startup import check_recognizer
 
     setup_logging(logging.WARNING)
@@ -142,6 +156,7 @@ def ingest(
         note(summary("record", len(files), intake, 0, 0))
         raise typer.Exit(ExitCode.HALTED if intake.refused else ExitCode.OK)
     stop = stop_on_signals()
+    deleted: set[int] = set()
     pool = runtime.pool({"audio": workers})
     pool.start()
     runtime.notifier.wake_local()
@@ -154,11 +169,23 @@ def ingest(
                 for rid in ids
             }
             pending = set(ids)
+            # What each record was last said to wait on (stage, provider's words): a line is
+            # printed when that changes, not on every try of a provider that stays down.
+            said: dict[int, tuple[str, str]] = {}
             while pending and not stop.is_set():
                 with runtime.engine.connect() as conn:
+                    rows = {}
                     for rid in list(pending):
                         row = queries.record_by_id(conn, rid)
-                        assert row is not None
+                        if row is None:  # `records delete` (or the API) removed it meanwhile
+                            pending.discard(rid)
+                            deleted.add(rid)
+                            progress.update(tasks[rid], stage="deleted")
+                            progress.console.print(
+                                Text(f"record {rid} was deleted meanwhile; not waiting for it")
+                            )
+                            continue
+                        rows[rid] = row
                         halted = row["halted_at"] is not None
                         label = f"halted: {row['halt_reason']}" if halted else row["stage"]
                         progress.update(
@@ -166,6 +193,15 @@ def ingest(
                         )
                         if halted or row["stage"] == "done":
                             pending.discard(rid)
+                    waits = provider_waits(conn, [rows[rid] for rid in pending])
+                for rid, wait in waits.items():
+                    reason = (str(rows[rid]["stage"]), str(wait["error"]))
+                    if said.get(rid) == reason:
+                        continue
+                    said[rid] = reason
+                    progress.console.print(
+                        Text(_waiting_line(rid, wait, rows[rid], runtime.clock.now()))
+                    )
                 time.sleep(0.2)
     finally:
         pool.stop()
@@ -173,13 +209,18 @@ def ingest(
     with runtime.engine.connect() as conn:
         for rid in ids:
             row = queries.record_by_id(conn, rid)
-            assert row is not None
+            if row is None:
+                if rid not in deleted:
+                    deleted.add(rid)
+                    note(f"record {rid} was deleted meanwhile")
+                continue
             text = transcript_of(conn, rid)
-            card = record_card(row)
-            print_card(card, text["body"] if text else None)
+            waits = provider_waits(conn, [row])
+            card = record_card(row, waits.get(rid))
+            print_card(card, text["body"] if text else None, state_of(row, runtime.clock.now()))
             done += bool(card["done"])
             halted_count += bool(card["halted"])
-    note(summary("record", len(files), intake, done, halted_count))
+    note(summary("record", len(files), intake, done, halted_count, deleted=len(deleted)))
     if stop.is_set():
         err_console.print("stopped before every record finished; `conveyor worker` continues them")
         raise typer.Exit(ExitCode.INTERRUPTED)

@@ -199,6 +199,7 @@ def media_add(
     owner: Owner = "me",
 ) -> None:
     """Add photos and videos: accept, process until each is done or halted, print roles."""
+    from conveyor.errors import NotFound
     from conveyor.media import albums as album_views
     from conveyor.media.domain import LONG_LANE, SHORT_LANE
     from conveyor.media.intake import accept_media
@@ -240,18 +241,23 @@ def media_add(
         _follow(runtime.engine, ids, stop, waits_for_playback=media.long_workers > 0)
     finally:
         pool.stop()
-    done = halted = 0
+    done = halted = deleted = 0
     with runtime.engine.connect() as conn:
         for item_id in ids:
-            view = album_views.item_view(conn, item_id)
+            try:
+                view = album_views.item_view(conn, item_id)
+            except NotFound:  # deleted while we waited (`media delete`, the API)
+                note(f"item {item_id} was deleted meanwhile")
+                deleted += 1
+                continue
             print_item(view)
             done += bool(view["done"])
             halted += bool(view["halted"])
-    note(summary("item", len(files), intake, done, halted))
+    note(summary("item", len(files), intake, done, halted, deleted=deleted))
     if stop.is_set():
         err_console.print("stopped before every item finished; `conveyor worker` continues them")
         raise typer.Exit(ExitCode.INTERRUPTED)
-    raise typer.Exit(ExitCode.HALTED if halted or intake.refused else ExitCode.OK)
+    raise typer.Exit(ExitCode.HALTED if halted or deleted or intake.refused else ExitCode.OK)
 
 
 def _follow(engine: Any, ids: list[int], stop: Any, *, waits_for_playback: bool) -> None:
@@ -266,7 +272,13 @@ def _follow(engine: Any, ids: list[int], stop: Any, *, waits_for_playback: bool)
             with engine.connect() as conn:
                 for item_id in list(pending):
                     item = queries.item_by_id(conn, item_id)
-                    assert item is not None
+                    if item is None:  # deleted meanwhile (`media delete`, the API)
+                        pending.discard(item_id)
+                        progress.console.print(
+                            f"item {item_id} was deleted meanwhile; not waiting for it",
+                            markup=False,
+                        )
+                        continue
                     if item_id not in tasks:
                         total = 2 if item["kind"] == "video" else 1
                         name = f"item {item_id} {item['original_name'] or ''}"
@@ -436,7 +448,8 @@ def _resume_item(item_id: int) -> None:
     except Conflict:
         with runtime.engine.connect() as conn:
             row = queries.item_by_id(conn, item_id)
-        assert row is not None
+        if row is None:  # deleted between the resume and this read
+            raise fail(f"item {item_id} does not exist", ExitCode.NOT_FOUND) from None
         raise fail(
             f"item {item_id} is not halted, so there is nothing to resume: it is "
             f"{state_of(row, runtime.clock.now())}",

@@ -37,14 +37,21 @@ def state_of(row: RowMapping, now: float) -> str:
     if row["claim_token"] is not None and expires is not None and float(expires) > now:
         return f"at stage {row['stage']}, a worker is on it"
     if row["retry_at"] is not None and float(row["retry_at"]) > now:
+        if not row["attempts"]:
+            # Postponed (D6): a provider busy, unreachable or still working is not a failure.
+            return f"at stage {row['stage']}, waiting for its next try"
         return (
             f"at stage {row['stage']}, waiting to retry after {row['attempts']} failed attempt(s)"
         )
     return f"at stage {row['stage']}, waiting for a worker (`conveyor worker` or `conveyor serve`)"
 
 
-def print_card(card: dict[str, Any], transcript: str | None) -> None:
-    """Print a record card, its way forward when halted, and its transcript for a person."""
+def print_card(card: dict[str, Any], transcript: str | None, status: str | None = None) -> None:
+    """Print a record card, its way forward when halted, and its transcript for a person.
+
+    ``status`` is :func:`state_of` the record, printed as the ``next`` line of a record that
+    is neither done nor halted (who moves it on: a worker, a retry).
+    """
     from conveyor.halts import way_forward
 
     console.print(
@@ -68,7 +75,16 @@ def print_card(card: dict[str, Any], transcript: str | None) -> None:
         console.print(
             Text.assemble("  state      ", ("done", "green") if card["done"] else card["stage"])
         )
+        if status is not None and not card["done"]:
+            console.print(Text(f"  next       {status}"))
     console.print(f"  attempts   {card['attempts']}")
+    wait = card.get("provider_wait")
+    if wait:
+        # D6: a refusal is not a failure (attempts stays 0), so the card says why it waits.
+        said = wait["error"] or f"{wait['provider']} gave no reason"
+        console.print(Text(f"  waiting    {said}"))
+        console.print(f"  tries      {wait['tries']} since it entered {card['stage']}")
+        console.print(f"  next try   {wait['next_try_at'] or 'when a worker takes it'}")
     if card["duration"] is not None:
         console.print(f"  duration   {card['duration']:.2f} s")
     if card["detected_language"]:
@@ -142,19 +158,21 @@ def show(
     ] = False,
 ) -> None:
     """Show a record's card: stage, halt reason and the way forward, attempts, transcript."""
-    from conveyor.audio.cards import record_card
+    from conveyor.audio.cards import provider_wait, record_card
     from conveyor.audio.texts import export_text
 
     runtime = _runtime_for(record_id)
     with runtime.engine.connect() as conn:
         row = _record(runtime, conn, record_id)
         text = export_text(conn, record_id)
-    card = record_card(row)
+        wait = provider_wait(conn, row)
+    card = record_card(row, wait)
+    status = state_of(row, runtime.clock.now())
     if as_json:
         card["transcript"] = text["body"] if text else None
         print_json(card)
         return
-    print_card(card, text["body"] if text else None)
+    print_card(card, text["body"] if text else None, status)
 
 
 @app.command()

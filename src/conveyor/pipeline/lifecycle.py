@@ -76,7 +76,7 @@ class Planned:
         values: record columns to set to plain values.
         times: record columns to set to the database's now plus so many seconds (D17).
         writes: extra writes of the step, run in the save's transaction while the claim holds.
-        event_text: the journal text; postpones write no event.
+        event_text: the journal text; a postpone without a note writes no event.
         target: the stage an advance moves to.
         halt: the halt, for the log (P11).
         retry_in: seconds of the retry pause written, if any.
@@ -235,6 +235,7 @@ def plan_outcome(
             {**outcome.fields, "attempts": 0, **release},
             {"retry_at": outcome.delay, "updated_at": 0.0},
             outcome.writes,
+            redact(outcome.note) if outcome.note is not None else None,
             retry_in=outcome.delay,
         )
     if isinstance(outcome, Fail):
@@ -322,7 +323,8 @@ def save_planned(
             domain.stage(plan.target).lane != domain.stage(plan.stage).lane
         ):
             hand_off = True
-        if plan.outcome != "postponed":
+        # A postpone is journaled only when its step gave a note (a wait for a new reason).
+        if plan.outcome != "postponed" or plan.event_text is not None:
             events.append(
                 {
                     "domain": domain.name,
@@ -355,6 +357,15 @@ def report(domain: Domain, plan: Planned, held: bool) -> Applied:
             way_forward(plan.halt.reason),
         )
         return Applied(held=True, outcome=plan.outcome, halt_reason=plan.halt.reason)
+    if plan.outcome == "postponed" and plan.event_text is not None:
+        # The operator learns once that a record waits, and why; not on every try (D6).
+        log.info(
+            "%s %s postponed at %s: %s",
+            domain.noun,
+            plan.claim.record_id,
+            plan.stage,
+            plan.event_text,
+        )
     return Applied(held=True, outcome=plan.outcome, retry_in=plan.retry_in)
 
 

@@ -5,7 +5,8 @@ Who moves a record:
 * :class:`Advance` moves it to the next stage (or a named later one) with the fields the step
   owns, and resets the watchdogs for the new stage.
 * :class:`Postpone` releases the claim with a retry pause; stage, ``state_entered_at`` stay,
-  ``attempts`` resets (D6: waiting on foreign work is not a failure).
+  ``attempts`` resets (D6: waiting on foreign work is not a failure); journaled only with a
+  ``note`` (a wait that begins for a new reason).
 * :class:`Fail` counts a failure and pauses with jittered exponential back-off; at
   ``max_attempts`` the record is halted ``attempts_exhausted``.
 * :class:`Halt` takes the record out of selection with a reason (P8, P10).
@@ -41,11 +42,17 @@ class Advance:
 
 @dataclass(frozen=True)
 class Postpone:
-    """Come back after ``delay`` seconds; not a failure (D6)."""
+    """Come back after ``delay`` seconds; not a failure (D6).
+
+    A postpone writes no journal row, except with ``note``: the step sets it when the wait
+    begins for a new reason (the first refusal of a provider that is busy or unreachable), so
+    the history says why the record waits without a row per try.
+    """
 
     delay: float
     fields: Mapping[str, Any] = field(default_factory=dict)
     writes: Writes | None = None
+    note: str | None = None
 
 
 @dataclass(frozen=True)

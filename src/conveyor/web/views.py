@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy import Connection, RowMapping
 
+from conveyor.audio.cards import provider_wait, provider_waits
 from conveyor.clock import iso_utc, seconds
 from conveyor.errors import NotFound
 from conveyor.media import albums as album_views
@@ -79,8 +80,9 @@ def _record(
 
 
 def record_status(conn: Connection, domain: Domain, row: RowMapping, now: float) -> dict[str, Any]:
-    """A record as the pages show it: its card fields plus progress in plain words."""
-    return _record(conn, domain, row, now)
+    """A record as the pages show it: its card fields plus progress in plain words, and
+    ``provider_wait`` (the card's: why it waits on its provider, or ``None``)."""
+    return {**_record(conn, domain, row, now), "provider_wait": provider_wait(conn, row)}
 
 
 def _item(
@@ -168,8 +170,19 @@ def _fill_places(
 def record_statuses(
     conn: Connection, domain: Domain, rows: Sequence[RowMapping], now: float
 ) -> list[dict[str, Any]]:
-    """:func:`record_status` of many rows (a page of the list), places counted together."""
-    shown = [(row, _record(conn, domain, row, now, count_place=False)) for row in rows]
+    """:func:`record_status` of many rows (a page of the list), places counted together and
+    the provider waits read together."""
+    waits = provider_waits(conn, rows)
+    shown = [
+        (
+            row,
+            {
+                **_record(conn, domain, row, now, count_place=False),
+                "provider_wait": waits.get(int(row["id"])),
+            },
+        )
+        for row in rows
+    ]
     _fill_places(conn, domain, shown, now)
     return [status for _, status in shown]
 
