@@ -111,7 +111,9 @@ def test_m8_heartbeat_holds_a_claim_past_its_lease_in_real_time(
             time.sleep(0.05)
         return Advance({"result": "held throughout"})
 
-    domain = make_domain(new=long_step, new_lease=lease, heartbeat=True)
+    # The next stage in a lane the rival does not claim: once the step's outcome is saved, the
+    # rival's last try must not find the record there.
+    domain = make_domain(new=long_step, new_lease=lease, heartbeat=True, waiting_lane="later")
     (jid,) = add_jobs(db, 1, clock.now())
     worker = Executor(db, clock, settings)
     runner = threading.Thread(target=worker.run_once, args=(domain, "default"))
