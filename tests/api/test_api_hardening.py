@@ -265,6 +265,27 @@ def test_raw_pcm_uploads_that_are_images_are_refused(
     assert stored_objects(api) == []
 
 
+@pytest.mark.parametrize(
+    ("name", "what"),
+    [
+        ("jfk.mp3", "MP3 audio"),
+        ("jfk.m4a", "MP4/M4A audio"),
+        ("jfk.wav", "WAV audio"),
+        ("LDC93S1.opus", "Ogg audio"),
+        ("LDC93S1.flac", "FLAC audio"),
+    ],
+)
+def test_raw_pcm_uploads_that_are_compressed_audio_are_refused(
+    api: Api, client: TestClient, corpus: Path, name: str, what: str
+) -> None:
+    data = (corpus / "audio" / name).read_bytes()
+    response = client.post("/api/records?raw_pcm=true", content=data, headers=api.alice)
+    error = assert_error(response, 415, "not_media")
+    assert f"this file is {what}, not headerless PCM" in error["message"]
+    assert "without raw_pcm=true" in error["message"]
+    assert stored_objects(api) == []
+
+
 def test_headerless_pcm_without_raw_pcm_is_refused_with_the_hint(
     api: Api, client: TestClient, corpus: Path
 ) -> None:

@@ -86,6 +86,23 @@ def test_text_said_to_be_raw_pcm_is_refused_as_not_pcm(tmp_path: Path, corpus: P
     assert "not headerless PCM" in result.stdout + result.stderr
 
 
+def test_compressed_audio_said_to_be_raw_pcm_is_refused_before_it_is_stored(
+    tmp_path: Path, corpus: Path
+) -> None:
+    # Read as samples, the MP3 would "succeed" as 2 s of noise with no speech.
+    result = run(["ingest", "--raw-pcm", str(corpus / "audio" / "jfk.mp3")], tmp_path)
+    assert result.returncode == ExitCode.HALTED, result.stderr
+    assert "this file is MP3 audio, not headerless PCM" in result.stderr
+    assert "without --raw-pcm" in result.stderr
+    assert "0 accepted" in result.stderr
+    listing = run(["records", "list"], tmp_path)
+    assert "jfk.mp3" not in listing.stdout
+    # Real headerless PCM is still accepted and transcribed.
+    pcm = run(["ingest", "--raw-pcm", str(corpus / "audio" / "goforward.raw")], tmp_path)
+    assert pcm.returncode == 0, pcm.stderr
+    assert "forward" in pcm.stdout
+
+
 def test_headerless_pcm_without_raw_pcm_is_refused_with_the_hint(
     tmp_path: Path, corpus: Path
 ) -> None:

@@ -12,7 +12,13 @@ import av
 import numpy as np
 import pytest
 
-from conveyor.objects.sniff import SNIFF_BYTES, Sniffed, sniff, sniff_bytes
+from conveyor.objects.sniff import (
+    SNIFF_BYTES,
+    Sniffed,
+    container_signature,
+    sniff,
+    sniff_bytes,
+)
 from needs import need_corpus
 
 CORPUS = need_corpus(module=True)
@@ -197,6 +203,9 @@ def test_container_written_by_pyav_is_identified(
 ) -> None:
     path = _write_media(tmp_path / "blob", fmt, audio_codec, video_codec, rate, options)
     assert sniff(path) == expected
+    # Each is also refused when an upload claims it is headerless PCM.
+    signature = container_signature(path.read_bytes()[:SNIFF_BYTES])
+    assert signature is not None and signature[0] == expected
 
 
 def test_mp3_without_id3_starts_with_a_frame_header(tmp_path: Path) -> None:
@@ -278,3 +287,37 @@ def test_large_text_file_is_text(tmp_path: Path) -> None:
     big = tmp_path / "notes.wav"
     big.write_text("hello world\n" * 10_000, encoding="utf-8")
     assert sniff(big) == TEXT
+
+
+# --- content declared headerless PCM ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name", sorted(n for n, s in EXPECTED.items() if s.kind in ("audio", "video"))
+)
+def test_corpus_audio_and_video_have_a_complete_container_signature(name: str) -> None:
+    signature = container_signature((CORPUS / name).read_bytes()[:SNIFF_BYTES])
+    assert signature is not None and signature[0] == EXPECTED[name]
+
+
+def test_headerless_pcm_has_no_container_signature() -> None:
+    assert (
+        container_signature((CORPUS / "audio" / "goforward.raw").read_bytes()[:SNIFF_BYTES]) is None
+    )
+
+
+@pytest.mark.parametrize(
+    "start",
+    [
+        b"ID3",  # the rest of the samples do not make a valid ID3v2 header
+        b"ID3\x04\x00\x00\x00\x00\x00\xff",  # size byte not syncsafe
+        b"\xff\xfb\x90\x00",  # one MPEG frame header, not followed by more
+        b"fLaC",  # no STREAMINFO block after the magic
+        b"\x1a\x45\xdf\xa3",  # EBML magic without a DocType
+        b"\x00\x00\x10\x00free",  # a QuickTime atom name without ftyp
+    ],
+)
+def test_pcm_starting_with_part_of_a_signature_is_not_a_container(start: bytes) -> None:
+    # Samples that happen to begin like a header are still accepted as raw PCM.
+    pcm = (CORPUS / "audio" / "goforward.raw").read_bytes()[:SNIFF_BYTES]
+    assert container_signature(start + pcm[len(start) :]) is None

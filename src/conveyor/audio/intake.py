@@ -16,6 +16,7 @@ from conveyor.objects import ObjectStore, new_key, put_file_row
 from conveyor.objects.sniff import (
     OCTET_STREAM,
     Sniffed,
+    container_signature,
     is_document,
     looks_like_pcm,
     sniff_object,
@@ -151,7 +152,8 @@ def _check_content(head: bytes, sniffed: Sniffed, *, raw_pcm: bool) -> None:
 
     Raises:
         UnsupportedMedia: ``not_media``: raw PCM that sniffs as an image, text, markup, PDF or
-            archive; or content that is neither audio nor video (with the ``raw_pcm=true``
+            archive, or that opens with the complete signature of an audio or video format
+            (WAV, MP3, Ogg, FLAC, MP4/M4A, Matroska/WebM, AMR, ...); or content that is neither audio nor video (with the ``raw_pcm=true``
             hint when its bytes look like headerless samples).
     """
     if raw_pcm:
@@ -160,6 +162,17 @@ def _check_content(head: bytes, sniffed: Sniffed, *, raw_pcm: bool) -> None:
                 "not_media",
                 f"the upload says raw_pcm=true but its content is {sniffed.mime}, not "
                 "headerless PCM samples",
+            )
+        container = container_signature(head)
+        if container is not None:
+            # Read as samples, a compressed file "succeeds" as noise with no speech. Only
+            # complete signatures count (see container_signature), so real PCM is not refused.
+            found, name = container
+            what = f"{name} {found.kind}" if found.kind in ("audio", "video") else name
+            raise UnsupportedMedia(
+                "not_media",
+                f"this file is {what}, not headerless PCM: send it again without raw_pcm=true "
+                "(HTTP), or ingest it without --raw-pcm (conveyor ingest)",
             )
         return
     if sniffed.kind in ("audio", "video"):

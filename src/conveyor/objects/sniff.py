@@ -31,6 +31,7 @@ __all__ = [
     "SNIFF_BYTES",
     "Kind",
     "Sniffed",
+    "container_signature",
     "is_document",
     "looks_like_pcm",
     "sniff",
@@ -483,6 +484,106 @@ def is_document(sniffed: Sniffed) -> bool:
     if sniffed.kind == "image":
         return True
     return sniffed.kind == "unknown" and sniffed.mime != OCTET_STREAM
+
+
+# --- containers that are never headerless PCM ---------------------------------------------------
+
+#: Readable names of the formats :func:`container_signature` recognises, by MIME type.
+_CONTAINER_NAMES: Final = {
+    "audio/wav": "WAV",
+    "audio/aiff": "AIFF",
+    "audio/mp4": "MP4/M4A",
+    "video/mp4": "MP4",
+    "video/3gpp": "3GP",
+    "video/3gpp2": "3GP2",
+    "video/quicktime": "QuickTime",
+    "video/x-msvideo": "AVI",
+    "video/x-matroska": "Matroska",
+    "video/webm": "WebM",
+    "audio/ogg": "Ogg",
+    "video/ogg": "Ogg",
+    "application/ogg": "Ogg",
+    "audio/flac": "FLAC",
+    "audio/mpeg": "MP3",
+    "audio/aac": "AAC (ADTS)",
+    "audio/amr": "AMR",
+    "audio/amr-wb": "AMR-WB",
+    "audio/x-caf": "CAF",
+    "video/x-ms-asf": "ASF (WMA/WMV)",
+}
+
+
+def container_signature(head: bytes) -> tuple[Sniffed, str] | None:
+    """The audio or video format whose *complete* signature opens ``head``, or None.
+
+    For content declared headerless PCM (``raw_pcm``): such bytes are read as samples, so a
+    compressed file would be "transcribed" as noise. Stricter than :func:`sniff_bytes`, because
+    here a false match refuses a real recording: every signature accepted below is at least
+    about 40 bits that must all match (e.g. ``RIFF`` + ``WAVE``, a whole valid ID3v2 header,
+    three chained MPEG frame headers, ``fLaC`` + a STREAMINFO block header, an EBML header
+    naming its DocType), so samples of sound starting with, say, the bytes ``ID3`` by chance
+    are not refused. Weak magic (QuickTime atom names without ``ftyp``, a bare EBML magic, a
+    single frame sync) is left alone.
+
+    Args:
+        head: the first :data:`SNIFF_BYTES` bytes of the content.
+
+    Returns:
+        The sniffed type and a readable format name (``MP3``, ``WAV``, ``Ogg``, ...), or None.
+    """
+    found = sniff_bytes(head)
+    if not _complete_signature(head, found):
+        return None
+    return found, _CONTAINER_NAMES[found.mime]
+
+
+def _complete_signature(head: bytes, found: Sniffed) -> bool:  # noqa: PLR0911 - one per format
+    mime = found.mime
+    if mime not in _CONTAINER_NAMES:
+        return False
+    if mime.startswith("application/ogg") or head.startswith(b"OggS"):
+        # Capture pattern, stream structure version 0, and the beginning-of-stream flag.
+        return len(head) >= 27 and head[4] == 0 and bool(head[5] & 0x02)
+    if head.startswith(b"ID3"):
+        return _id3_header_valid(head)
+    if mime == "audio/flac":
+        # "fLaC" then the STREAMINFO metadata block: type 0 (last flag free), length 34.
+        return len(head) >= 8 and head[4] & 0x7F == 0 and head[5:8] == b"\x00\x00\x22"
+    if mime == "audio/mpeg":
+        return _frames_chained(head, _mpeg_frame_length)
+    if mime == "audio/aac":
+        return _frames_chained(head, _adts_frame_length)
+    if mime in ("video/x-matroska", "video/webm"):
+        # The EBML magic plus a DocType element that names the format.
+        window = head[:64]
+        return head.startswith(_EBML_MAGIC) and (
+            _EBML_DOCTYPE_ID + b"\x88matroska" in window or _EBML_DOCTYPE_ID + b"\x84webm" in window
+        )
+    if mime == "video/quicktime":
+        return head[4:8] == b"ftyp"  # not the pre-ftyp atom names alone
+    if mime == "audio/x-caf":
+        return head[4:8] == b"\x00\x01\x00\x00"  # file version 1, no flags
+    # RIFF/RIFX/RF64 + form, FORM + AIFF/AIFC, "ftyp" + a box size of at least 16, the AMR
+    # magic lines and the 16-byte ASF GUID are long enough as matched.
+    return True
+
+
+def _id3_header_valid(head: bytes) -> bool:
+    """A whole ID3v2 header: ``ID3``, version 2-4, a revision, no undefined flag, a syncsafe size."""
+    if len(head) < 10 or head[3] not in (2, 3, 4) or head[4] == 0xFF:
+        return False
+    return head[5] & 0x0F == 0 and all(b < 0x80 for b in head[6:10])
+
+
+def _frames_chained(head: bytes, parse: _FrameParser, count: int = 3) -> bool:
+    """Whether ``count`` valid frame headers follow each other from offset 0."""
+    pos = 0
+    for _ in range(count):
+        length = parse(head, pos)
+        if length is None:
+            return False
+        pos += length
+    return True
 
 
 # --- headerless PCM -----------------------------------------------------------------------------
