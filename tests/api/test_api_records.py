@@ -76,6 +76,40 @@ def test_upload_raw_body_answers_201_with_the_card(
     ]
 
 
+@pytest.mark.parametrize("given", ["EN", "En", " en ", "\ten\n"])
+def test_a_language_in_any_case_is_stored_lower_case(
+    api: Api, client: TestClient, corpus: Path, given: str
+) -> None:
+    data = (corpus / "audio" / "jfk.wav").read_bytes()
+    query = client.post("/api/records", params={"language": given}, content=data, headers=api.alice)
+    assert query.status_code == 201, query.text
+    assert query.json()["language"] == "en"
+    form = client.post(
+        "/api/records",
+        data={"language": given},
+        files={"file": ("jfk.wav", data, "application/octet-stream")},
+        headers=api.alice,
+    )
+    assert form.status_code == 201, form.text
+    assert form.json()["language"] == "en"
+
+
+@pytest.mark.parametrize("given", ["ZZ", "e1", "english"])
+def test_a_language_that_is_no_code_is_still_refused_in_any_case(
+    api: Api, client: TestClient, corpus: Path, given: str
+) -> None:
+    data = (corpus / "audio" / "jfk.wav").read_bytes()
+    form = client.post(
+        "/api/records",
+        data={"language": given},
+        files={"file": ("jfk.wav", data, "application/octet-stream")},
+        headers=api.alice,
+    )
+    assert form.status_code == 422, form.text
+    assert "ISO 639-1" in form.json()["error"]["message"] or "longer than 3" in form.text
+    assert stored_objects(api) == []
+
+
 def test_upload_multipart_streams_the_file_part(api: Api, client: TestClient, corpus: Path) -> None:
     data = (corpus / "audio" / "jfk.mp3").read_bytes()
     response = client.post(

@@ -79,6 +79,19 @@ def test_bad_input_is_refused_up_front_with_clear_errors(tmp_path: Path, corpus:
     assert "Traceback" not in broken.stderr
 
 
+def test_a_language_code_in_any_case_is_accepted_and_stored_lower_case(
+    tmp_path: Path, corpus: Path
+) -> None:
+    wav = str(corpus / "audio" / "jfk.wav")
+    result = run(["ingest", "--language", " EN ", wav], tmp_path, CONVEYOR_PIPELINE__WORKERS="0")
+    assert result.returncode != ExitCode.USAGE, result.stderr
+    card = json.loads(run(["records", "show", "1", "--json"], tmp_path).stdout)
+    assert card["language"] == "en"
+    refused = run(["ingest", "--language", "ZZ", wav], tmp_path, CONVEYOR_PIPELINE__WORKERS="0")
+    assert refused.returncode == ExitCode.USAGE
+    assert "'zz' is not a language code the recognizer knows" in refused.stderr
+
+
 def test_text_said_to_be_raw_pcm_is_refused_as_not_pcm(tmp_path: Path, corpus: Path) -> None:
     # Raw PCM is still sniffed: text, markup, documents and images are never "decoded".
     result = run(["ingest", "--raw-pcm", str(corpus / "audio" / "not_audio_text.wav")], tmp_path)

@@ -113,7 +113,8 @@ def test_the_default_channel_choice_follows_the_setting(make_site: MakeSite, wav
     ("fields", "status", "code", "words"),
     [
         ({"language": "english"}, 422, "invalid_request", "longer than 3"),
-        ({"language": "EN"}, 422, "invalid_request", "ISO 639-1"),
+        ({"language": "ên"}, 422, "invalid_request", "ISO 639-1"),
+        ({"language": "e n"}, 422, "invalid_request", "ISO 639-1"),
         ({"language": "e1"}, 422, "invalid_request", "ISO 639-1"),
         ({"language": "zz"}, 422, "unknown_language", "ISO 639-1"),
         ({"hints": "x" * 1001}, 422, "invalid_request", "hints is longer than 1000"),
@@ -148,7 +149,7 @@ def test_upload_options_are_checked_as_the_api_checks_them(make_site: MakeSite, 
     with TestClient(site.app) as client:
         csrf = sign_in(client, "alice")
         for fields in (
-            {"language": "EN"},
+            {"language": " EN ", "hints": "Kennedy"},  # any case: stored lower case
             {"language": "zz"},
             {"hints": "x" * 1001},
             {"channels": "both"},
@@ -166,6 +167,7 @@ def test_upload_options_are_checked_as_the_api_checks_them(make_site: MakeSite, 
                 api_row, api_hints = record_of(site, api.json()["id"])
                 for column in ("language", "channels"):
                     assert web_row[column] == api_row[column]
+                assert web_row["language"] == "en"
                 assert web_hints == api_hints == ["Kennedy"]
             else:
                 assert web.json()["error"] == api.json()["error"]

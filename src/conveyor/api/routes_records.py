@@ -34,7 +34,7 @@ from conveyor.api.uploads import Upload, clean_filename, receive_upload, upload_
 from conveyor.audio import queries
 from conveyor.audio.cards import provider_wait, provider_waits, record_card
 from conveyor.audio.deletion import delete_record
-from conveyor.audio.intake import MAX_HINTS, accept_audio
+from conveyor.audio.intake import MAX_HINTS, accept_audio, clean_language
 from conveyor.audio.texts import export_text
 from conveyor.clock import iso_utc
 from conveyor.errors import NotFound, RejectedInput
@@ -63,6 +63,10 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     422: {"model": ErrorBody, "description": "Invalid fields."},
 }
 
+# A language code in any case, blanks around it allowed; it is stored lower case.
+LANGUAGE_PATTERN = r"^\s*[A-Za-z]{2,3}\s*$"
+LANGUAGE_HELP = "ISO 639-1 code such as `en` (any case; stored lower case); default: detect."
+
 # The text parts a multipart recording upload may carry before its `file` part.
 RECORD_FIELDS = frozenset({"title", "language", "hints", "channels"})
 
@@ -75,7 +79,11 @@ UPLOAD_BODY: dict[str, Any] = {
                 "required": ["file"],
                 "properties": {
                     "title": {"type": "string", "maxLength": 300, "pattern": PLAIN_TEXT},
-                    "language": {"type": "string", "pattern": "^[a-z]{2,3}$"},
+                    "language": {
+                        "type": "string",
+                        "pattern": LANGUAGE_PATTERN,
+                        "description": LANGUAGE_HELP,
+                    },
                     "hints": {"type": "string", "maxLength": 1000, "pattern": PLAIN_TEXT},
                     "channels": {"type": "string", "enum": ["mix", "separate"]},
                     "file": {"type": "string", "format": "binary"},
@@ -192,9 +200,11 @@ def record_choices(
     Raises:
         RejectedInput: ``invalid_request``: a field over its length (title 300, hints 1,000,
             channels 8 characters), with a NUL character, or a ``language`` that is not two or
-            three lowercase ASCII letters.
+            three ASCII letters (in any case, blanks around them allowed; the choice is lower
+            case).
     """
-    lang = _field(upload, "language", language, 3)
+    given = language if language is not None else upload.fields.get("language")
+    lang = _field(upload, "language", clean_language(given), 3)
     if lang is not None and not (lang.isascii() and lang.isalpha() and lang.islower()):
         raise RejectedInput("invalid_request", "language is an ISO 639-1 code such as `en`")
     return RecordChoices(
@@ -223,7 +233,7 @@ async def upload_record(
     owner: Owner,
     title: Annotated[str | None, Query(max_length=300, pattern=PLAIN_TEXT)] = None,
     language: Annotated[
-        str | None, Query(pattern="^[a-z]{2,3}$", description="ISO 639-1 code; default: detect.")
+        str | None, Query(pattern=LANGUAGE_PATTERN, description=LANGUAGE_HELP)
     ] = None,
     name: Annotated[
         str | None,

@@ -23,7 +23,7 @@ from conveyor.objects.sniff import (
 )
 from conveyor.pipeline.lifecycle import admit, database_now
 
-__all__ = ["CHANNEL_CHOICES", "MAX_HINTS", "accept_audio", "clean_hints"]
+__all__ = ["CHANNEL_CHOICES", "MAX_HINTS", "accept_audio", "clean_hints", "clean_language"]
 
 CHANNEL_CHOICES = ("mix", "separate")
 """How a recording's channels and audio tracks are recognised: as one mix, or each apart."""
@@ -52,7 +52,8 @@ def accept_audio(
     Args:
         source: a file path, a binary stream or byte chunks (streamed, never held in memory).
         owner: the record's owner (required).
-        language: ISO 639-1 code the owner says the speech is in; None = detect.
+        language: ISO 639-1 code the owner says the speech is in, in any case and with any
+            surrounding blanks (stored lower case, see :func:`clean_language`); None = detect.
         raw_pcm: the owner says this is headerless 16 kHz mono s16le PCM.
         strict: refuse content that sniffs as neither audio nor video, as both entry points
             (HTTP and ``conveyor ingest``) do; without it ``normalize`` halts such content
@@ -79,6 +80,7 @@ def accept_audio(
     """
     if not owner or not owner.strip():
         raise RejectedInput("no_owner", "every record needs an owner")
+    language = clean_language(language)
     if language is not None and languages is not None and language not in languages:
         raise RejectedInput(
             "unknown_language",
@@ -188,6 +190,16 @@ def _check_content(head: bytes, sniffed: Sniffed, *, raw_pcm: bool) -> None:
     raise UnsupportedMedia(
         "not_media", f"the upload is not audio (its content looks like {sniffed.mime})"
     )
+
+
+def clean_language(language: str | None) -> str | None:
+    """A language code as the recognizer knows it: ``" EN "`` gives ``"en"``; None stays None.
+
+    Codes are case-insensitive (ISO 639 writes them lower case, people often do not), so every
+    entry point cleans a given code with this before checking it; what is stored is lower case.
+    Whether the result is a code at all is left to the caller's check.
+    """
+    return None if language is None else language.strip().lower()
 
 
 MAX_HINTS = 1000

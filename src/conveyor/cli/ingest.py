@@ -109,12 +109,13 @@ def ingest(
     from conveyor.audio import queries
     from conveyor.audio.cards import provider_waits, record_card, transcript_of
     from conveyor.audio.domain import AUDIO
-    from conveyor.audio.intake import accept_audio
+    from conveyor.audio.intake import accept_audio, clean_language
     from conveyor.cli.records import print_card, state_of
     from conveyor.cli.startup import check_recognizer
 
     setup_logging(logging.WARNING)
     runtime = make_runtime()
+    language = clean_language(language)  # EN, " en " and en alike
     if language is not None and language not in runtime.languages:
         raise fail(
             f"--language {language!r} is not a language code the recognizer knows; use an "
