@@ -155,8 +155,9 @@ def _check_content(head: bytes, sniffed: Sniffed, *, raw_pcm: bool) -> None:
     Raises:
         UnsupportedMedia: ``not_media``: raw PCM that sniffs as an image, text, markup, PDF or
             archive, or that opens with the complete signature of an audio or video format
-            (WAV, MP3, Ogg, FLAC, MP4/M4A, Matroska/WebM, AMR, ...); or content that is neither audio nor video (with the ``raw_pcm=true``
-            hint when its bytes look like headerless samples).
+            (WAV, MP3, Ogg, FLAC, MP4/M4A, Matroska/WebM, AMR, ...); or content that is
+            neither audio nor video (with the ``raw_pcm=true`` hint when its bytes look like
+            headerless samples).
     """
     if raw_pcm:
         if is_document(sniffed):

@@ -537,7 +537,7 @@ def container_signature(head: bytes) -> tuple[Sniffed, str] | None:
     return found, _CONTAINER_NAMES[found.mime]
 
 
-def _complete_signature(head: bytes, found: Sniffed) -> bool:  # noqa: PLR0911 - one per format
+def _complete_signature(head: bytes, found: Sniffed) -> bool:
     mime = found.mime
     if mime not in _CONTAINER_NAMES:
         return False
@@ -569,7 +569,8 @@ def _complete_signature(head: bytes, found: Sniffed) -> bool:  # noqa: PLR0911 -
 
 
 def _id3_header_valid(head: bytes) -> bool:
-    """A whole ID3v2 header: ``ID3``, version 2-4, a revision, no undefined flag, a syncsafe size."""
+    """A whole ID3v2 header: ``ID3``, version 2-4, a revision, no undefined flag, and a
+    syncsafe size."""
     if len(head) < 10 or head[3] not in (2, 3, 4) or head[4] == 0xFF:
         return False
     return head[5] & 0x0F == 0 and all(b < 0x80 for b in head[6:10])
