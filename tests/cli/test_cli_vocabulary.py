@@ -24,7 +24,9 @@ def test_vocabulary_set_show_clear_per_owner(
     assert invoke("vocabulary", "show").stdout == "Kubernetes, Anya Petrova\n"
     assert invoke("vocabulary", "show", "--owner", "ann").stdout == "Sorensen\n"
     too_long = invoke("vocabulary", "set", "x" * 1001)
-    assert too_long.exit_code == ExitCode.USAGE and "1000" in too_long.stderr
+    assert too_long.exit_code == ExitCode.USAGE
+    assert "vocabulary is longer than 1,000 characters" in too_long.stderr
+    assert "hints" not in too_long.stderr
     assert invoke("vocabulary", "show").stdout == "Kubernetes, Anya Petrova\n"
     assert invoke("vocabulary", "clear").exit_code == 0
     assert invoke("vocabulary", "show").stdout == ""
@@ -44,5 +46,9 @@ def test_ingest_channels_is_kept_on_the_record_and_checked(
     )
     cards = [json.loads(invoke("records", "show", str(n), "--json").stdout) for n in (1, 2, 3)]
     assert [card["channels"] for card in cards] == ["separate", "mix", "separate"]
+    # A recording's own hints keep their own message.
+    hints = invoke("ingest", "--hints", "x" * 1001, stereo, **held)
+    assert hints.exit_code == ExitCode.HALTED
+    assert "hints are longer than 1000 characters" in hints.stderr
     wrong = invoke("ingest", "--channels", "both", stereo, **held)
     assert wrong.exit_code == ExitCode.USAGE and "mix or separate" in wrong.stderr

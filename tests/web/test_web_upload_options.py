@@ -235,7 +235,7 @@ def test_vocabulary_form_refuses_a_missing_token_and_overlong_text(make_site: Ma
         assert too_long.status_code == 303
         target = urlsplit(too_long.headers["location"])
         assert target.path == "/vocabulary"
-        assert parse_qs(target.query)["error"] == ["hints are longer than 1000 characters"]
+        assert parse_qs(target.query)["error"] == ["vocabulary is longer than 1,000 characters"]
         page = client.get(too_long.headers["location"], headers=HTML).text
         assert '<p class="error" role="alert" id="vocabulary-error">' in page
         # Control characters are refused too; nothing changed either time.

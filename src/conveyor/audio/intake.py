@@ -207,8 +207,12 @@ MAX_HINTS = 1000
 """Longest vocabulary hint text in characters (Whisper's prompt holds about 224 tokens)."""
 
 
-def clean_hints(hints: str | None) -> str | None:
+def clean_hints(hints: str | None, *, vocabulary: bool = False) -> str | None:
     """Vocabulary hints with whitespace collapsed; None when empty.
+
+    Args:
+        vocabulary: the text is an owner's standing vocabulary, not a recording's own hints;
+            only the messages differ, so each names what the person typed into.
 
     Raises:
         RejectedInput: ``bad_hints``: longer than :data:`MAX_HINTS` or with control characters.
@@ -217,7 +221,17 @@ def clean_hints(hints: str | None) -> str | None:
         return None
     cleaned = " ".join(hints.split())
     if len(cleaned) > MAX_HINTS:
-        raise RejectedInput("bad_hints", f"hints are longer than {MAX_HINTS} characters")
+        raise RejectedInput(
+            "bad_hints",
+            f"vocabulary is longer than {MAX_HINTS:,} characters"
+            if vocabulary
+            else f"hints are longer than {MAX_HINTS} characters",
+        )
     if any(ord(ch) < 32 for ch in cleaned):
-        raise RejectedInput("bad_hints", "hints contain control characters")
+        raise RejectedInput(
+            "bad_hints",
+            "vocabulary contains control characters"
+            if vocabulary
+            else "hints contain control characters",
+        )
     return cleaned or None

@@ -40,7 +40,7 @@ def set_owner_vocabulary(engine: Engine, clock: Clock, owner: str, hints: str | 
         RejectedInput: ``bad_hints``: longer than :data:`MAX_HINTS` characters or with control
             characters (line breaks are allowed and become spaces).
     """
-    cleaned = clean_hints(hints)
+    cleaned = clean_hints(hints, vocabulary=True)
     with engine.begin() as conn:
         queries.set_owner_vocabulary(conn, owner, cleaned, clock.now())
     return cleaned
