@@ -46,6 +46,9 @@ def test_ingest_channels_is_kept_on_the_record_and_checked(
     )
     cards = [json.loads(invoke("records", "show", str(n), "--json").stdout) for n in (1, 2, 3)]
     assert [card["channels"] for card in cards] == ["separate", "mix", "separate"]
+    # The text card says it too, as docs/cli.md promises for --channels.
+    assert "  channels   separate\n" in invoke("records", "show", "1").stdout
+    assert "  channels   mix\n" in invoke("records", "show", "2").stdout
     # A recording's own hints keep their own message.
     hints = invoke("ingest", "--hints", "x" * 1001, stereo, **held)
     assert hints.exit_code == ExitCode.HALTED

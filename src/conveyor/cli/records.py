@@ -89,6 +89,8 @@ def print_card(card: dict[str, Any], transcript: str | None, status: str | None 
         console.print(f"  duration   {card['duration']:.2f} s")
     if card["detected_language"]:
         console.print(f"  language   {card['detected_language']}")
+    if card["channels"]:  # how the speech is heard: docs/cli.md's --channels points here
+        console.print(f"  channels   {card['channels']}")
     console.print(f"  created    {card['created_at']}")
     if transcript is not None:
         if card["no_speech"]:
