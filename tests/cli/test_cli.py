@@ -92,6 +92,21 @@ def test_a_language_code_in_any_case_is_accepted_and_stored_lower_case(
     assert "'zz' is not a language code the recognizer knows" in refused.stderr
 
 
+def test_ingest_without_workers_exits_0_with_the_records_waiting_as_documented(
+    tmp_path: Path, corpus: Path
+) -> None:
+    result = run(
+        ["ingest", str(corpus / "audio" / "jfk.wav")], tmp_path, CONVEYOR_PIPELINE__WORKERS="0"
+    )
+    assert result.returncode == ExitCode.OK, result.stderr
+    assert "wait for a `conveyor worker`" in result.stderr
+    assert "1 unfinished" in result.stderr
+    # docs/cli.md says the same: a hand-off to a worker is not exit 1.
+    docs = " ".join((Path(__file__).parents[2] / "docs" / "cli.md").read_text().split())
+    assert "with `[pipeline] workers = 0`: when every file was accepted" in docs
+    assert "halted or were left unfinished" not in docs
+
+
 def test_text_said_to_be_raw_pcm_is_refused_as_not_pcm(tmp_path: Path, corpus: Path) -> None:
     # Raw PCM is still sniffed: text, markup, documents and images are never "decoded".
     result = run(["ingest", "--raw-pcm", str(corpus / "audio" / "not_audio_text.wav")], tmp_path)

@@ -16,7 +16,8 @@ class ExitCode(IntEnum):
     OK = 0
     """Success: every file was accepted and every record finished (or the action was done)."""
     HALTED = 1
-    """Some files were refused, or some records halted or were left unfinished."""
+    """Some files were refused, or some records or items halted (records handed to a worker,
+    with none run by the command itself, are not a failure)."""
     USAGE = 2
     """Usage or configuration: a bad option or argument, an invalid setting, a busy port."""
     NOT_FOUND = 3
