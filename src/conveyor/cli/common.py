@@ -382,6 +382,28 @@ def summary(
     )
 
 
+class StageLines:
+    """Plain progress for a stderr that is not a terminal: one line per change of state.
+
+    The live progress bar draws only on a terminal; piped or logged, a long run would print
+    nothing until the end. There each record's new stage (or halt) is printed once instead,
+    ``record 7: normalized``; on a terminal this prints nothing (the bar shows it).
+    """
+
+    def __init__(self, noun: str) -> None:
+        self._noun = noun
+        self._shown: dict[int, str] = {}
+        self._plain = not err_console.is_terminal
+
+    def update(self, thing_id: int, state: str) -> None:
+        """Print ``<noun> <id>: <state>`` if the state changed since the last update."""
+        if self._shown.get(thing_id) == state:
+            return
+        self._shown[thing_id] = state
+        if self._plain:
+            err_console.print(Text(f"{self._noun} {thing_id}: {state}"))
+
+
 def progress_display(state_field: str) -> Progress:
     """The progress display of the commands that wait for work: on stderr, gone when done."""
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn

@@ -12,6 +12,7 @@ import typer
 from rich.text import Text
 
 from conveyor.cli.common import (
+    StageLines,
     accept_files,
     err_console,
     fail,
@@ -173,6 +174,7 @@ def ingest(
             # What each record was last said to wait on (stage, provider's words): a line is
             # printed when that changes, not on every try of a provider that stays down.
             said: dict[int, tuple[str, str]] = {}
+            lines = StageLines("record")  # the bar's stand-in when stderr is not a terminal
             while pending and not stop.is_set():
                 with runtime.engine.connect() as conn:
                     rows = {}
@@ -192,6 +194,7 @@ def ingest(
                         progress.update(
                             tasks[rid], completed=AUDIO.stage_names.index(row["stage"]), stage=label
                         )
+                        lines.update(rid, label)
                         if halted or row["stage"] == "done":
                             pending.discard(rid)
                     waits = provider_waits(conn, [rows[rid] for rid in pending])
