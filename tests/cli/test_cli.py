@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import time
 from pathlib import Path
 
 from cli_run import run
@@ -146,6 +148,50 @@ def test_transcript_printed_to_a_pipe_is_not_wrapped(tmp_path: Path, corpus: Pat
         "ask not what your country can do for you, ask what you can do for your country."
         in result.stdout
     )
+
+
+def test_ingest_piped_prints_one_progress_line_per_stage_on_stderr(
+    tmp_path: Path, corpus: Path
+) -> None:
+    # Without a terminal there is no progress bar; plain lines say how far each record is.
+    result = run(["ingest", str(corpus / "audio" / "jfk.wav")], tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = re.findall(r"^record 1: (\S+)$", result.stderr, re.MULTILINE)
+    assert lines and lines[-1] == "done", result.stderr
+    assert len(lines) == len(set(lines))  # each state once
+    assert "record 1: " not in result.stdout  # stdout keeps the card and transcript only
+
+
+def test_the_recognizer_ingest_starts_outlives_it_until_idle_exit_as_documented(
+    tmp_path: Path, corpus: Path
+) -> None:
+    result = run(
+        ["ingest", str(corpus / "audio" / "jfk.wav")],
+        tmp_path,
+        CONVEYOR_TRANSCRIPTION__IDLE_EXIT="3",
+    )
+    assert result.returncode == 0, result.stderr
+    # Where docs/cli.md says to find it: still running after ingest exited, gone once idle.
+    slots = list((tmp_path / "conveyor-data" / "recognizer" / ".servers").glob("slot-*.json"))
+    assert slots
+    pid = int(json.loads(slots[0].read_text())["pid"])
+    assert _running(pid)
+    deadline = time.monotonic() + 30
+    while _running(pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _running(pid)
+    docs = " ".join((Path(__file__).parents[2] / "docs" / "cli.md").read_text().split())
+    assert "each exits by itself after `[transcription] idle_exit` seconds" in docs
+    assert "`pid` in `<storage root>/recognizer/.servers/slot-N.json`" in docs
+
+
+def _running(pid: int) -> bool:
+    # The recognizer is not our child (it has its own session), so no zombie lingers.
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def test_d3_records_stats_shows_the_backlog_per_domain_and_stage(
