@@ -46,6 +46,14 @@ def test_ingest_channels_is_kept_on_the_record_and_checked(
     )
     cards = [json.loads(invoke("records", "show", str(n), "--json").stdout) for n in (1, 2, 3)]
     assert [card["channels"] for card in cards] == ["separate", "mix", "separate"]
+    # The record's own hints are on its card, as on its web page.
+    hinted = invoke("ingest", "--hints", "Sorensen,  Kennedy", stereo, **held)
+    assert hinted.exit_code == 0, hinted.stderr
+    assert "  hints      Sorensen, Kennedy\n" in invoke("records", "show", "4").stdout
+    shown = json.loads(invoke("records", "show", "4", "--json").stdout)
+    assert shown["hints"] == "Sorensen, Kennedy"
+    assert json.loads(invoke("records", "show", "1", "--json").stdout)["hints"] is None
+    assert "hints" not in invoke("records", "show", "1").stdout
     # The text card says it too, as docs/cli.md promises for --channels.
     assert "  channels   separate\n" in invoke("records", "show", "1").stdout
     assert "  channels   mix\n" in invoke("records", "show", "2").stdout

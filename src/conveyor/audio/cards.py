@@ -10,7 +10,14 @@ from sqlalchemy import Connection, RowMapping
 from conveyor.audio import queries
 from conveyor.clock import iso_utc, seconds
 
-__all__ = ["WAITING_STAGES", "provider_wait", "provider_waits", "record_card", "transcript_of"]
+__all__ = [
+    "WAITING_STAGES",
+    "hints_of",
+    "provider_wait",
+    "provider_waits",
+    "record_card",
+    "transcript_of",
+]
 
 #: The stages where a record waits on its recognition provider: submitting, then collecting.
 WAITING_STAGES = frozenset({"normalized", "submitted"})
@@ -100,4 +107,12 @@ def transcript_of(conn: Connection, record_id: int) -> RowMapping | None:
     for row in queries.texts_of(conn, record_id):
         if row["kind"] == "transcript":
             return row
+    return None
+
+
+def hints_of(conn: Connection, record_id: int) -> str | None:
+    """The record's own vocabulary hints (its ``texts`` row of kind ``hints``), or None."""
+    for row in queries.texts_of(conn, record_id):
+        if row["kind"] == "hints":
+            return str(row["body"])
     return None

@@ -91,6 +91,8 @@ def print_card(card: dict[str, Any], transcript: str | None, status: str | None 
         console.print(f"  language   {card['detected_language']}")
     if card["channels"]:  # how the speech is heard: docs/cli.md's --channels points here
         console.print(f"  channels   {card['channels']}")
+    if card.get("hints"):  # the record's own, as its web page shows them
+        console.print(f"  hints      {card['hints']}")
     console.print(f"  created    {card['created_at']}")
     if transcript is not None:
         if card["no_speech"]:
@@ -160,7 +162,7 @@ def show(
     ] = False,
 ) -> None:
     """Show a record's card: stage, halt reason and the way forward, attempts, transcript."""
-    from conveyor.audio.cards import provider_wait, record_card
+    from conveyor.audio.cards import hints_of, provider_wait, record_card
     from conveyor.audio.texts import export_text
 
     runtime = _runtime_for(record_id)
@@ -168,7 +170,8 @@ def show(
         row = _record(runtime, conn, record_id)
         text = export_text(conn, record_id)
         wait = provider_wait(conn, row)
-    card = record_card(row, wait)
+        hints = hints_of(conn, record_id)
+    card = {**record_card(row, wait), "hints": hints}
     status = state_of(row, runtime.clock.now())
     if as_json:
         card["transcript"] = text["body"] if text else None
