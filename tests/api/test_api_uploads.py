@@ -13,6 +13,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine, func, select
 
 from conveyor.db.tables import audio_records, files, media_items, record_events
+from multipart_body import multipart
 from stored import object_keys
 
 
@@ -33,17 +34,6 @@ def error_of(response: Any, status: int, code: str) -> str:
     error = response.json()["error"]
     assert error["status"] == status and error["code"] == code, error
     return str(error["message"])
-
-
-def multipart(*parts: tuple[str, str | None, bytes]) -> tuple[bytes, str]:
-    """A multipart body of (name, filename, content) parts in this order, and its type."""
-    body = b""
-    for name, filename, content in parts:
-        disposition = f'form-data; name="{name}"'
-        if filename is not None:
-            disposition += f'; filename="{filename}"'
-        body += f"--xyz\r\nContent-Disposition: {disposition}\r\n\r\n".encode() + content + b"\r\n"
-    return body + b"--xyz--\r\n", "multipart/form-data; boundary=xyz"
 
 
 @pytest.fixture

@@ -4,19 +4,16 @@ over a 30 s window), while a recording that switches is still examined stretch b
 
 from __future__ import annotations
 
-import tempfile
 import wave
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from base_model import load_base_model
 
 from conveyor.providers import whisper_job
-from conveyor.providers.whisper_model import resolve_model
-from needs import AUDIO_CORPUS, need_corpus
-
-MODEL_CACHE = Path(tempfile.gettempdir()) / "conveyor-test-models"  # shared with the other modules
+from needs import AUDIO_CORPUS
 
 
 class CountingModel:
@@ -40,14 +37,7 @@ class CountingModel:
 
 @pytest.fixture(scope="module")
 def model() -> CountingModel:
-    need_corpus(AUDIO_CORPUS)
-    job = {
-        "model": resolve_model("base", MODEL_CACHE),
-        "device": "cpu",
-        "compute_type": "int8",
-        "threads": 2,
-    }
-    return CountingModel(whisper_job.load_model(job))
+    return CountingModel(load_base_model())
 
 
 def recognise(model: CountingModel, path: Path) -> dict[str, Any]:

@@ -8,34 +8,25 @@ looping over the whole window (the looping segment is decoded again by beam sear
 from __future__ import annotations
 
 import json
-import tempfile
 import wave
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from base_model import MODEL_CACHE, load_base_model
 
 from conveyor.config import TranscriptionSettings
 from conveyor.providers import LocalWhisperProvider, whisper_job
-from conveyor.providers.whisper_model import resolve_model
-from needs import AUDIO_CORPUS, need_corpus
+from needs import AUDIO_CORPUS
 
-MODEL_CACHE = Path(tempfile.gettempdir()) / "conveyor-test-models"  # shared with the other modules
 # The start and the end of the sentence: a saying cut by Whisper's 30 s window still has both.
 SAYING = ("ask not what", "for your country")
 
 
 @pytest.fixture(scope="module")
 def model() -> Any:
-    need_corpus(AUDIO_CORPUS)
-    job = {
-        "model": resolve_model("base", MODEL_CACHE),
-        "device": "cpu",
-        "compute_type": "int8",
-        "threads": 2,
-    }
-    return whisper_job.load_model(job)
+    return load_base_model()
 
 
 @pytest.mark.parametrize("times", [2, 3])

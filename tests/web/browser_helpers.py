@@ -9,17 +9,23 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
+import pytest
 from fastapi import FastAPI
 from sqlalchemy import Engine, text
+from web_helpers import PASSWORDS, Site, build_site
 
 from conveyor.api.server import ConveyorServer, make_server
+from conveyor.db.engine import make_engine
+from conveyor.db.migrate import upgrade
 from conveyor.db.tables import metadata
 from needs import need
 
@@ -38,6 +44,74 @@ FLAGS = [
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 DESKTOP = {"width": 1280, "height": 860}
 PHONE = {"width": 390, "height": 844}
+
+
+Page = Any
+Browser = Any
+
+
+class Served(NamedTuple):
+    """The site under test, the URL its live server answers at, and its database."""
+
+    site: Site
+    url: str
+    backend: str
+
+
+@contextlib.contextmanager
+def served_site(request: pytest.FixtureRequest, tmp: Path, **build: Any) -> Iterator[Served]:
+    """A live server of a site built with ``build`` (see ``build_site``) on the database
+    ``request.param`` names: ``sqlite`` (a fresh file under ``tmp``) or ``postgresql`` (the
+    ``pg_engine`` fixture's database, emptied before and after). argon2 runs at a small cost
+    meanwhile (the module-wide server outlives the per-test ``cheap_argon2``)."""
+    from argon2 import PasswordHasher
+
+    from conveyor.accounts import passwords
+
+    saved = passwords.hasher
+    passwords.hasher = PasswordHasher(time_cost=1, memory_cost=8 * 1024, parallelism=1)
+    backend = str(request.param)
+    try:
+        if backend == "sqlite":
+            engine = make_engine(f"sqlite:///{tmp / 'conveyor.db'}")
+            upgrade(engine)
+        else:
+            engine = request.getfixturevalue("pg_engine")
+            truncate_all(engine)
+        built = build_site(engine, tmp, **build)
+        try:
+            with LiveServer(built.app) as server:
+                yield Served(built, server.url, backend)
+        finally:
+            if backend == "sqlite":
+                engine.dispose()
+            else:
+                truncate_all(engine)
+    finally:
+        passwords.hasher = saved
+
+
+def new_page(
+    browser: Browser,
+    url: str,
+    user: str | None,
+    viewport: dict[str, int] = DESKTOP,
+    *,
+    bypass_csp: bool = False,
+) -> Page:
+    """A page in a fresh browser context at ``url``, signed in as ``user`` (one of the site's
+    accounts) unless None."""
+    # bypass_csp lets the test inject axe-core's script; the pages allow only their own.
+    context = browser.new_context(viewport=viewport, base_url=url, bypass_csp=bypass_csp)
+    context.set_default_timeout(20_000)
+    page = context.new_page()
+    if user is not None:
+        page.goto("/sign-in")
+        page.fill("#username", user)
+        page.fill("#password", PASSWORDS[user])
+        page.click("button[type=submit]")
+        page.wait_for_url(re.compile(r"/records$"))
+    return page
 
 
 def ensure_chromium() -> str:

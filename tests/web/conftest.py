@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,3 +33,16 @@ def cheap_argon2(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
         passwords, "hasher", PasswordHasher(time_cost=1, memory_cost=8 * 1024, parallelism=1)
     )
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's Chromium under Playwright, one per test module."""
+    from browser_helpers import FLAGS, ensure_chromium
+    from playwright.sync_api import sync_playwright
+
+    path = ensure_chromium()
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=path, args=FLAGS, headless=True)
+        yield chromium
+        chromium.close()

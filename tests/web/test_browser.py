@@ -12,27 +12,24 @@ import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import pytest
 from browser_helpers import (
-    DESKTOP,
-    FLAGS,
     PHONE,
     SCREENSHOTS,
+    Browser,
     CuttableProxy,
-    LiveServer,
+    Page,
+    Served,
     axe_source,
-    ensure_chromium,
-    truncate_all,
+    new_page,
+    served_site,
 )
-from playwright.sync_api import sync_playwright
 from sqlalchemy import insert, update
-from web_helpers import PASSWORDS, Site, build_site
+from web_helpers import PASSWORDS, Site
 
 from conveyor.audio.intake import accept_audio
-from conveyor.db.engine import make_engine
-from conveyor.db.migrate import upgrade
 from conveyor.db.tables import audio_records, media_items, record_events
 from conveyor.media.albums import create_album
 from conveyor.media.intake import accept_media
@@ -40,82 +37,20 @@ from conveyor.pipeline import resume
 from conveyor.web.routes_albums import GRID_PAGE
 from conveyor.web.routes_operator import HALTED_PAGE
 
-Page = Any
-Browser = Any
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    path = ensure_chromium()
-    with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=path, args=FLAGS, headless=True)
-        yield chromium
-        chromium.close()
-
-
-class Served(NamedTuple):
-    """The site under test, the URL its live server answers at, and its database."""
-
-    site: Site
-    url: str
-    backend: str
-
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
 def site(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Served]:
     """One live server with workers per database; every test of the module uses it."""
-    from argon2 import PasswordHasher
-
-    from conveyor.accounts import passwords
-
-    saved = passwords.hasher
-    passwords.hasher = PasswordHasher(time_cost=1, memory_cost=8 * 1024, parallelism=1)
-    tmp = tmp_path_factory.mktemp("web")
-    if request.param == "sqlite":
-        engine = make_engine(f"sqlite:///{tmp / 'conveyor.db'}")
-        upgrade(engine)
-    else:
-        engine = request.getfixturevalue("pg_engine")
-        truncate_all(engine)
-    built = build_site(
-        engine,
-        tmp,
+    with served_site(
+        request,
+        tmp_path_factory.mktemp("web"),
         run_workers=True,
         pipeline={"workers": 1},
         media={"short_workers": 1, "long_workers": 0},
-    )
-    try:
-        with LiveServer(built.app) as server:
-            yield Served(built, server.url, request.param)
-    finally:
-        passwords.hasher = saved
-        if request.param == "sqlite":
-            engine.dispose()
-        else:
-            truncate_all(engine)
-
-
-def new_page(
-    browser: Browser,
-    url: str,
-    user: str | None,
-    viewport: dict[str, int] = DESKTOP,
-    *,
-    bypass_csp: bool = False,
-) -> Page:
-    # bypass_csp lets the test inject axe-core's script; the pages allow only their own.
-    context = browser.new_context(viewport=viewport, base_url=url, bypass_csp=bypass_csp)
-    context.set_default_timeout(20_000)
-    page = context.new_page()
-    if user is not None:
-        page.goto("/sign-in")
-        page.fill("#username", user)
-        page.fill("#password", PASSWORDS[user])
-        page.click("button[type=submit]")
-        page.wait_for_url(re.compile(r"/records$"))
-    return page
+    ) as served:
+        yield served
 
 
 def shot(served: Served, page: Page, name: str) -> None:

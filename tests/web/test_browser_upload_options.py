@@ -10,77 +10,22 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
 
 import pytest
-from browser_helpers import DESKTOP, FLAGS, LiveServer, ensure_chromium, truncate_all
-from playwright.sync_api import sync_playwright
+from browser_helpers import Browser, Served, new_page, served_site
 from sqlalchemy import select
-from web_helpers import PASSWORDS, Site, build_site
 
 from conveyor.audio import queries
 from conveyor.audio.vocabulary import owner_vocabulary
-from conveyor.db.engine import make_engine
-from conveyor.db.migrate import upgrade
 from conveyor.db.tables import audio_records
-
-Page = Any
-Browser = Any
-
-
-class Served(NamedTuple):
-    site: Site
-    url: str
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    path = ensure_chromium()
-    with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=path, args=FLAGS, headless=True)
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
 def site(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Served]:
-    from argon2 import PasswordHasher
-
-    from conveyor.accounts import passwords
-
-    saved = passwords.hasher
-    passwords.hasher = PasswordHasher(time_cost=1, memory_cost=8 * 1024, parallelism=1)
-    tmp = tmp_path_factory.mktemp("web-options")
-    if request.param == "sqlite":
-        engine = make_engine(f"sqlite:///{tmp / 'conveyor.db'}")
-        upgrade(engine)
-    else:
-        engine = request.getfixturevalue("pg_engine")
-        truncate_all(engine)
-    built = build_site(engine, tmp)
-    try:
-        with LiveServer(built.app) as server:
-            yield Served(built, server.url)
-    finally:
-        passwords.hasher = saved
-        if request.param == "sqlite":
-            engine.dispose()
-        else:
-            truncate_all(engine)
-
-
-def signed_in(browser: Browser, url: str, user: str) -> Page:
-    context = browser.new_context(viewport=DESKTOP, base_url=url)
-    context.set_default_timeout(20_000)
-    page = context.new_page()
-    page.goto("/sign-in")
-    page.fill("#username", user)
-    page.fill("#password", PASSWORDS[user])
-    page.click("button[type=submit]")
-    page.wait_for_url(re.compile(r"/records$"))
-    return page
+    with served_site(request, tmp_path_factory.mktemp("web-options")) as served:
+        yield served
 
 
 def test_upload_options_set_on_the_page_reach_the_record(
@@ -88,7 +33,7 @@ def test_upload_options_set_on_the_page_reach_the_record(
 ) -> None:
     """Set language, hints and channels, then choose jfk.wav: the record carries them and its
     page says so; a language the recognizer does not know is refused on the upload's row."""
-    page = signed_in(browser, site.url, "alice")
+    page = new_page(browser, site.url, "alice")
     jfk = str(corpus / "audio" / "jfk.wav")
     # A refused option: the row says why, nothing is stored.
     page.fill("#upload-language", "zz")
@@ -125,7 +70,7 @@ def test_upload_options_set_on_the_page_reach_the_record(
 
 
 def test_vocabulary_is_edited_through_its_page(browser: Browser, site: Served) -> None:
-    page = signed_in(browser, site.url, "bob")
+    page = new_page(browser, site.url, "bob")
     page.click("nav >> text=Vocabulary")
     page.wait_for_url(re.compile(r"/vocabulary$"))
     assert "for every recording of yours" in page.locator("#vocabulary-about").inner_text()

@@ -16,18 +16,8 @@ from web_helpers import HTML, MakeSite, Site, sign_in
 
 from conveyor.audio import queries
 from conveyor.db.tables import audio_records, files, owner_vocabulary, record_events
+from multipart_body import multipart
 from stored import object_keys
-
-
-def multipart(*parts: tuple[str, str | None, bytes]) -> tuple[bytes, str]:
-    """A multipart body of (name, filename, content) parts in this order, and its type."""
-    body = b""
-    for name, filename, content in parts:
-        disposition = f'form-data; name="{name}"'
-        if filename is not None:
-            disposition += f'; filename="{filename}"'
-        body += f"--xyz\r\nContent-Disposition: {disposition}\r\n\r\n".encode() + content + b"\r\n"
-    return body + b"--xyz--\r\n", "multipart/form-data; boundary=xyz"
 
 
 @pytest.fixture
