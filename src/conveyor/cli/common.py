@@ -395,8 +395,8 @@ class StageLines:
         self._shown: dict[int, str] = {}
         self._plain = not err_console.is_terminal
 
-    def update(self, thing_id: int, state: str) -> None:
-        """Print ``<noun> <id>: <state>`` if the state changed since the last update."""
+    def show(self, thing_id: int, state: str) -> None:
+        """Print ``<noun> <id>: <state>`` if the state changed since it was last shown."""
         if self._shown.get(thing_id) == state:
             return
         self._shown[thing_id] = state

@@ -194,7 +194,7 @@ def ingest(
                         progress.update(
                             tasks[rid], completed=AUDIO.stage_names.index(row["stage"]), stage=label
                         )
-                        lines.update(rid, label)
+                        lines.show(rid, label)
                         if halted or row["stage"] == "done":
                             pending.discard(rid)
                     waits = provider_waits(conn, [rows[rid] for rid in pending])
