@@ -12,6 +12,7 @@ from conveyor.clock import iso_utc, seconds
 
 __all__ = [
     "WAITING_STAGES",
+    "described_card",
     "hints_of",
     "provider_wait",
     "provider_waits",
@@ -37,10 +38,13 @@ def provider_waits(conn: Connection, records: Sequence[RowMapping]) -> dict[int,
         tries since the record entered its stage, ``next_try_at`` ISO 8601 UTC (a past time: due now
         or being tried). Records that do not wait on their provider are left out.
     """
-    candidates = [r for r in records if r["halted_at"] is None and r["stage"] in WAITING_STAGES]
+    candidates = {
+        int(r["id"]): r for r in records if r["halted_at"] is None and r["stage"] in WAITING_STAGES
+    }
     waits: dict[int, dict[str, Any]] = {}
-    for record_id, (attempt, tries) in queries.attempt_runs(conn, candidates).items():
-        record = next(r for r in candidates if int(r["id"]) == record_id)
+    runs = queries.attempt_runs(conn, list(candidates.values()))
+    for record_id, (attempt, tries) in runs.items():
+        record = candidates[record_id]
         finished = attempt["finished_at"]
         if (
             attempt["state"] not in ("refused", "failed")
@@ -108,6 +112,15 @@ def transcript_of(conn: Connection, record_id: int) -> RowMapping | None:
         if row["kind"] == "transcript":
             return row
     return None
+
+
+def described_card(conn: Connection, record: RowMapping) -> dict[str, Any]:
+    """:func:`record_card` with what a person reading it also wants: ``provider_wait`` (why it
+    waits on its provider, or None) and ``hints`` (the record's own vocabulary hints, or None),
+    as ``conveyor records show`` and ``conveyor ingest`` print it."""
+    card = record_card(record, provider_wait(conn, record))
+    card["hints"] = hints_of(conn, int(record["id"]))
+    return card
 
 
 def hints_of(conn: Connection, record_id: int) -> str | None:

@@ -108,7 +108,7 @@ def ingest(
 ) -> None:
     """Transcribe recordings: accept, run the pipeline until each is done or halted, print."""
     from conveyor.audio import queries
-    from conveyor.audio.cards import hints_of, provider_waits, record_card, transcript_of
+    from conveyor.audio.cards import described_card, provider_waits, transcript_of
     from conveyor.audio.domain import AUDIO
     from conveyor.audio.intake import accept_audio, clean_language
     from conveyor.cli.records import print_card, state_of
@@ -219,8 +219,7 @@ def ingest(
                     note(f"record {rid} was deleted meanwhile")
                 continue
             text = transcript_of(conn, rid)
-            waits = provider_waits(conn, [row])
-            card = {**record_card(row, waits.get(rid)), "hints": hints_of(conn, rid)}
+            card = described_card(conn, row)
             print_card(card, text["body"] if text else None, state_of(row, runtime.clock.now()))
             done += bool(card["done"])
             halted_count += bool(card["halted"])

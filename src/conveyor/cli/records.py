@@ -162,16 +162,14 @@ def show(
     ] = False,
 ) -> None:
     """Show a record's card: stage, halt reason and the way forward, attempts, transcript."""
-    from conveyor.audio.cards import hints_of, provider_wait, record_card
+    from conveyor.audio.cards import described_card
     from conveyor.audio.texts import export_text
 
     runtime = _runtime_for(record_id)
     with runtime.engine.connect() as conn:
         row = _record(runtime, conn, record_id)
         text = export_text(conn, record_id)
-        wait = provider_wait(conn, row)
-        hints = hints_of(conn, record_id)
-    card = {**record_card(row, wait), "hints": hints}
+        card = described_card(conn, row)
     status = state_of(row, runtime.clock.now())
     if as_json:
         card["transcript"] = text["body"] if text else None
