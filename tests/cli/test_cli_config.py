@@ -15,8 +15,8 @@ import ctranslate2
 import pytest
 from cli_run import invoke
 
-from conveyor.cli.common import setup_logging
 from conveyor.cli.exits import ExitCode
+from conveyor.cli.output import setup_logging
 from conveyor.cli.startup import device_problem
 from conveyor.config import Settings, TranscriptionSettings, environment_problems
 

@@ -15,17 +15,12 @@ import typer
 
 from conveyor import __version__
 from conveyor.cli import media, records, users
-from conveyor.cli.common import (
-    err_console,
-    fail,
-    make_runtime,
-    note,
-    setup_logging,
-    stop_on_signals,
-)
 from conveyor.cli.exits import SUMMARY, ExitCode
 from conveyor.cli.ingest import ingest
+from conveyor.cli.output import err_console, fail, note, setup_logging
 from conveyor.cli.serve import serve
+from conveyor.cli.settings import make_runtime
+from conveyor.cli.signals import stop_on_signals
 from conveyor.cli.vocabulary import vocabulary_app
 
 __all__ = ["app", "main"]
@@ -172,7 +167,7 @@ def db_upgrade() -> None:
     """Create the schema, or upgrade it to this version's (back up the database first)."""
     from sqlalchemy.exc import SQLAlchemyError
 
-    from conveyor.cli.common import database_unreachable, describe_database
+    from conveyor.cli.settings import database_unreachable, describe_database
     from conveyor.db.migrate import current_revision, head_revision, known_revision
 
     runtime = make_runtime(schema=False)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import typer
 
-from conveyor.cli.common import console, fail, note
 from conveyor.cli.exits import ExitCode
+from conveyor.cli.output import console, fail, note
 from conveyor.errors import DeclarationError
 from conveyor.pipeline import Domain, halted_ids, resume_many
 from conveyor.runtime import Runtime

@@ -11,19 +11,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.text import Text
 
-from conveyor.cli.common import (
-    StageLines,
-    accept_files,
-    err_console,
-    fail,
-    make_runtime,
-    note,
-    progress_display,
-    setup_logging,
-    stop_on_signals,
-    summary,
-)
 from conveyor.cli.exits import ExitCode
+from conveyor.cli.intake import accept_files, summary
+from conveyor.cli.output import StageLines, err_console, fail, note, progress_display, setup_logging
+from conveyor.cli.settings import make_runtime
+from conveyor.cli.signals import stop_on_signals
 
 if TYPE_CHECKING:
     from sqlalchemy import RowMapping

@@ -10,24 +10,23 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.text import Text
 
-from conveyor.cli.common import (
-    accept_files,
+from conveyor.cli.exits import ExitCode
+from conveyor.cli.ingest import OWNER_HELP, media_hint
+from conveyor.cli.intake import accept_files, summary
+from conveyor.cli.output import (
     console,
     err_console,
     fail,
     human_size,
-    make_runtime,
     no_such_id,
     note,
     print_json,
     progress_display,
     setup_logging,
-    stop_on_signals,
-    summary,
     table,
 )
-from conveyor.cli.exits import ExitCode
-from conveyor.cli.ingest import OWNER_HELP, media_hint
+from conveyor.cli.settings import make_runtime
+from conveyor.cli.signals import stop_on_signals
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection

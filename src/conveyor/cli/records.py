@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.text import Text
 
-from conveyor.cli.common import console, fail, make_runtime, no_such_id, note, print_json, table
 from conveyor.cli.exits import ExitCode
+from conveyor.cli.output import console, fail, no_such_id, note, print_json, table
+from conveyor.cli.settings import make_runtime
 
 if TYPE_CHECKING:
     from sqlalchemy import RowMapping

@@ -8,8 +8,9 @@ from typing import Annotated
 
 import typer
 
-from conveyor.cli.common import console, fail, make_runtime, setup_logging
 from conveyor.cli.exits import ExitCode
+from conveyor.cli.output import console, fail, setup_logging
+from conveyor.cli.settings import make_runtime
 
 __all__ = ["bind", "serve"]
 

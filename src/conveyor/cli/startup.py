@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from conveyor.cli.common import fail
 from conveyor.cli.exits import ExitCode
+from conveyor.cli.output import fail
 
 if TYPE_CHECKING:
     from conveyor.config import TranscriptionSettings

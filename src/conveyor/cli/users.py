@@ -6,8 +6,9 @@ from typing import Annotated
 
 import typer
 
-from conveyor.cli.common import console, fail, make_runtime, no_such_id, note, table
 from conveyor.cli.exits import ExitCode
+from conveyor.cli.output import console, fail, no_such_id, note, table
+from conveyor.cli.settings import make_runtime
 
 __all__ = ["tokens_app", "users_app"]
 

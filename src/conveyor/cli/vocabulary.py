@@ -6,9 +6,10 @@ from typing import Annotated
 
 import typer
 
-from conveyor.cli.common import console, fail, make_runtime, note
 from conveyor.cli.exits import ExitCode
 from conveyor.cli.ingest import OWNER_HELP
+from conveyor.cli.output import console, fail, note
+from conveyor.cli.settings import make_runtime
 
 __all__ = ["vocabulary_app"]
 

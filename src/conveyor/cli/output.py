@@ -1,0 +1,166 @@
+"""How every command speaks: stdout for data, stderr for people, one table style, logging.
+
+Output rules (one style for every command):
+
+* data and results on stdout; progress, notes and errors on stderr;
+* user and data text (names, titles, halt texts, settings in brackets) is printed literally:
+  the consoles never interpret Rich markup, so ``[pipeline] workers`` stays as written;
+* ``--json`` prints plain JSON (no colour, no wrapping);
+* every error names the thing and the next step, and its exit code is an :class:`ExitCode`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from typing import TYPE_CHECKING, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from conveyor.cli.exits import ExitCode
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
+__all__ = [
+    "MAX_ID",
+    "StageLines",
+    "console",
+    "err_console",
+    "fail",
+    "human_size",
+    "no_such_id",
+    "note",
+    "print_json",
+    "progress_display",
+    "redact",
+    "setup_logging",
+    "table",
+]
+
+console = Console(
+    soft_wrap=True, width=None if sys.stdout.isatty() else 10_000, markup=False, highlight=False
+)
+err_console = Console(
+    stderr=True,
+    soft_wrap=True,
+    width=None if sys.stderr.isatty() else 10_000,
+    markup=False,
+    highlight=False,
+)
+
+#: The largest id a record, item, album, user or token can have (a signed 64-bit column).
+MAX_ID = 2**63 - 1
+
+
+def redact(text: str) -> str:
+    """``text`` with credentials hidden (D16); the one place every printed line passes."""
+    from conveyor.pipeline.redact import redact as hide_credentials
+
+    return hide_credentials(text) or ""
+
+
+def fail(message: str, code: int = ExitCode.HALTED) -> typer.Exit:
+    """Print ``error: message`` on stderr (credentials redacted) and return the Exit to raise."""
+    err_console.print(Text.assemble(("error: ", "bold red"), redact(message)))
+    return typer.Exit(int(code))
+
+
+def note(message: str) -> None:
+    """A line for the person at the terminal, on stderr (never mixed into the data on stdout)."""
+    err_console.print(Text(redact(message), style="dim"))
+
+
+def print_json(document: Any) -> None:
+    """Print ``document`` as plain, indented JSON on stdout (no colour, no wrapping)."""
+    sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+def table(*headers: str) -> Table:
+    """The one table style: plain columns, bold headers, no box lines (greppable in a pipe)."""
+    return Table(*headers, box=None, header_style="bold", pad_edge=False, padding=(0, 2, 0, 0))
+
+
+def human_size(size: int | None) -> str:
+    """Bytes for a person: ``912 B``, ``14.2 KiB``, ``3.1 MiB``, ``1.2 GiB`` (binary units)."""
+    if size is None:
+        return ""
+    if size < 1024:
+        return f"{size} B"
+    value = float(size)
+    for unit in ("KiB", "MiB", "GiB"):
+        value /= 1024
+        if value < 1024 or unit == "GiB":
+            return f"{value:.1f} {unit}"
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def no_such_id(noun: str, value: int) -> typer.Exit | None:
+    """The not-found Exit for an id that no row can have (0, or past 64 bits), else None."""
+    if 1 <= value <= MAX_ID:
+        return None
+    return fail(f"{noun} {value} does not exist", ExitCode.NOT_FOUND)
+
+
+class _IsoUtcFormatter(logging.Formatter):
+    """``2026-11-30T07:40:00.123Z WARNING record 7 halted …``, credentials redacted (D16)."""
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        seconds = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+        return f"{seconds}.{int(record.msecs):03d}Z"
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))
+
+
+def setup_logging(level: int = logging.INFO) -> None:
+    """Log to stderr, one line per event, time in ISO 8601 UTC like every other time we print."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_IsoUtcFormatter("%(asctime)s %(levelname)s %(message)s"))
+    logging.basicConfig(level=level, handlers=[handler], force=True)
+    # libvips reports every damaged tile as a warning; the step's halt reason already says it.
+    logging.getLogger("pyvips").setLevel(logging.ERROR)
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+
+
+class StageLines:
+    """Plain progress for a stderr that is not a terminal: one line per change of state.
+
+    The live progress bar draws only on a terminal; piped or logged, a long run would print
+    nothing until the end. There each record's new stage (or halt) is printed once instead,
+    ``record 7: normalized``; on a terminal this prints nothing (the bar shows it).
+    """
+
+    def __init__(self, noun: str) -> None:
+        self._noun = noun
+        self._shown: dict[int, str] = {}
+        self._plain = not err_console.is_terminal
+
+    def show(self, thing_id: int, state: str) -> None:
+        """Print ``<noun> <id>: <state>`` if the state changed since it was last shown."""
+        if self._shown.get(thing_id) == state:
+            return
+        self._shown[thing_id] = state
+        if self._plain:
+            err_console.print(Text(f"{self._noun} {thing_id}: {state}"))
+
+
+def progress_display(state_field: str) -> Progress:
+    """The progress display of the commands that wait for work: on stderr, gone when done."""
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}", markup=False),
+        BarColumn(),
+        TextColumn(f"{{task.fields[{state_field}]}}", markup=False),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+    )

@@ -1,0 +1,175 @@
+"""Settings and runtime for a command: read the configuration once, say where it reads and
+writes, check the database schema.
+
+SQLAlchemy, the runtime and the migrations are imported inside the functions that need them,
+so ``conveyor --help`` starts fast.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from conveyor.cli.exits import ExitCode
+from conveyor.cli.output import fail, note, redact
+
+if TYPE_CHECKING:
+    from conveyor.config import Settings
+    from conveyor.runtime import Runtime
+
+__all__ = [
+    "check_schema",
+    "database_unreachable",
+    "describe_database",
+    "describe_storage",
+    "make_runtime",
+]
+
+
+def describe_database(settings: Settings) -> str:
+    """``[database] url`` for people: the password hidden, a SQLite file as an absolute path."""
+    from sqlalchemy.engine import make_url
+
+    url = make_url(settings.database.url)
+    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
+        url = url.set(database=str(Path(url.database).resolve()))
+    return url.render_as_string(hide_password=True)
+
+
+def describe_storage(settings: Settings) -> str:
+    """The object store for people: a folder as an absolute path, a bucket URL with its
+    endpoint; never a key (D16)."""
+    storage = settings.storage
+    url = str(getattr(storage, "url", "file:") or "file:")
+    if url == "file:":
+        return str(storage.root.resolve())
+    if url.startswith("file:"):
+        return str(Path(url.removeprefix("file:")).resolve())
+    endpoint = getattr(storage, "endpoint", None)
+    shown = redact(url)
+    return f"{shown} at {redact(str(endpoint))}" if endpoint else shown
+
+
+def _load_settings() -> Settings:
+    import tomllib
+
+    from pydantic import ValidationError
+
+    from conveyor.config import load_settings
+    from conveyor.errors import ConfigError
+
+    try:
+        return load_settings()
+    except ValidationError as exc:
+        raise fail(f"invalid configuration: {_describe_validation(exc)}", ExitCode.USAGE) from None
+    except (ConfigError, FileNotFoundError, tomllib.TOMLDecodeError) as exc:
+        raise fail(f"invalid configuration: {exc}", ExitCode.USAGE) from None
+
+
+#: Settings whose value is never echoed back, even when it is invalid (D16).
+_SECRET_KEY = re.compile(r"secret|password|passwd|token|access_key|api_key|credential", re.I)
+
+
+def _describe_validation(exc: Any) -> str:
+    """One line per invalid setting: ``pipeline.workers: Input should be … (got 'abc')``."""
+    lines = []
+    for error in exc.errors():
+        where = ".".join(str(part) for part in error["loc"])
+        shown = "***" if _SECRET_KEY.search(where) else repr(error["input"])
+        got = f" (got {shown})" if error["type"] != "missing" else ""
+        lines.append(f"{where}: {error['msg']}{got}")
+    return "\n  " + "\n  ".join(lines)
+
+
+def make_runtime(*, schema: bool = True) -> Runtime:
+    """Read settings once, say which database and storage are used, and build the runtime.
+
+    Args:
+        schema: check the database schema first: on SQLite it is upgraded in place; on
+            PostgreSQL a schema other than this version's stops the command (upgrades there are
+            an explicit ``conveyor db upgrade``).
+
+    Raises:
+        typer.Exit: invalid settings (:attr:`ExitCode.USAGE`), database or storage unusable
+            (:attr:`ExitCode.UNAVAILABLE`), schema not current (:attr:`ExitCode.SCHEMA`).
+    """
+    settings = _load_settings()
+    from conveyor.runtime import Runtime
+
+    note(f"database {describe_database(settings)}, storage {describe_storage(settings)}")
+    runtime = Runtime(settings)
+    try:
+        runtime.store.check()  # creates the storage folder, so a bad root fails here
+    except OSError as exc:
+        if settings.storage.url.startswith("s3://"):
+            raise fail(
+                f"cannot use the bucket of [storage] url: {exc}; check [storage] endpoint, "
+                "region, path_style and the credential (AWS_ACCESS_KEY_ID / "
+                "AWS_SECRET_ACCESS_KEY or [storage] access_key_id / secret_access_key)",
+                ExitCode.UNAVAILABLE,
+            ) from None
+        raise fail(
+            f"cannot use [storage] root {settings.storage.root} as the storage folder: "
+            f"{exc.strerror or exc}; point [storage] root (CONVEYOR_STORAGE__ROOT) at a folder "
+            "this user can write",
+            ExitCode.UNAVAILABLE,
+        ) from None
+    if schema:
+        check_schema(runtime)
+    return runtime
+
+
+def database_unreachable(settings: Settings, exc: BaseException) -> typer.Exit:
+    """The Exit for a database that does not answer (the URL's password never shown)."""
+    detail = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+    return fail(
+        f"cannot reach the database {describe_database(settings)}: "
+        f"{detail[0] if detail else type(exc).__name__}; check [database] url "
+        "(CONVEYOR_DATABASE__URL) and that the server is running",
+        ExitCode.UNAVAILABLE,
+    )
+
+
+def check_schema(runtime: Runtime) -> None:
+    """Upgrade an embedded SQLite schema; refuse a PostgreSQL schema that is not current.
+
+    Raises:
+        typer.Exit: :attr:`ExitCode.UNAVAILABLE` or :attr:`ExitCode.SCHEMA`.
+    """
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from conveyor.db.engine import is_postgresql
+    from conveyor.db.migrate import current_revision, head_revision, known_revision
+
+    where = describe_database(runtime.settings)
+    try:
+        current = current_revision(runtime.engine)
+        head = head_revision()
+        if current is not None and not known_revision(current):
+            raise fail(
+                f"the database {where} has schema revision {current}, newer than this version "
+                f"of Conveyor knows (its newest is {head}); upgrade Conveyor",
+                ExitCode.SCHEMA,
+            )
+        if current == head:
+            return
+        if not is_postgresql(runtime.engine):
+            runtime.migrate()  # the embedded default upgrades itself
+            return
+    except SQLAlchemyError as exc:
+        raise database_unreachable(runtime.settings, exc) from None
+    if current is None:
+        raise fail(
+            f"the database {where} has no Conveyor schema yet; create it with "
+            "`conveyor db upgrade`",
+            ExitCode.SCHEMA,
+        )
+    raise fail(
+        f"the database {where} has schema revision {current}, older than this version needs "
+        f"({head}); back up the database, stop every conveyor process, then run "
+        "`conveyor db upgrade`",
+        ExitCode.SCHEMA,
+    )
