@@ -7,7 +7,7 @@ from typing import get_args
 import pytest
 
 from conveyor.api.schemas import AudioStage, MediaStage
-from conveyor.audio.domain import AUDIO
+from conveyor.audio.stages import AUDIO
 from conveyor.config import MediaSettings, PipelineSettings, Settings
 from conveyor.errors import DeclarationError
 from conveyor.media.domain import MEDIA

@@ -13,8 +13,9 @@ from pathlib import Path
 
 from sqlalchemy import Engine
 
-from conveyor.audio.domain import AUDIO, AudioSteps, build_audio_domain
 from conveyor.audio.recognizer_sweep import JobFolderSweeper
+from conveyor.audio.stages import AUDIO, build_audio_domain
+from conveyor.audio.steps import AudioSteps
 from conveyor.clock import Clock, SystemClock
 from conveyor.config import Settings
 from conveyor.db.engine import make_engine

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, event
 
-from conveyor.audio.domain import AUDIO
+from conveyor.audio.stages import AUDIO
 from conveyor.clock import SystemClock
 from conveyor.media.domain import MEDIA
 from conveyor.pipeline import Advance, Declaration, Domain, StepContext, queries

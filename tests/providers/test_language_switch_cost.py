@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from base_model import load_base_model
 
-from conveyor.providers import whisper_job
+from conveyor.providers import language_runs, whisper_recognise
 from needs import AUDIO_CORPUS
 
 
@@ -42,7 +42,9 @@ def model() -> CountingModel:
 
 def recognise(model: CountingModel, path: Path) -> dict[str, Any]:
     model.detections = 0
-    return whisper_job.recognise(model, {"input": str(path), "language": None, "beam_size": 5})
+    return whisper_recognise.recognise(
+        model, {"input": str(path), "language": None, "beam_size": 5}
+    )
 
 
 @pytest.mark.parametrize("clip", ["jfk.wav", "ru_deepspeech.wav"])
@@ -132,6 +134,6 @@ def test_a_window_decoded_unsurely_is_a_sign_of_another_language(model: Counting
         ]
         return segments, "en", 0.97
 
-    suspected = whisper_job._switch_suspected
+    suspected = language_runs.switch_suspected
     assert suspected(model, audio, stretches, judged, single_pass(-0.96))
     assert not suspected(model, audio, stretches, judged, single_pass(-0.3))

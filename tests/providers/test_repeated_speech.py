@@ -17,7 +17,7 @@ import pytest
 from base_model import MODEL_CACHE, load_base_model
 
 from conveyor.config import TranscriptionSettings
-from conveyor.providers import LocalWhisperProvider, whisper_job
+from conveyor.providers import LocalWhisperProvider, whisper_recognise
 from needs import AUDIO_CORPUS
 
 # The start and the end of the sentence: a saying cut by Whisper's 30 s window still has both.
@@ -42,7 +42,9 @@ def test_a_sentence_said_again_is_kept_every_time(model: Any, tmp_path: Path, ti
         sink.setsampwidth(2)
         sink.setframerate(16_000)
         sink.writeframes((audio * 32767).astype("<i2").tobytes())
-    result = whisper_job.recognise(model, {"input": str(path), "language": None, "beam_size": 5})
+    result = whisper_recognise.recognise(
+        model, {"input": str(path), "language": None, "beam_size": 5}
+    )
     provider = LocalWhisperProvider(
         TranscriptionSettings(), tmp_path / "work", model_cache_dir=MODEL_CACHE
     )

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from conveyor.audio.domain import AUDIO
+from conveyor.audio.stages import AUDIO
 from conveyor.media.domain import MEDIA
 
 __all__ = [

@@ -101,8 +101,8 @@ def ingest(
     """Transcribe recordings: accept, run the pipeline until each is done or halted, print."""
     from conveyor.audio import queries
     from conveyor.audio.cards import described_card, provider_waits, transcript_of
-    from conveyor.audio.domain import AUDIO
     from conveyor.audio.intake import accept_audio, clean_language
+    from conveyor.audio.stages import AUDIO
     from conveyor.cli.records import print_card, state_of
     from conveyor.cli.startup import check_recognizer
 

@@ -18,33 +18,23 @@ session, apart from every worker: a crash, a hang or an out-of-memory kill of a 
 takes a worker down, and a recognizer survives the worker that started it. A recognizer that
 crashed is replaced at the next submit or poll (its job polls as failed with the exit status and
 the log's last lines); one that has worked on a job for longer than the hang limit is killed and
-replaced the same way. ``<work_dir>/.lock`` serialises starts and job taking between threads and
-processes; ``<work_dir>/.models`` holds the assembled bundled model.
+replaced the same way (:mod:`conveyor.providers.supervisor`). ``<work_dir>/.models`` holds the
+assembled bundled model.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import math
-import os
 import re
 import shutil
-import signal
-import subprocess
-import sys
 import tempfile
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-import conveyor
 from conveyor.config import TranscriptionSettings
 from conveyor.errors import ConfigError
-from conveyor.files import write_atomic
 from conveyor.providers.base import (
     PollResult,
     RecognitionRequest,
@@ -53,38 +43,27 @@ from conveyor.providers.base import (
     Transcript,
 )
 from conveyor.providers.gates import decoded_speech, only_filler
+from conveyor.providers.supervisor import (
+    JOB_FILE,
+    PID_FILE,
+    RecognizerSupervisor,
+    finished,
+    read_json,
+    read_pid,
+    result_written,
+    write_job_file,
+)
 from conveyor.providers.whisper_model import resolve_model
 
 __all__ = [
-    "ERROR_FILE",
-    "JOB_FILE",
-    "LOCK_FILE",
-    "LOG_FILE",
-    "PID_FILE",
-    "RESULT_FILE",
     "LocalWhisperProvider",
-    "start_ticks",
     "transcript_of_segments",
     "whisper_languages",
-    "write_job_file",
 ]
 
-# The job folder layout, shared with conveyor.providers.whisper_job.
-JOB_FILE = "job.json"
-RESULT_FILE = "result.json"
-ERROR_FILE = "error.json"
-PID_FILE = "pid.json"
-LOG_FILE = "job.log"
-LOCK_FILE = ".lock"
-_EXIT_FILE = "exit.json"
 _MODELS_DIR = ".models"
-_SERVERS_DIR = ".servers"
 # The audio of a job, copied into its folder at submit.
 _INPUT = "input.wav"
-# A job may take this many times its audio's length (at least _MIN_HANG s) before its
-# recognizer counts as hung.
-_HANG_FACTOR = 10.0
-_MIN_HANG = 600.0
 # While waiting on a job (wait), how often its folder is looked at for a result, and how often
 # the recognizer working on it is checked for life and hangs (a full poll), seconds.
 _LOOK_EVERY = 0.01
@@ -140,9 +119,7 @@ class LocalWhisperProvider:
                 f"[transcription] language = {settings.language!r} is not a language code "
                 "Whisper knows; use an ISO 639-1 code such as en, de, ru, or leave it unset"
             )
-        self._hang_after = hang_after
-        self._children: dict[int, subprocess.Popen[bytes]] = {}  # slot → recognizer
-        self._mutex = threading.Lock()
+        self._supervisor = RecognizerSupervisor(settings, work_dir, hang_after)
         self._queue_seen: tuple[float, int, dict[str, int]] | None = None
         # A job folder is keyed by the caller's id: a repeated submit finds it (D12).
         self.idempotent_submit = True
@@ -165,14 +142,14 @@ class LocalWhisperProvider:
             FileNotFoundError: ``audio`` does not exist (on the first submit).
         """
         job_dir = self._job_dir(operation_id)
-        with self._locked():
+        with self._supervisor.locked():
             if not job_dir.is_dir():
                 source = audio.resolve()
                 if not source.is_file():
                     raise FileNotFoundError(f"no audio file at {source}")
                 self._create_job(job_dir, operation_id, source, request)
-            self._ensure_recognizers()
-            source_url = str(_read_json(job_dir / JOB_FILE)["input"])
+            self._supervisor.ensure_recognizers()
+            source_url = str(read_json(job_dir / JOB_FILE)["input"])
         return Submission(operation_id=operation_id, source_url=source_url)
 
     def poll(self, operation_id: str) -> PollResult:
@@ -184,9 +161,9 @@ class LocalWhisperProvider:
         if not _OPERATION_ID.fullmatch(operation_id):
             return PollResult("unknown")
         job_dir = self._work_dir / operation_id
-        with self._locked():
-            self._ensure_recognizers()
-            return self._state(job_dir)
+        with self._supervisor.locked():
+            self._supervisor.ensure_recognizers()
+            return self._supervisor.state(job_dir)
 
     def wait(self, operation_id: str, timeout: float, check: Callable[[], None]) -> PollResult:
         """Wait up to ``timeout`` seconds for a job a recognizer works on or is about to take
@@ -216,7 +193,7 @@ class LocalWhisperProvider:
                 break
             check()
             look_until = time.monotonic() + min(left, _FULL_POLL_EVERY)
-            while time.monotonic() < look_until and not _result_written(job_dir):
+            while time.monotonic() < look_until and not result_written(job_dir):
                 time.sleep(_LOOK_EVERY)
             result = self.poll(operation_id)
         return result
@@ -242,14 +219,14 @@ class LocalWhisperProvider:
         """(recognizers busy, queued job name -> its place in the queue, oldest first)."""
         busy = 0
         queued: list[tuple[float, str]] = []
-        for other in self._job_dirs():
-            if _result_written(other):
+        for other in self._supervisor.job_dirs():
+            if result_written(other):
                 continue
             if (other / PID_FILE).exists():
                 busy += 1
                 continue
             try:
-                queued.append((float(_read_json(other / JOB_FILE)["queued_at"]), other.name))
+                queued.append((float(read_json(other / JOB_FILE)["queued_at"]), other.name))
             except (OSError, ValueError, KeyError, TypeError):
                 continue  # being created or removed
         return busy, {name: place for place, (_, name) in enumerate(sorted(queued))}
@@ -320,14 +297,14 @@ class LocalWhisperProvider:
         if not _OPERATION_ID.fullmatch(operation_id):
             return
         job_dir = self._work_dir / operation_id
-        with self._locked():
+        with self._supervisor.locked():
             if not job_dir.is_dir():
                 return
-            pid = _read_pid(job_dir)
-            if _finished(job_dir) is None and pid is not None and self._alive(pid):
-                self._kill(pid)
+            pid = read_pid(job_dir)
+            if finished(job_dir) is None and pid is not None and self._supervisor.alive(pid):
+                self._supervisor.kill(pid)
             shutil.rmtree(job_dir, ignore_errors=True)
-            self._ensure_recognizers()
+            self._supervisor.ensure_recognizers()
 
     def job_folders(self) -> list[tuple[str, float]]:
         """Every job folder as (operation id, when it last changed in epoch seconds), for a
@@ -383,139 +360,6 @@ class LocalWhisperProvider:
         finally:
             shutil.rmtree(staging, ignore_errors=True)
 
-    def _ensure_recognizers(self) -> None:
-        """While jobs wait, keep ``processes`` recognizers alive, replacing dead ones. Hold the
-        lock."""
-        self._reap_children()
-        if not any(_waiting(job_dir) for job_dir in self._job_dirs()):
-            return
-        servers = self._work_dir / _SERVERS_DIR
-        servers.mkdir(exist_ok=True)
-        for slot in range(self._settings.processes):
-            running = _read_pid_file(servers / f"slot-{slot}.json")
-            if running is not None and self._alive(running):
-                continue
-            self._start(slot)
-
-    def _job_dirs(self) -> Iterator[Path]:
-        for job_dir in self._work_dir.iterdir():
-            if not job_dir.name.startswith(".") and job_dir.is_dir():
-                yield job_dir
-
-    def _start(self, slot: int) -> None:
-        env = dict(os.environ)
-        env["HF_HUB_OFFLINE"] = "1"  # belt and braces: the job loads with local_files_only too
-        package_root = str(Path(conveyor.__file__).resolve().parent.parent)
-        env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (package_root, env.get("PYTHONPATH", "")) if p
-        )
-        servers = self._work_dir / _SERVERS_DIR
-        command = [
-            sys.executable,
-            "-m",
-            "conveyor.providers.whisper_job",
-            "--serve",
-            str(self._work_dir),
-            str(slot),
-            str(self._settings.idle_exit),
-        ]
-        with (servers / f"slot-{slot}.log").open("wb") as log:
-            child = subprocess.Popen(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                cwd=self._work_dir,
-                env=env,
-                start_new_session=True,  # not killed with the worker's process group
-                close_fds=True,
-            )
-        self._children[slot] = child
-        write_job_file(
-            servers / f"slot-{slot}.json",
-            {"pid": child.pid, "start_ticks": start_ticks(child.pid), "started_at": time.time()},
-        )
-
-    def _reap_children(self) -> None:
-        """Collect exit codes of recognizers this provider started (and free their zombies); the
-        job a dead one was working on learns how it ended."""
-        for slot, child in list(self._children.items()):
-            returncode = child.poll()
-            if returncode is None:
-                continue
-            del self._children[slot]
-            for job_dir in self._job_dirs():
-                pid = _read_pid(job_dir)
-                ours = pid is not None and pid[0] == child.pid
-                if ours and _finished(job_dir) is None and not (job_dir / _EXIT_FILE).exists():
-                    write_job_file(job_dir / _EXIT_FILE, {"returncode": returncode})
-
-    def _alive(self, pid: tuple[int, int | None]) -> bool:
-        for child in self._children.values():
-            if child.pid == pid[0]:
-                if child.poll() is None:
-                    return True
-                self._reap_children()
-                return False
-        return _process_alive(*pid)
-
-    def _kill(self, pid: tuple[int, int | None]) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            # A recognizer leads its own session: kill its whole process group.
-            os.killpg(pid[0], signal.SIGKILL)
-        for child in list(self._children.values()):
-            if child.pid == pid[0]:
-                child.wait()
-        self._reap_children()
-
-    def _hang_limit(self, job_dir: Path) -> float:
-        if self._hang_after is not None:
-            return self._hang_after
-        try:
-            duration = float(_read_json(job_dir / JOB_FILE).get("duration") or 0.0)
-        except (OSError, ValueError):
-            duration = 0.0
-        return max(_MIN_HANG, _HANG_FACTOR * duration)
-
-    def _state(self, job_dir: Path) -> PollResult:
-        if not job_dir.is_dir():
-            return PollResult("unknown")
-        finished = _finished(job_dir)
-        if finished is not None:
-            return finished
-        pid = _read_pid(job_dir)
-        if pid is None:
-            return PollResult("running")  # queued
-        if self._alive(pid):
-            limit = self._hang_limit(job_dir)
-            if time.time() - _started_at(job_dir) <= limit:
-                return PollResult("running")
-            # Hung: kill it (a fresh recognizer takes the waiting jobs) and fail the job.
-            write_job_file(job_dir / _EXIT_FILE, {"hung_after": limit})
-            self._kill(pid)
-            self._ensure_recognizers()
-        # The process may have written its result just before exiting: look once more.
-        finished = _finished(job_dir)
-        if finished is not None:
-            return finished
-        return PollResult(
-            "failed",
-            error=(
-                f"recognizer process exited without a result ({_exit_text(job_dir)}); "
-                f"log tail: {_log_tail(job_dir)}"
-            ),
-        )
-
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        # The mutex guards this object's child table; flock makes threads and processes agree.
-        with self._mutex, (self._work_dir / LOCK_FILE).open("a") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
-
 
 def transcript_of_segments(
     segments: tuple[Segment, ...], text: str, language: str | None
@@ -536,128 +380,6 @@ def transcript_of_segments(
         no_speech=False,
         languages=tuple(languages) if languages else ((first,) if first else ()),
     )
-
-
-def _finished(job_dir: Path) -> PollResult | None:
-    with contextlib.suppress(FileNotFoundError):
-        return PollResult("done", raw=(job_dir / RESULT_FILE).read_bytes())
-    with contextlib.suppress(FileNotFoundError):
-        raw = (job_dir / ERROR_FILE).read_bytes()
-        try:
-            error = str(json.loads(raw)["error"])
-        except (ValueError, KeyError, TypeError):
-            error = raw.decode("utf-8", "replace")
-        return PollResult("failed", error=f"recognizer failed: {error}")
-    return None
-
-
-def _result_written(job_dir: Path) -> bool:
-    return (job_dir / RESULT_FILE).exists() or (job_dir / ERROR_FILE).exists()
-
-
-def _waiting(job_dir: Path) -> bool:
-    """A job no recognizer has taken yet."""
-    return (
-        (job_dir / JOB_FILE).exists()
-        and not (job_dir / PID_FILE).exists()
-        and _finished(job_dir) is None
-    )
-
-
-def _started_at(job_dir: Path) -> float:
-    try:
-        return float(_read_json(job_dir / PID_FILE)["started_at"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return time.time()
-
-
-def _read_pid(job_dir: Path) -> tuple[int, int | None] | None:
-    return _read_pid_file(job_dir / PID_FILE)
-
-
-def _read_pid_file(path: Path) -> tuple[int, int | None] | None:
-    try:
-        recorded = _read_json(path)
-        ticks = recorded.get("start_ticks")
-        return int(recorded["pid"]), (int(ticks) if ticks is not None else None)
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def start_ticks(pid: int) -> int | None:
-    """The process's start time in clock ticks since boot (Linux), to tell a reused pid apart."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # Fields after the command name, which is in parentheses and may contain spaces.
-    fields = stat.rsplit(")", 1)[1].split()
-    return int(fields[19])
-
-
-def _process_alive(pid: int, start_ticks: int | None) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    except OSError:
-        try:
-            os.kill(pid, 0)  # no /proc: existence is the best we can tell
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-    fields = stat.rsplit(")", 1)[1].split()
-    if fields[0] in ("Z", "X"):  # exited, not yet reaped by the worker that started it
-        return False
-    return start_ticks is None or int(fields[19]) == start_ticks
-
-
-def _exit_text(job_dir: Path) -> str:
-    try:
-        ended = _read_json(job_dir / _EXIT_FILE)
-        if "hung_after" in ended:
-            return (
-                f"hung: no result after {float(ended['hung_after']):.0f} s, so it was killed; "
-                "a fresh recognizer takes the waiting jobs"
-            )
-        returncode = int(ended["returncode"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return "exit status unknown: it was started by another worker process"
-    if returncode < 0:
-        try:
-            return f"killed by signal {signal.Signals(-returncode).name}"
-        except ValueError:
-            return f"killed by signal {-returncode}"
-    return f"exit code {returncode}"
-
-
-def _log_tail(job_dir: Path, lines: int = 5, limit: int = 2000) -> str:
-    try:
-        with (job_dir / LOG_FILE).open("rb") as log:
-            log.seek(0, os.SEEK_END)
-            log.seek(max(0, log.tell() - limit))
-            tail = log.read().decode("utf-8", "replace")
-    except OSError:
-        return "(no log)"
-    kept = [line.strip() for line in tail.splitlines() if line.strip()][-lines:]
-    return " | ".join(kept) if kept else "(empty log)"
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    document = json.loads(path.read_text(encoding="utf-8"))
-    if not isinstance(document, dict):
-        raise ValueError(f"{path} does not hold a JSON object")
-    return document
-
-
-def write_job_file(path: Path, document: dict[str, Any]) -> None:
-    """Write a job file atomically (temp, fsync, rename): a reader sees all of it or nothing.
-
-    Shared by the provider and the recognizer process (:mod:`conveyor.providers.whisper_job`).
-    """
-    write_atomic(path, json.dumps(document, ensure_ascii=False))
 
 
 def whisper_languages() -> frozenset[str]:

@@ -1,34 +1,16 @@
-"""The audio domain: a voice recording goes in, a transcript comes out.
+"""Recognition: the audio steps that talk to the provider.
 
-Stages (declared once in :func:`build_audio_domain`, D11)::
-
-    uploaded ─normalize─▶ normalized ─submit─▶ submitted ─collect─▶ transcribed ─finish─▶ done
-     (own)                 (own)               (foreign)             (own)
-
-Who moves a record in and out:
-
-* intake (CLI ``ingest``, HTTP upload) creates it at ``uploaded``;
-* ``normalize`` decodes the original with PyAV to 16 kHz mono (the original is never modified)
-  and advances, or halts with ``not_audio``, ``undecodable``, ``no_audio``, ``empty_audio``,
-  ``bad_sample_rate``;
 * ``submit`` writes a recognition attempt row and then calls the provider (D12); digital silence
   skips recognition and goes straight to ``transcribed``;
 * ``collect`` postpones while the provider works, stores the raw response as an object (D2) and
-  advances; a failed operation counts as a failure and is re-submitted as a new attempt;
-* ``finish`` turns the raw response into ``texts`` rows (kind ``transcript``) and advances to
-  ``done``.
-
-The pipeline writes only the fields listed in ``OWNED_FIELDS``; owner, title, brief and topics
-are the owner's (P7). Nothing here contacts the sender (P11).
+  advances; a failed operation counts as a failure and is re-submitted as a new attempt.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import ExitStack
+from collections.abc import Callable, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -36,22 +18,10 @@ from typing import Any
 from sqlalchemy import Connection, Engine, RowMapping
 
 from conveyor.audio import queries
-from conveyor.audio.normalize import normalize_audio
 from conveyor.audio.vocabulary import merge_hints, owner_vocabulary
 from conveyor.config import PipelineSettings, TranscriptionSettings
-from conveyor.db.tables import audio_records
 from conveyor.objects import ObjectStore, discard_unjournaled, file_by_id, put_file_row
-from conveyor.pipeline import (
-    Advance,
-    Declaration,
-    Domain,
-    Fail,
-    Halt,
-    Lane,
-    Postpone,
-    Stage,
-    StepContext,
-)
+from conveyor.pipeline import Advance, Fail, Halt, Postpone, StepContext
 from conveyor.pipeline.outcomes import Outcome
 from conveyor.pipeline.redact import redact
 from conveyor.providers.base import (
@@ -63,16 +33,12 @@ from conveyor.providers.base import (
     SubmitOutcomeUnknown,
 )
 
-__all__ = ["AUDIO", "AUDIO_LANE", "OWNED_FIELDS", "AudioSteps", "build_audio_domain"]
-
-AUDIO_LANE = "audio"
-# Seconds of audio below which a recording is treated as empty (10 ms: a single Whisper frame).
-MIN_DURATION = 0.01
-OWNED_FIELDS = frozenset({"normalized_file_id", "duration", "no_speech", "detected_language"})
+__all__ = ["RecognitionSteps"]
 
 
-class AudioSteps:
-    """The audio steps, bound to their services (config passed down, never global).
+class RecognitionSteps:
+    """The recognition steps ``submit`` and ``collect`` (D2, D12), bound to their services
+    (config passed down, never global); :class:`conveyor.audio.steps.AudioSteps` adds the rest.
 
     Args:
         store: the object store.
@@ -108,86 +74,6 @@ class AudioSteps:
         if row is None:
             raise LookupError(f"object {file_id} is missing from the journal")
         return str(row["key"])
-
-    def _channels_apart(self, record: Mapping[str, Any]) -> bool:
-        # The record's own choice (made at upload), else the installation's default. Only a
-        # provider that labels channels gets them apart; others hear the mix.
-        chosen = record["channels"] or self.transcription.channels
-        return chosen == "separate" and self.provider.hears_channels_apart
-
-    def normalize(self, ctx: StepContext) -> Outcome:
-        """``uploaded`` → ``normalized``: decode to 16 kHz mono WAV, streaming."""
-        record = ctx.record
-        original = self._file_key(ctx, int(record["original_file_id"]))
-        # A claim-unique key: a holder whose claim expired can never overwrite the object of
-        # the live holder; the journal names this one only if our fenced save lands.
-        key = f"audio/{record['id']}/normalized-{ctx.claim.token[:16]}.wav"
-        with ExitStack() as stack:
-            try:
-                source = stack.enter_context(self.store.local_copy(original))
-            except FileNotFoundError:
-                return Halt(
-                    "original_missing",
-                    f"the original upload is missing from storage: {original}",
-                )
-            work = stack.enter_context(self.store.scratch())
-            result = normalize_audio(
-                source,
-                work / "normalized.wav",
-                raw_pcm=bool(record["raw_pcm"]),
-                separate_channels=self._channels_apart(record),
-            )
-            if result.duration < MIN_DURATION:
-                # A few stray samples (e.g. a tiny file read as raw PCM) are not a recording.
-                return Halt(
-                    "empty_audio",
-                    f"The file holds only {result.duration * 1000:.1f} ms of audio; nothing "
-                    "to transcribe.",
-                )
-            ctx.check()
-            stored = self.store.put_file(ctx.produced_object(key), work / "normalized.wav")
-        now = ctx.now()
-        earlier = record["normalized_file_id"]
-
-        def journal(conn: Connection) -> dict[str, Any]:
-            file_id = put_file_row(
-                conn,
-                replaces=None if earlier is None else int(earlier),
-                key=key,
-                mime_type="audio/wav",
-                format="wav",
-                size=stored.size,
-                sha256=stored.sha256,
-                duration=result.duration,
-                now=now,
-            )
-            return {"normalized_file_id": file_id}
-
-        note = (
-            f"normalized {result.duration:.2f} s of {result.codec} "
-            f"({result.sample_rate} Hz, {result.channels} ch)"
-        )
-        if result.tracks > 1:
-            how = "kept apart" if result.output_channels > 1 else "mixed"
-            note += f"; {result.tracks} audio tracks {how}"
-        elif result.output_channels > 1:
-            note += f"; {result.output_channels} channels kept apart"
-        if record["channels"] == "separate" and not self._channels_apart(record):
-            note += f"; channels mixed: {self.provider.name} recognises one mix only"
-        if result.cancelled_mix is not None:
-            note += (
-                f"; the channels cancel each other when mixed (opposite phase): channel "
-                f"{result.cancelled_mix} heard alone"
-            )
-        if result.skipped_tracks:
-            note += f"; {result.skipped_tracks} audio track(s) left out: no decoder for their codec"
-        return Advance(
-            {"duration": result.duration, "no_speech": True if result.silent else None},
-            writes=journal,
-            note=note + ("; digital silence" if result.silent else ""),
-        )
-
-    # -- recognition: submit and collect (D2, D12) ---------------------------------------------
 
     def _request(self, ctx: StepContext, object_key: str, audio: Path) -> RecognitionRequest:
         record = ctx.record
@@ -468,90 +354,6 @@ class AudioSteps:
             f"{late}, so Conveyor cancelled it ({answer.error or answer.state}). Resume to "
             "submit the recording again (a new operation, billed again).",
         )
-
-    def finish(self, ctx: StepContext) -> Outcome:
-        """``transcribed`` → ``done``: raw response → ``texts`` (kind ``transcript``)."""
-        record = ctx.record
-        record_id = int(record["id"])
-        with ctx.engine.connect() as conn:
-            attempt = queries.latest_attempt(conn, record_id)
-        now = ctx.now()
-        if attempt is None or attempt["raw_response_file_id"] is None:
-            if not record["no_speech"]:
-                return Fail("no stored recognition response to finish from")
-            body, segments, language, no_speech = "", [], None, True
-            detected: str | None = None
-        else:
-            key = self._file_key(ctx, int(attempt["raw_response_file_id"]))
-            with self.store.open(key) as stored:
-                raw = stored.read()
-            try:
-                transcript = self.provider.parse(raw)
-            except ValueError as exc:
-                # The response is stored (D2): after a fix, resume parses it again for free.
-                return Halt(
-                    "unreadable_response",
-                    f"the stored {self.provider.name} response cannot be read: {exc}",
-                )
-            # The raw response is ours now (D2): the provider's copy is no longer needed.
-            self.provider.discard(attempt["operation_id"])
-            body = transcript.text
-            segments = [dataclasses.asdict(s) for s in transcript.segments]
-            language, no_speech = transcript.language, transcript.no_speech
-            detected = language
-            if len(transcript.languages) > 1:
-                # A recording that switches language: the card lists each, in order heard.
-                detected = ",".join(transcript.languages)
-
-        def write_text(conn: Connection) -> None:
-            queries.upsert_text(
-                conn,
-                record_id=record_id,
-                kind="transcript",
-                body=body,
-                segments=segments,
-                language=language,
-                now=now,
-            )
-
-        note = "no speech" if no_speech else f"transcript of {len(body.split())} words"
-        if detected and "," in detected:
-            note += f" in {detected.replace(',', ', ')}"
-        return Advance(
-            {"no_speech": no_speech, "detected_language": detected},
-            writes=lambda conn: write_text(conn),
-            note=note,
-        )
-
-
-AUDIO = Declaration(
-    name="audio",
-    table=audio_records,
-    stages=[
-        Stage("uploaded", lane=AUDIO_LANE, work="own", lease=120, heartbeat=True),
-        Stage("normalized", lane=AUDIO_LANE, work="own", lease=120),
-        Stage("submitted", lane=AUDIO_LANE, work="foreign", lease=120),
-        Stage("transcribed", lane=AUDIO_LANE, work="own", lease=120),
-        Stage("done"),
-    ],
-    lanes=[Lane(AUDIO_LANE, "pipeline.workers")],
-    order_by=[audio_records.c.created_at],
-    owned_fields=OWNED_FIELDS,
-)
-"""The audio domain, declared once (D11): stages, lanes, leases, own vs foreign work (D3)."""
-
-
-def build_audio_domain(steps: AudioSteps) -> Domain:
-    """The audio domain with its steps bound (start-up fails if one is missing)."""
-    return AUDIO.bind(
-        {
-            "uploaded": steps.normalize,
-            "normalized": steps.submit,
-            "submitted": steps.collect,
-            "transcribed": steps.finish,
-        },
-        discard=steps.discard,
-    )
 
 
 def _attempt_state(attempt: RowMapping) -> str:

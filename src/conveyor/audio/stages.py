@@ -1,0 +1,56 @@
+"""The audio domain's stages: a voice recording goes in, a transcript comes out.
+
+Stages (declared once in :data:`AUDIO`, D11)::
+
+    uploaded ─normalize─▶ normalized ─submit─▶ submitted ─collect─▶ transcribed ─finish─▶ done
+     (own)                 (own)               (foreign)             (own)
+
+Who moves a record in and out:
+
+* intake (CLI ``ingest``, HTTP upload) creates it at ``uploaded``;
+* ``normalize`` and ``finish`` (:mod:`conveyor.audio.steps`), ``submit`` and ``collect``
+  (:mod:`conveyor.audio.recognition`) move it on.
+
+The pipeline writes only the fields listed in ``OWNED_FIELDS``; owner, title, brief and topics
+are the owner's (P7). Nothing here contacts the sender (P11).
+"""
+
+from __future__ import annotations
+
+from conveyor.audio.steps import AudioSteps
+from conveyor.db.tables import audio_records
+from conveyor.pipeline import Declaration, Domain, Lane, Stage
+
+__all__ = ["AUDIO", "AUDIO_LANE", "OWNED_FIELDS", "build_audio_domain"]
+
+AUDIO_LANE = "audio"
+OWNED_FIELDS = frozenset({"normalized_file_id", "duration", "no_speech", "detected_language"})
+
+AUDIO = Declaration(
+    name="audio",
+    table=audio_records,
+    stages=[
+        Stage("uploaded", lane=AUDIO_LANE, work="own", lease=120, heartbeat=True),
+        Stage("normalized", lane=AUDIO_LANE, work="own", lease=120),
+        Stage("submitted", lane=AUDIO_LANE, work="foreign", lease=120),
+        Stage("transcribed", lane=AUDIO_LANE, work="own", lease=120),
+        Stage("done"),
+    ],
+    lanes=[Lane(AUDIO_LANE, "pipeline.workers")],
+    order_by=[audio_records.c.created_at],
+    owned_fields=OWNED_FIELDS,
+)
+"""The audio domain, declared once (D11): stages, lanes, leases, own vs foreign work (D3)."""
+
+
+def build_audio_domain(steps: AudioSteps) -> Domain:
+    """The audio domain with its steps bound (start-up fails if one is missing)."""
+    return AUDIO.bind(
+        {
+            "uploaded": steps.normalize,
+            "normalized": steps.submit,
+            "submitted": steps.collect,
+            "transcribed": steps.finish,
+        },
+        discard=steps.discard,
+    )
