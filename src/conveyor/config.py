@@ -7,8 +7,13 @@ Sources, highest priority first:
 
 1. keyword arguments (tests);
 2. environment variables ``CONVEYOR_<SECTION>__<KEY>``, e.g. ``CONVEYOR_PIPELINE__WORKERS=4``;
-3. the TOML file named by ``CONVEYOR_CONFIG``, else ``./conveyor.toml`` when it exists;
-4. the defaults below (D15: every key has one).
+3. the TOML file named by ``CONVEYOR_CONFIG``, else ``./conveyor.toml`` when it exists; a
+   relative path in it (``[storage] root``, ``work_dir``, ``url = "file:PATH"``, a
+   ``sqlite:///`` URL, ``model_cache``, ``key_file``, a model folder) is relative to the file's
+   own folder, so the file means the same from any working directory;
+4. the defaults below (D15: every key has one). The embedded database's default is
+   ``<[storage] root>/conveyor.db``: one data folder holds the database, the objects and the
+   work folder unless a key says otherwise.
 
 Durations are seconds (float), sizes are bytes or pixels as the key's name says. Every key is
 listed with its default in ``docs/operations.md``.
@@ -22,9 +27,17 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -44,8 +57,10 @@ __all__ = [
     "SpeechKitSettings",
     "StorageSettings",
     "TranscriptionSettings",
+    "config_file",
     "environment_problems",
     "load_settings",
+    "settings_problems",
 ]
 
 #: CTranslate2 compute types (``ctranslate2.get_supported_compute_types`` says which the device
@@ -81,8 +96,8 @@ class DatabaseSettings(_Section):
     """``[database]``: where records live."""
 
     url: str = "sqlite:///conveyor-data/conveyor.db"
-    """SQLAlchemy URL: ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db`` (embedded
-    default) or ``postgresql://user:password@host:port/db``."""
+    """SQLAlchemy URL: ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db`` (embedded)
+    or ``postgresql://user:password@host:port/db``. Unset: ``<[storage] root>/conveyor.db``."""
 
     @field_validator("url")
     @classmethod
@@ -334,12 +349,69 @@ class ApiSettings(_Section):
         return value
 
 
-def _toml_file() -> Path | None:
+def config_file() -> Path | None:
+    """The TOML file settings are read from: ``CONVEYOR_CONFIG``, else ``./conveyor.toml`` when
+    it exists, else None."""
     named = os.environ.get("CONVEYOR_CONFIG")
     if named:
         return Path(named)
     local = Path("conveyor.toml")
     return local if local.exists() else None
+
+
+#: Keys whose value is a path (``section.key``), made absolute against the config file's folder.
+_PATH_KEYS = (
+    ("storage", "root"),
+    ("storage", "work_dir"),
+    ("transcription", "model_cache"),
+    ("transcription", "speechkit", "key_file"),
+    ("transcription", "openai", "key_file"),
+)
+
+
+def _anchored(value: Any, folder: Path) -> Any:
+    """``value`` (a path from the file) made absolute against ``folder``; ``~`` expanded."""
+    if not isinstance(value, str) or not value:
+        return value
+    path = Path(value).expanduser()
+    return value if path.is_absolute() else str(folder / path)
+
+
+def _anchor_paths(data: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """The TOML document with every relative path key made absolute against ``folder``."""
+    for *sections, key in _PATH_KEYS:
+        table: Any = data
+        for section in sections:
+            table = table.get(section) if isinstance(table, dict) else None
+        if isinstance(table, dict) and key in table:
+            table[key] = _anchored(table[key], folder)
+    storage = data.get("storage")
+    if isinstance(storage, dict) and isinstance(storage.get("url"), str):
+        url = storage["url"]
+        if url.startswith("file:") and url != "file:":
+            storage["url"] = "file:" + _anchored(url.removeprefix("file:"), folder)
+    database = data.get("database")
+    if isinstance(database, dict) and isinstance(database.get("url"), str):
+        url = database["url"]
+        scheme, sep, rest = url.partition(":///")
+        if sep and scheme.lower().startswith("sqlite") and rest and rest != ":memory:":
+            database["url"] = f"{scheme}:///{_anchored(rest, folder)}"
+    transcription = data.get("transcription")
+    if isinstance(transcription, dict) and isinstance(transcription.get("model"), str):
+        # A model is a name (``base``, ``org/model`` from the cache) or a folder: only a
+        # folder that exists beside the file is taken as one.
+        model = transcription["model"]
+        if not Path(model).is_absolute() and (folder / model).is_dir():
+            transcription["model"] = str(folder / model)
+    return data
+
+
+class _ConfigFileSource(TomlConfigSettingsSource):
+    """The TOML file, with relative paths made relative to the file's own folder."""
+
+    def _read_file(self, file_path: Any) -> dict[str, Any]:
+        data = super()._read_file(file_path)
+        return _anchor_paths(data, Path(str(file_path)).resolve().parent)
 
 
 class Settings(BaseSettings):
@@ -366,10 +438,17 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
-        toml = _toml_file()
+        toml = config_file()
         if toml is not None:
-            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml))
+            sources.append(_ConfigFileSource(settings_cls, toml_file=toml))
         return tuple(sources)
+
+    @model_validator(mode="after")
+    def _database_in_the_data_folder(self) -> Settings:
+        # One data folder: moving [storage] root moves the embedded database with it.
+        if "url" not in self.database.model_fields_set:
+            self.database = DatabaseSettings(url=f"sqlite:///{self.storage.root / 'conveyor.db'}")
+        return self
 
 
 def _setting_variables() -> set[str]:
@@ -420,6 +499,114 @@ def environment_problems(environ: Mapping[str, str]) -> list[str]:
     return problems
 
 
+#: Settings whose value is never echoed back, even when it is invalid (D16).
+_SECRET_KEY = re.compile(r"secret|password|passwd|token|access_key|api_key|credential", re.I)
+
+_TABLE = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]\s*(#.*)?$")
+_KEY = re.compile(r"^\s*(\"?)([A-Za-z0-9_.-]+)\1\s*=")
+
+
+def _line_of(text: str, where: tuple[str, ...]) -> int | None:
+    """The 1-based line of ``text`` (a TOML document) that sets ``where``, or None.
+
+    ``("storage", "root")`` is found as ``root =`` under ``[storage]`` or as ``storage.root =``
+    at the top; ``("storag",)`` as the table header ``[storag]`` or a key of that name.
+    """
+    table: tuple[str, ...] = ()
+    for number, line in enumerate(text.splitlines(), start=1):
+        header = _TABLE.match(line)
+        if header:
+            table = tuple(part.strip().strip('"') for part in header.group(1).split("."))
+            if table == where or (len(where) == 1 and table[:1] == where):
+                return number
+            continue
+        key = _KEY.match(line)
+        if key and table + tuple(key.group(2).split(".")) == where:
+            return number
+    return None
+
+
+def _section_model(where: tuple[str, ...]) -> type[BaseModel] | None:
+    """The model of the table ``where`` names (``()`` is the whole settings)."""
+    model: type[BaseModel] = Settings
+    for part in where:
+        field = model.model_fields.get(part)
+        sub = field.annotation if field is not None else None
+        if not (isinstance(sub, type) and issubclass(sub, BaseModel)):
+            return None
+        model = sub
+    return model
+
+
+def _likely_key(where: tuple[str, ...]) -> str | None:
+    """The known key closest to an unknown ``where`` (``storage.roots`` → ``storage.root``), or
+    the same key in another section (``pipeline.short_workers`` → ``media.short_workers``)."""
+    elsewhere = [
+        f"{section}.{where[-1]}"
+        for section, field in Settings.model_fields.items()
+        if isinstance(field.annotation, type)
+        and issubclass(field.annotation, BaseModel)
+        and where[-1] in field.annotation.model_fields
+    ]
+    if elsewhere:
+        return " or ".join(sorted(elsewhere))
+    model = _section_model(where[:-1])
+    if model is not None:
+        close = difflib.get_close_matches(where[-1], list(model.model_fields), n=1)
+        if close:
+            return ".".join((*where[:-1], close[0]))
+    return None
+
+
+def _from_environment(where: tuple[str, ...]) -> str | None:
+    """The ``CONVEYOR_*`` variable that set ``where``, if one did (it wins over the file)."""
+    name = "CONVEYOR_" + "__".join(part.upper() for part in where)
+    for variable in os.environ:
+        if variable.upper() == name:
+            return variable
+    return None
+
+
+def settings_problems(error: ValidationError) -> list[str]:
+    """One sentence per invalid setting of ``error``: where it was set (the environment
+    variable, or the config file and line), the key, what is wrong and, for an unknown key, the
+    likely one. A secret's value is never repeated (D16).
+
+    ``conveyor.toml line 4: [storage] roots is not a setting; did you mean [storage] root?``
+    """
+    file = config_file()
+    text = file.read_text(encoding="utf-8", errors="replace") if file and file.is_file() else ""
+    problems = []
+    for item in error.errors():
+        where = tuple(str(part) for part in item["loc"])
+        section, key = ".".join(where[:-1]), where[-1] if where else ""
+        named = f"[{section}] {key}" if section else f"[{key}]"
+        variable = _from_environment(where)
+        line = None if variable else _line_of(text, where)
+        if variable:
+            origin = f"environment variable {variable}: "
+        elif line is not None and file is not None:
+            origin = f"{file} line {line}: "
+        elif file is not None and text:
+            origin = f"{file}: "
+        else:
+            origin = ""
+        if item["type"] == "extra_forbidden":
+            likely = _likely_key(where)
+            hint = ""
+            if likely:
+                shown = " or ".join(
+                    f"[{k.rpartition('.')[0]}] {k.rpartition('.')[2]}" for k in likely.split(" or ")
+                )
+                hint = f"; did you mean {shown}?"
+            problems.append(f"{origin}{named} is not a setting{hint}")
+            continue
+        shown = "***" if _SECRET_KEY.search(".".join(where)) else repr(item["input"])
+        got = f" (got {shown})" if item["type"] != "missing" else ""
+        problems.append(f"{origin}{named}: {item['msg']}{got}")
+    return problems
+
+
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     """Read settings from the environment and ``conveyor.toml``.
 
@@ -429,14 +616,23 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
 
     Raises:
         ConfigError: a ``CONVEYOR_*`` variable is not a setting (the message names the likely
-            key).
-        pydantic.ValidationError: a key is unknown or a value is out of range.
-        FileNotFoundError: ``CONVEYOR_CONFIG`` names a file that does not exist.
+            key); the config file is missing or not TOML (the message names the file and the
+            line); a key is unknown or a value out of range (one line per setting: where it was
+            set, the key, and for an unknown key the likely one; see :func:`settings_problems`).
     """
+    import tomllib
+
     problems = environment_problems(os.environ if environ is None else environ)
     if problems:
         raise ConfigError("\n".join(problems))
     named = os.environ.get("CONVEYOR_CONFIG")
     if named and not Path(named).is_file():
-        raise FileNotFoundError(f"CONVEYOR_CONFIG names {named}, which is not a file")
-    return Settings()
+        raise ConfigError(f"CONVEYOR_CONFIG names {named}, which is not a file")
+    try:
+        return Settings()
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{config_file()}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{config_file()}: not UTF-8 text: {exc}") from None
+    except ValidationError as exc:
+        raise ConfigError("\n".join(settings_problems(exc))) from None

@@ -74,7 +74,7 @@ def test_bad_input_is_refused_up_front_with_clear_errors(tmp_path: Path, corpus:
     assert stage.returncode == 2 and "uploaded, normalized" in stage.stderr
     (tmp_path / "conveyor.toml").write_text("[pipeline]\nworkerz = 3\n")
     typo = run(["records", "list"], tmp_path)
-    assert typo.returncode == 2 and "pipeline.workerz" in typo.stderr
+    assert typo.returncode == 2 and "[pipeline] workerz is not a setting" in typo.stderr
     (tmp_path / "conveyor.toml").write_text("[pipeline\n")
     broken = run(["records", "list"], tmp_path)
     assert broken.returncode == 2 and "invalid configuration" in broken.stderr

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import ctranslate2
 import pytest
-from cli_run import invoke
+from cli_run import invoke, run
 
 from conveyor.cli.exits import ExitCode
 from conveyor.cli.output import setup_logging
@@ -68,11 +68,12 @@ def test_unknown_variable_stops_the_command_before_any_database(tmp_path: Path) 
 
 def test_bad_values_are_refused_at_start_up_naming_the_key(tmp_path: Path) -> None:
     device = invoke("records", "list", CONVEYOR_TRANSCRIPTION__DEVICE="gpu")
-    assert device.exit_code == ExitCode.USAGE and "transcription.device" in device.stderr
+    assert device.exit_code == ExitCode.USAGE and "[transcription] device" in device.stderr
+    assert "environment variable CONVEYOR_TRANSCRIPTION__DEVICE" in device.stderr
     compute = invoke("records", "list", CONVEYOR_TRANSCRIPTION__COMPUTE_TYPE="int4")
-    assert compute.exit_code == ExitCode.USAGE and "transcription.compute_type" in compute.stderr
+    assert compute.exit_code == ExitCode.USAGE and "[transcription] compute_type" in compute.stderr
     url = invoke("records", "list", CONVEYOR_DATABASE__URL=f"mysql://u:{SECRET}@h/db")
-    assert url.exit_code == ExitCode.USAGE and "database.url" in url.stderr
+    assert url.exit_code == ExitCode.USAGE and "[database] url" in url.stderr
     assert SECRET not in url.stderr and "***" in url.stderr
 
 
@@ -99,6 +100,53 @@ def test_commands_say_which_database_and_storage_they_use(tmp_path: Path) -> Non
     database = tmp_path.resolve() / "conveyor-data" / "conveyor.db"
     assert f"database sqlite:///{database}" in result.stderr
     assert f"storage {tmp_path.resolve() / 'conveyor-data'}" in result.stderr
+
+
+def test_the_database_follows_the_data_folder(tmp_path: Path) -> None:
+    data = tmp_path / "elsewhere"
+    result = invoke("records", "list", CONVEYOR_STORAGE__ROOT=str(data))
+    assert result.exit_code == 0, result.stderr
+    assert (data / "conveyor.db").is_file()  # beside the objects, not in ./conveyor-data
+    assert not (tmp_path / "conveyor-data").exists()
+    assert f"database sqlite:///{data.resolve() / 'conveyor.db'}" in result.stderr
+
+
+def test_relative_paths_in_a_config_file_are_relative_to_its_folder(tmp_path: Path) -> None:
+    etc = tmp_path / "etc"
+    etc.mkdir()
+    (etc / "conveyor.toml").write_text('[storage]\nroot = "data"\n')
+    elsewhere = tmp_path / "run"
+    elsewhere.mkdir()
+    result = run(["records", "list"], elsewhere, CONVEYOR_CONFIG="../etc/conveyor.toml")
+    assert result.returncode == 0, result.stderr
+    assert (etc / "data" / "conveyor.db").is_file()
+    assert not any(elsewhere.iterdir())  # nothing written where the command ran
+    config = (etc / "conveyor.toml").resolve()
+    assert f"config {config}, database sqlite:///{etc.resolve() / 'data'}" in result.stderr
+
+
+def test_a_config_file_mistake_names_the_file_the_line_and_the_likely_key(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "conveyor.toml").write_text(
+        '[storage]\nroots = "data"\n\n[pipeline]\nshort_workers = 2\nworkers = "many"\n'
+    )
+    result = invoke("records", "list")
+    assert result.exit_code == ExitCode.USAGE
+    assert (
+        "conveyor.toml line 2: [storage] roots is not a setting; did you mean [storage] root?"
+        in result.stderr
+    )
+    assert (
+        "line 5: [pipeline] short_workers is not a setting; did you mean [media] short_workers?"
+        in result.stderr
+    )
+    assert "conveyor.toml line 6: [pipeline] workers: Input should be" in result.stderr
+    assert not (tmp_path / "conveyor-data").exists()
+    (tmp_path / "conveyor.toml").write_text("[storage]\nroot = data\n")
+    broken = invoke("records", "list")
+    assert broken.exit_code == ExitCode.USAGE
+    assert "conveyor.toml: not valid TOML" in broken.stderr and "line 2" in broken.stderr
 
 
 @pytest.mark.parametrize(

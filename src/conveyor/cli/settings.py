@@ -7,9 +7,8 @@ so ``conveyor --help`` starts fast.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -54,34 +53,15 @@ def describe_storage(settings: Settings) -> str:
 
 
 def _load_settings() -> Settings:
-    import tomllib
-
-    from pydantic import ValidationError
-
     from conveyor.config import load_settings
     from conveyor.errors import ConfigError
 
     try:
         return load_settings()
-    except ValidationError as exc:
-        raise fail(f"invalid configuration: {_describe_validation(exc)}", ExitCode.USAGE) from None
-    except (ConfigError, FileNotFoundError, tomllib.TOMLDecodeError) as exc:
-        raise fail(f"invalid configuration: {exc}", ExitCode.USAGE) from None
-
-
-#: Settings whose value is never echoed back, even when it is invalid (D16).
-_SECRET_KEY = re.compile(r"secret|password|passwd|token|access_key|api_key|credential", re.I)
-
-
-def _describe_validation(exc: Any) -> str:
-    """One line per invalid setting: ``pipeline.workers: Input should be … (got 'abc')``."""
-    lines = []
-    for error in exc.errors():
-        where = ".".join(str(part) for part in error["loc"])
-        shown = "***" if _SECRET_KEY.search(where) else repr(error["input"])
-        got = f" (got {shown})" if error["type"] != "missing" else ""
-        lines.append(f"{where}: {error['msg']}{got}")
-    return "\n  " + "\n  ".join(lines)
+    except ConfigError as exc:
+        lines = str(exc).splitlines()
+        shown = lines[0] if len(lines) == 1 else "\n  " + "\n  ".join(lines)
+        raise fail(f"invalid configuration: {shown}", ExitCode.USAGE) from None
 
 
 def make_runtime(*, schema: bool = True) -> Runtime:
@@ -97,9 +77,12 @@ def make_runtime(*, schema: bool = True) -> Runtime:
             (:attr:`ExitCode.UNAVAILABLE`), schema not current (:attr:`ExitCode.SCHEMA`).
     """
     settings = _load_settings()
+    from conveyor.config import config_file
     from conveyor.runtime import Runtime
 
-    note(f"database {describe_database(settings)}, storage {describe_storage(settings)}")
+    file = config_file()
+    where = f"config {file.resolve()}, " if file is not None else ""
+    note(f"{where}database {describe_database(settings)}, storage {describe_storage(settings)}")
     runtime = Runtime(settings)
     try:
         runtime.store.check()  # creates the storage folder, so a bad root fails here
