@@ -330,6 +330,9 @@ class ApiSettings(_Section):
     """Seconds between keep-alive comments on an idle event stream."""
     upload_idle_timeout: float = Field(default=30.0, gt=0)
     """Seconds an upload may send nothing before it is refused with 408 (partial data removed)."""
+    upload_min_rate: int = Field(default=1024, ge=0)
+    """Bytes per second an upload must average over every ``upload_idle_timeout`` seconds;
+    slower ones are refused with 408 like idle ones (0: no minimum)."""
     uploads_per_owner: int = Field(default=4, ge=1)
     """Uploads one owner may have arriving at once in one process; more get 429."""
     streams_per_token: int = Field(default=8, ge=1)

@@ -151,6 +151,31 @@ def test_an_idle_upload_gets_408_and_its_partial_data_is_removed(
             assert client.post("/api/records", content=wav).status_code == 201
 
 
+def test_a_trickling_upload_below_the_minimum_rate_gets_408(
+    make_api: MakeApi, live: Live, wav: bytes
+) -> None:
+    # A byte every 0.2 s is never idle for 1 s, but far below 1 KiB/s over each second.
+    api = make_api(api={"upload_idle_timeout": 1.0, "upload_min_rate": 1024})
+    with (
+        live(api.app) as server,
+        raw_upload(server, api.alice["Authorization"], len(wav), wav[:1]) as sock,
+    ):
+        started = time.monotonic()
+        sock.settimeout(0.2)
+        data = b""
+        sent = 1
+        while time.monotonic() - started < 20 and b"\r\n\r\n" not in data:
+            with suppress(TimeoutError):
+                data += sock.recv(65536)
+            with suppress(OSError):
+                sock.sendall(wav[sent : sent + 1])
+                sent += 1
+        assert data.startswith(b"HTTP/1.1 408"), data
+        assert b"minimum of 1024 bytes/s" in data
+        assert stored_objects(api) == []
+        assert counts(api.runtime.engine) == (0, 0, 0, 0)
+
+
 def test_one_owner_cannot_take_every_upload_slot(make_api: MakeApi, live: Live, wav: bytes) -> None:
     api = make_api(api={"uploads_per_owner": 2, "upload_idle_timeout": 60})
     with live(api.app) as server, ExitStack() as stack:

@@ -4,8 +4,9 @@ JSON bodies (``PATCH /api/records/{id}``, ``POST /api/albums``) are small; FastA
 whole before validating, so without a bound a client could make the server hold any amount.
 Bodies over :data:`MAX_BODY_BYTES` are refused with 413 ``too_large`` in the one error shape:
 at once from ``Content-Length``, and while reading a body sent without one (chunked). The
-upload routes (``POST /api/records``, ``POST /api/albums/{id}/items``) stream their bodies to
-storage under ``[api] max_upload_bytes`` (:mod:`conveyor.api.uploads`) and pass untouched.
+upload routes (``POST /api/records``, ``POST /api/albums/{id}/items`` and the web app's
+``POST /records/upload``, ``POST /albums/{id}/upload``) stream their bodies to storage under
+``[api] max_upload_bytes`` (:mod:`conveyor.api.uploads`) and pass untouched.
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ MAX_BODY_BYTES = 1024 * 1024
 # The rest of the body is not wanted: closing the connection stops the client sending it
 # (otherwise the server would read it to the end, discarding it, to keep the connection).
 _CLOSE = {"Connection": "close"}
-_UPLOAD_PATHS = re.compile(r"^/api/(records|albums/[^/]+/items)/?$")
+_UPLOAD_PATHS = re.compile(
+    r"^/(api/records|api/albums/[^/]+/items|records/upload|albums/[^/]+/upload)/?$"
+)
 
 
 def is_upload(method: str, path: str) -> bool:

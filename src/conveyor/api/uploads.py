@@ -24,7 +24,10 @@ Stopping: on SIGTERM an upload still arriving gets ``ApiState.upload_stop_grace`
 Fairness: an owner has at most ``[api] uploads_per_owner`` uploads arriving at once (429 with
 ``Retry-After`` beyond); the process has 32 upload slots, and a request waiting for one whose
 client leaves is never processed; an upload that sends nothing for ``[api]
-upload_idle_timeout`` seconds gets 408 ``upload_timeout`` and what it sent is removed.
+upload_idle_timeout`` seconds gets 408 ``upload_timeout`` and what it sent is removed, and so
+does one that trickles: over every ``upload_idle_timeout`` seconds it must send at least
+``[api] upload_min_rate`` bytes per second on average (1 KiB/s by default: a slot held by a
+byte every 20 s would otherwise never count as idle).
 
 Size: ``[api] max_upload_bytes`` is checked from ``Content-Length`` before anything is read
 (413 at once) and again while streaming (413, the partial object removed).
@@ -161,6 +164,7 @@ class BodyChunks:
         closing: threading.Event | None = None,
         stop_grace: float = 0.0,
         idle_timeout: float = float("inf"),
+        min_rate: float = 0.0,
         first: Message | None = None,
     ) -> None:
         self._receive = request.receive
@@ -171,7 +175,27 @@ class BodyChunks:
         self._stop_grace = stop_grace
         self._stop_at: float | None = None
         self._idle_timeout = idle_timeout
+        self._min_rate = min_rate
+        # The progress window: bytes arrived since it began.
+        self._window_start = time.monotonic()
+        self._window_bytes = 0
         self._first = first
+
+    def _check_progress(self) -> None:
+        now = time.monotonic()
+        if now - self._window_start < self._idle_timeout:
+            return
+        wanted = self._min_rate * (now - self._window_start)
+        if self._window_bytes < wanted:
+            raise ApiError(
+                408,
+                "upload_timeout",
+                f"the upload sent {self._window_bytes} bytes in {now - self._window_start:.0f} s, "
+                f"below the minimum of {self._min_rate:g} bytes/s; nothing was kept, send it "
+                "again",
+                headers={"Connection": "close"},
+            )
+        self._window_start, self._window_bytes = now, 0
 
     async def _message(self) -> Message:
         # Waits a tick at a time (uvicorn's receive is safe to cancel: a message is taken only
@@ -182,6 +206,7 @@ class BodyChunks:
         idle_since = time.monotonic()
         while True:
             wait = _TICK
+            self._check_progress()
             if time.monotonic() - idle_since >= self._idle_timeout:
                 # A connection that holds an upload slot and sends nothing would keep it
                 # forever; the intake removes what was stored so far.
@@ -216,6 +241,7 @@ class BodyChunks:
                 if not message.get("more_body", False):
                     self._done = True
                 body: bytes = message.get("body", b"")
+                self._window_bytes += len(body)
                 if body:
                     return body
         return None
@@ -539,6 +565,7 @@ async def receive_upload(
                 closing=state.closing,
                 stop_grace=state.upload_stop_grace,
                 idle_timeout=settings.upload_idle_timeout,
+                min_rate=settings.upload_min_rate,
                 first=first,
             )
             return await anyio.to_thread.run_sync(

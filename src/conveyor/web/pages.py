@@ -51,7 +51,12 @@ def render(
 ) -> Response:
     """The template ``name`` with ``context`` plus the signed-in ``viewer`` (or None)."""
     state = request.app.state.conveyor
-    ctx = {"viewer": current_viewer(request, state), **(context or {})}
+    ctx = {
+        "viewer": current_viewer(request, state),
+        # The page's upload queue sends no more at once than the server lets one owner.
+        "upload_slots": state.runtime.settings.api.uploads_per_owner,
+        **(context or {}),
+    }
     response = _templates.TemplateResponse(request, name, ctx, status_code=status)
     response.headers.update(PAGE_HEADERS)
     return response

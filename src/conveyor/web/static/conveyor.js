@@ -214,7 +214,25 @@
     });
   }
 
-  /* Uploads: drag and drop or choose several files; each goes on its own with progress. */
+  /* Uploads: drag and drop or choose several files; each goes on its own with progress.
+   * One queue for the page never sends more at once than the owner's upload slots
+   * (data-upload-slots, the server's [api] uploads_per_owner); a file the server turns away
+   * for now (429, 503) waits for its Retry-After and goes again, and one whose connection
+   * dropped is sent again after a pause (a few times). Any other refusal is final and its
+   * line says why. */
+  var uploadQueue = [], uploadsActive = 0;
+  var MAX_DROPS = 5;
+  function pumpUploads() {
+    var slots = parseInt(document.body.dataset.uploadSlots, 10) || 4;
+    while (uploadsActive < slots && uploadQueue.length) {
+      uploadsActive += 1;
+      uploadQueue.shift()();
+    }
+  }
+  function retryAfter(xhr) {
+    var s = parseInt(xhr.getResponseHeader("Retry-After"), 10);
+    return s > 0 ? Math.min(s, 600) : 5;
+  }
   document.querySelectorAll(".dropzone").forEach(function (zone) {
     var input = zone.querySelector("input[type=file]");
     var list = zone.parentNode.querySelector(".uploads");
@@ -230,53 +248,90 @@
       });
       return values;
     }
-    function send(file) {
-      var fields = chosen();
+    function add(file) {
+      var fields = chosen(), drops = 0, countdown = null;
       var li = document.createElement("li");
       var name = document.createElement("span");
       name.className = "upload-name";
       name.textContent = file.name;
+      name.title = file.name;
+      name.tabIndex = 0;
       var bar = document.createElement("progress");
       bar.max = 100; bar.value = 0;
       bar.setAttribute("aria-label", "Upload of " + file.name);
       var state = document.createElement("span");
       state.className = "upload-state";
-      state.textContent = "waiting";
+      state.textContent = "waiting to send";
       li.append(name, " ", bar, " ", state);
       list.appendChild(li);
-      var xhr = new XMLHttpRequest();
-      xhr.open("POST", zone.dataset.uploadUrl);
-      xhr.setRequestHeader("X-CSRF-Token", csrf);
-      xhr.setRequestHeader("Accept", "application/json");
-      xhr.upload.onprogress = function (e) {
-        if (e.lengthComputable) { bar.value = Math.round((e.loaded / e.total) * 100); state.textContent = bar.value + "%"; }
-      };
-      xhr.onload = function () {
-        var body = {};
-        try { body = JSON.parse(xhr.responseText); } catch (e) { body = {}; }
-        if (xhr.status === 201) {
-          bar.value = 100;
-          state.textContent = "";
-          var a = document.createElement("a");
-          a.href = body.url; a.textContent = "uploaded";
-          state.appendChild(a);
-          li.className = "upload-done";
-          announce(file.name + " uploaded");
-          if (grid) fetchHtml(body.url + "/tile").then(placeTile).catch(function () {});
-        } else {
-          li.className = "upload-failed";
-          state.textContent = "refused: " + ((body.error && body.error.message) || ("HTTP " + xhr.status));
-          announce(file.name + " was refused");
-        }
-      };
-      xhr.onerror = function () { li.className = "upload-failed"; state.textContent = "failed: the connection dropped"; };
-      var form = new FormData();
-      /* Text parts first: the server streams the file part to storage as it arrives. */
-      fields.forEach(function (f) { form.append(f[0], f[1]); });
-      form.append("file", file, file.name);
-      xhr.send(form);
+      function later(seconds, why) {
+        var left = seconds;
+        li.className = "upload-waiting";
+        state.textContent = why + "; retrying in " + left + " s";
+        countdown = setInterval(function () {
+          left -= 1;
+          if (left > 0) { state.textContent = why + "; retrying in " + left + " s"; return; }
+          clearInterval(countdown);
+          state.textContent = "waiting to send";
+          uploadQueue.unshift(start);
+          pumpUploads();
+        }, 1000);
+      }
+      function finish() { uploadsActive -= 1; pumpUploads(); }
+      function start() {
+        li.className = "upload-sending";
+        state.textContent = "0%";
+        var xhr = new XMLHttpRequest();
+        xhr.open("POST", zone.dataset.uploadUrl);
+        xhr.setRequestHeader("X-CSRF-Token", csrf);
+        xhr.setRequestHeader("Accept", "application/json");
+        xhr.upload.onprogress = function (e) {
+          if (e.lengthComputable) { bar.value = Math.round((e.loaded / e.total) * 100); state.textContent = bar.value + "%"; }
+        };
+        xhr.onload = function () {
+          var body = {};
+          try { body = JSON.parse(xhr.responseText); } catch (e) { body = {}; }
+          var message = (body.error && body.error.message) || ("HTTP " + xhr.status);
+          finish();
+          if (xhr.status === 201) {
+            bar.value = 100;
+            state.textContent = "";
+            var a = document.createElement("a");
+            a.href = body.url; a.textContent = "uploaded";
+            state.appendChild(a);
+            li.className = "upload-done";
+            announce(file.name + " uploaded");
+            if (grid) fetchHtml(body.url + "/tile").then(placeTile).catch(function () {});
+          } else if (xhr.status === 429 || xhr.status === 503) {
+            bar.value = 0;
+            later(retryAfter(xhr), xhr.status === 429 ? "the server is busy with your other uploads" : "the server is not ready");
+          } else {
+            li.className = "upload-failed";
+            state.textContent = "refused: " + message;
+            announce(file.name + " was refused: " + message);
+          }
+        };
+        xhr.onerror = function () {
+          finish();
+          drops += 1;
+          bar.value = 0;
+          if (drops >= MAX_DROPS) {
+            li.className = "upload-failed";
+            state.textContent = "failed: the connection dropped " + drops + " times; add the file again";
+            announce(file.name + " failed");
+            return;
+          }
+          later(Math.min(60, 5 * drops), "the connection dropped");
+        };
+        var form = new FormData();
+        /* Text parts first: the server streams the file part to storage as it arrives. */
+        fields.forEach(function (f) { form.append(f[0], f[1]); });
+        form.append("file", file, file.name);
+        xhr.send(form);
+      }
+      uploadQueue.push(start);
     }
-    function sendAll(files) { Array.prototype.forEach.call(files, send); }
+    function sendAll(files) { Array.prototype.forEach.call(files, add); pumpUploads(); }
     input.addEventListener("change", function () { sendAll(input.files); input.value = ""; });
     zone.addEventListener("dragover", function (e) { e.preventDefault(); zone.classList.add("over"); });
     zone.addEventListener("dragleave", function () { zone.classList.remove("over"); });

@@ -1,0 +1,252 @@
+"""Uploads of real size from the page (Playwright + Debian's Chromium), on both databases.
+
+A 12 MP photo, a 40 MB video and a 10-minute recording go through the page's queue at desktop
+size; eleven recordings dropped at once at phone size all arrive without the page ever sending
+more than the owner's upload slots; and a page that sends more than the server allows (its slot
+count overridden) sees 429s, waits for their ``Retry-After`` and still gets every file in. The
+files are made in the test's folder (noise, so nothing compresses them small): no server work
+runs (no workers), the point is the upload path.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import wave
+from collections.abc import Iterator
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import av
+import numpy as np
+import pytest
+import pyvips
+from browser_helpers import DESKTOP, PHONE, Browser, Served, new_page, served_site
+from sqlalchemy import func, select
+
+from conveyor.db.tables import audio_records, files, media_items, media_objects
+from needs import CORPUS
+
+MiB = 1024 * 1024
+SLOTS = 4
+
+
+class RealFiles(NamedTuple):
+    photo: Path
+    video: Path
+    recording: Path
+    eleven: list[Path]
+
+
+def _photo(path: Path) -> Path:
+    """4000 x 3000 (12 MP) JPEG of coloured noise over a gradient, as a camera might."""
+    gradient = pyvips.Image.xyz(4000, 3000)[0] * (255 / 4000)
+    noise = pyvips.Image.gaussnoise(4000, 3000, sigma=30, mean=0)
+    bands = [(gradient + noise.rot180() * k).cast("uchar") for k in (0.5, 1.0, 0.8)]
+    bands[0].bandjoin(bands[1:]).write_to_file(str(path), Q=90)
+    return path
+
+
+def _video(path: Path, at_least: int = 40 * MiB) -> Path:
+    """An H.264 MP4 of 720p noise (lossless, so it stays large) of ``at_least`` bytes."""
+    rng = np.random.default_rng(7)
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("libx264", rate=25, options={"crf": "0", "preset": "ultrafast"})
+        stream.width, stream.height, stream.pix_fmt = 1280, 720, "yuv420p"
+        stream.time_base = Fraction(1, 25)
+        n = written = 0
+        while written < at_least or n < 25:
+            pixels = rng.integers(0, 256, (720, 1280, 3), dtype=np.uint8)
+            frame = av.VideoFrame.from_ndarray(pixels, format="rgb24")
+            frame.pts = n
+            n += 1
+            for packet in stream.encode(frame):
+                written += packet.size
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    return path
+
+
+def _recording(path: Path, source: Path, seconds: int = 600) -> Path:
+    """``source`` (a 16-bit WAV) said again and again for ``seconds``."""
+    with wave.open(str(source)) as w:
+        params = w.getparams()
+        frames = w.readframes(w.getnframes())
+    needed = seconds * params.framerate * params.sampwidth * params.nchannels
+    body = (frames * (needed // len(frames) + 1))[:needed]
+    with wave.open(str(path), "wb") as out:
+        out.setparams(params)
+        out.writeframes(body)
+    return path
+
+
+@pytest.fixture(scope="module")
+def real_files(tmp_path_factory: pytest.TempPathFactory) -> RealFiles:
+    folder = tmp_path_factory.mktemp("real-files")
+    jfk = CORPUS / "audio" / "jfk.wav"
+    if not jfk.exists():
+        pytest.skip("the corpus is not here")
+    eleven = []
+    for n in range(11):
+        # Different bytes each (the same upload twice is fine too, but names should differ).
+        eleven.append(
+            _recording(folder / f"take-{n:02d} of a rather long meeting name.wav", jfk, 20 + n)
+        )
+    return RealFiles(
+        photo=_photo(folder / "IMG_4000x3000.jpg"),
+        video=_video(folder / "VID_noise_720p.mp4"),
+        recording=_recording(folder / "ten-minutes.wav", jfk),
+        eleven=eleven,
+    )
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def site(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Served]:
+    with served_site(
+        request, tmp_path_factory.mktemp("web"), api={"uploads_per_owner": SLOTS}
+    ) as served:
+        yield served
+
+
+class MostArriving:
+    """The most uploads of one owner arriving at once, watched from the server's own count."""
+
+    def __init__(self, served: Served, owner: str) -> None:
+        self.state = served.site.app.state.conveyor
+        self.owner = owner
+        self.most = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._watch, daemon=True)
+
+    def _watch(self) -> None:
+        while not self.stop.is_set():
+            self.most = max(self.most, self.state.uploads_by_owner.get(self.owner, 0))
+            time.sleep(0.002)
+
+    def __enter__(self) -> MostArriving:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop.set()
+        self.thread.join()
+
+
+def _throttle(page: Any, bytes_per_second: int) -> None:
+    """Slow the page's uploads as a phone network would (Chromium's own throttling)."""
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Network.enable")
+    cdp.send(
+        "Network.emulateNetworkConditions",
+        {
+            "offline": False,
+            "latency": 20,
+            "downloadThroughput": -1,
+            "uploadThroughput": bytes_per_second,
+        },
+    )
+
+
+# Elements reaching past the right edge of the window (tag.class#id), when the page is wider.
+_WIDER = """() => document.documentElement.scrollWidth <= window.innerWidth ? [] :
+    Array.from(document.querySelectorAll('body *'))
+        .filter(e => e.getBoundingClientRect().right > window.innerWidth + 1)
+        .map(e => e.tagName + '.' + e.className + '#' + e.id)"""
+
+
+def sideways(page: Any) -> list[str]:
+    """What makes ``page`` scroll sideways (empty when nothing does)."""
+    found: list[str] = page.evaluate(_WIDER)
+    return found
+
+
+def _record_count(served: Served, owner: str) -> int:
+    with served.site.runtime.engine.connect() as conn:
+        query = select(func.count()).select_from(audio_records)
+        return int(conn.execute(query.where(audio_records.c.owner == owner)).scalar_one())
+
+
+def test_a_photo_a_video_and_a_ten_minute_recording_of_real_size(
+    browser: Browser, site: Served, real_files: RealFiles
+) -> None:
+    assert real_files.video.stat().st_size >= 40 * MiB
+    page = new_page(browser, site.url, "alice", DESKTOP)
+    page.goto("/records")
+    page.set_input_files("#record-files", str(real_files.recording))
+    page.locator(".uploads .upload-done a").wait_for(timeout=120_000)
+    page.goto("/albums")
+    page.fill("#album-name", "Real sizes")
+    page.click("text=Create")
+    page.wait_for_url("**/albums/*")
+    page.set_input_files("#item-files", [str(real_files.photo), str(real_files.video)])
+    done = page.locator(".uploads .upload-done a")
+    deadline = time.monotonic() + 180
+    while done.count() < 2:
+        failed = page.locator(".upload-failed").all_text_contents()
+        assert not failed, failed
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    by_name: dict[str, int] = {}
+    with site.site.runtime.engine.connect() as conn:
+        records = audio_records.join(files, files.c.id == audio_records.c.original_file_id)
+        originals = media_items.join(
+            media_objects,
+            (media_objects.c.item_id == media_items.c.id) & (media_objects.c.role == "original"),
+        ).join(files, files.c.id == media_objects.c.file_id)
+        for table, joined in ((audio_records, records), (media_items, originals)):
+            query = select(table.c.original_name, files.c.size).select_from(joined)
+            by_name.update({str(n): int(size) for n, size in conn.execute(query)})
+    for path in (real_files.photo, real_files.video, real_files.recording):
+        assert by_name[path.name] == path.stat().st_size
+    page.context.close()
+
+
+def test_eleven_recordings_dropped_at_once_on_a_phone_all_arrive_within_the_slots(
+    browser: Browser, site: Served, real_files: RealFiles
+) -> None:
+    page = new_page(browser, site.url, "bob", PHONE)
+    page.goto("/records")
+    _throttle(page, 4 * MiB)
+    refused: list[int] = []
+    page.on("response", lambda r: refused.append(r.status) if r.status >= 400 else None)
+    with MostArriving(site, "bob") as watch:
+        page.set_input_files("#record-files", [str(p) for p in real_files.eleven])
+        page.locator(".uploads li").nth(10).wait_for()
+        deadline = time.monotonic() + 120
+        while page.locator(".uploads .upload-done").count() < 11:
+            assert not page.locator(".upload-failed").count()
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+    assert refused == []
+    assert 1 < watch.most <= SLOTS
+    assert _record_count(site, "bob") == 11
+    # No upload line scrolls the phone's page sideways, however long the name.
+    assert sideways(page) == []
+    page.context.close()
+
+
+def test_a_page_that_sends_more_than_the_slots_waits_out_each_429_and_gets_all_in(
+    browser: Browser, site: Served, real_files: RealFiles
+) -> None:
+    page = new_page(browser, site.url, "root", DESKTOP)
+    page.goto("/records")
+    _throttle(page, 4 * MiB)
+    # As if another tab of the same person held the other slots: this page believes in 11.
+    page.evaluate("document.body.dataset.uploadSlots = '11'")
+    statuses: list[int] = []
+    page.on("response", lambda r: statuses.append(r.status) if "/upload" in r.url else None)
+    page.set_input_files("#record-files", [str(p) for p in real_files.eleven])
+    page.get_by_text("retrying in", exact=False).first.wait_for()
+    deadline = time.monotonic() + 120
+    while page.locator(".uploads .upload-done").count() < 11:
+        assert not page.locator(".upload-failed").count()
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    assert 429 in statuses
+    assert statuses.count(201) == 11
+    assert _record_count(site, "root") == 11
+    page.context.close()
