@@ -83,7 +83,7 @@ def test_audio_upload_card_text(make_api: MakeApi, live: Live, corpus: Path) -> 
         events = [e["outcome"] for e in client.get(card["links"]["events"]).json()]
         assert events[0] == "accepted" and len(events) >= 5
         health = client.get("/healthz").json()
-        assert health == {"status": "ok", "database": "ok", "workers": True}
+        assert health == {"status": "ok", "database": "ok", "storage": "ok", "workers": True}
         metrics = client.get("/metrics").text
         assert 'conveyor_step_outcomes_total{domain="audio"' in metrics
 

@@ -29,10 +29,10 @@ PG_URL = os.environ.get("CONVEYOR_TEST_POSTGRES_URL", "postgresql://postgres@127
 def proxy(pg_engine: Engine) -> Iterator[TcpProxy]:
     url = make_url(PG_URL)
     tcp = TcpProxy((url.host or "127.0.0.1", url.port or 5432))
-    outage.DATABASE.succeeded()
+    outage.DATABASE.reset()
     yield tcp
     tcp.down()
-    outage.DATABASE.succeeded()
+    outage.DATABASE.reset()
 
 
 def test_an_outage_is_503_with_retry_after_and_logged_once_per_process(

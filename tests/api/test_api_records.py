@@ -384,7 +384,7 @@ def test_api_routes_need_a_bearer_token(client: TestClient, headers: dict[str, s
 def test_health_metrics_and_openapi_are_open(client: TestClient) -> None:
     health = client.get("/healthz")
     assert health.status_code == 200
-    assert health.json() == {"status": "ok", "database": "ok", "workers": False}
+    assert health.json() == {"status": "ok", "database": "ok", "storage": "ok", "workers": False}
     metrics = client.get("/metrics")
     assert metrics.status_code == 200
     assert metrics.headers["content-type"].startswith("text/plain")

@@ -60,7 +60,12 @@ def test_serve_no_workers_stops_on_sigterm_with_a_stream_open(
                 assert process.poll() is None, process.stdout.read() if process.stdout else ""
                 assert time.monotonic() < deadline, "conveyor serve did not come up"
                 time.sleep(0.1)
-        assert health.json() == {"status": "ok", "database": "ok", "workers": False}
+        assert health.json() == {
+            "status": "ok",
+            "database": "ok",
+            "storage": "ok",
+            "workers": False,
+        }
         headers = {"Authorization": f"Bearer {token}"}
         with httpx.Client(base_url=base, headers=headers, timeout=10) as client:
             album = client.post("/api/albums", json={"name": "Live"}).json()

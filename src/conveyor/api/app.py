@@ -67,6 +67,7 @@ from conveyor.db import outage
 from conveyor.db.album_signals import AlbumSignals
 from conveyor.media.broadcast import AlbumBroadcast
 from conveyor.objects import Sweeper
+from conveyor.objects.outage import STORAGE
 from conveyor.pipeline import WorkerPool
 from conveyor.pipeline.metrics import BACKLOG
 from conveyor.runtime import Runtime
@@ -88,7 +89,10 @@ Errors share one shape: `{"error": {"status", "code", "message"}}`.
 _ERROR_REF = "#/components/schemas/ErrorBody"
 _EXTRA_MODELS = (TextJson,)
 _UNAVAILABLE: dict[str, Any] = {
-    "description": "The database does not answer (`database_unavailable`, `Retry-After`).",
+    "description": (
+        "The database or the storage does not answer (`database_unavailable`, "
+        "`storage_unavailable`; `Retry-After`)."
+    ),
     "headers": {"Retry-After": {"schema": {"type": "integer"}}},
     "content": {"application/json": {"schema": {"$ref": _ERROR_REF}}},
 }
@@ -220,11 +224,15 @@ def create_app(runtime: Runtime, *, run_workers: bool = True) -> FastAPI:
         "/healthz",
         response_model=Health,
         tags=["operations"],
-        summary="Liveness and database reachability",
-        responses={503: {"model": ErrorBody, "description": "The database does not answer."}},
+        summary="Liveness, database and storage reachability",
+        responses={
+            503: {"model": ErrorBody, "description": "The database or the storage does not answer."}
+        },
     )
     def healthz(state: State) -> Response:
-        """200 when the database answers a query; 503 otherwise. No token needed."""
+        """200 when the database answers a query and the object store a listing (a bucket) or
+        a write check (a folder); 503 ``unavailable`` otherwise, the message naming which. No
+        token needed."""
         try:
             with state.runtime.engine.connect() as conn:
                 ping(conn)
@@ -238,7 +246,19 @@ def create_app(runtime: Runtime, *, run_workers: bool = True) -> FastAPI:
                 headers={"Retry-After": str(RETRY_AFTER_OUTAGE)},
             )
         outage.DATABASE.succeeded()
-        body = Health(status="ok", database="ok", workers=state.run_workers)
+        try:
+            state.runtime.store.check()
+        except OSError as exc:
+            if not STORAGE.failed(exc, "health check"):
+                log.warning("health check: storage cannot be used: %s", exc)
+            return error_response(
+                503,
+                "unavailable",
+                "the storage does not answer",
+                headers={"Retry-After": str(RETRY_AFTER_OUTAGE)},
+            )
+        STORAGE.succeeded()
+        body = Health(status="ok", database="ok", storage="ok", workers=state.run_workers)
         return JSONResponse(body.model_dump())
 
     @app.get(

@@ -21,7 +21,8 @@ where there is one); ``message`` is a sentence for people; 422 validation errors
        too large in pixels, an upload whose header cannot be read
 500    a fault of ours; the message says nothing about it, the log says everything
 503    the database does not answer (``database_unavailable``, with ``Retry-After``; ``/healthz``
-       says ``unavailable``); an upload cut off by a server stop (``shutting_down``)
+       says ``unavailable``); the object store does not answer (``storage_unavailable``, with
+       ``Retry-After``); an upload cut off by a server stop (``shutting_down``)
 =====  ==========================================================================
 """
 
@@ -31,6 +32,7 @@ import logging
 import re
 from typing import Any
 
+from botocore.exceptions import BotoCoreError, ClientError
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -40,12 +42,14 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from conveyor.db import outage
 from conveyor.errors import Conflict, NotFound, RejectedInput, UnsupportedMedia
+from conveyor.objects.outage import STORAGE
 
 __all__ = [
     "RETRY_AFTER_OUTAGE",
     "ApiError",
     "error_response",
     "install_error_handlers",
+    "storage_unavailable_response",
     "unavailable_response",
 ]
 
@@ -209,6 +213,24 @@ async def _on_database_error(request: Request, exc: Exception) -> JSONResponse:
     return await _on_unexpected(request, exc)
 
 
+def storage_unavailable_response() -> JSONResponse:
+    """503 ``storage_unavailable`` with ``Retry-After``: the object store does not answer."""
+    return error_response(
+        503,
+        "storage_unavailable",
+        "the storage does not answer right now; nothing was kept, try again shortly",
+        headers={"Retry-After": str(RETRY_AFTER_OUTAGE)},
+    )
+
+
+async def _on_storage_error(request: Request, exc: Exception) -> JSONResponse:
+    # A bucket outage is the operator's to fix, not a fault of ours: one log line per outage
+    # (conveyor.objects.outage) and 503, never a traceback per request.
+    if STORAGE.failed(exc, "API"):
+        return storage_unavailable_response()
+    return await _on_unexpected(request, exc)
+
+
 async def _on_unexpected(request: Request, exc: Exception) -> JSONResponse:
     log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
     return error_response(500, "internal", "the server failed; the operator's log has details")
@@ -225,4 +247,8 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(DataError, _on_data_error)
     for outage_error in (OperationalError, InterfaceError, PoolTimeout, DBAPIError):
         app.add_exception_handler(outage_error, _on_database_error)
+    # Handled here, not by the catch-all below: Starlette re-raises what reaches that one (a
+    # second traceback in the server's log).
+    for storage_error in (OSError, BotoCoreError, ClientError):
+        app.add_exception_handler(storage_error, _on_storage_error)
     app.add_exception_handler(Exception, _on_unexpected)

@@ -79,10 +79,11 @@ class ErrorBody(BaseModel):
 
 
 class Health(BaseModel):
-    """``/healthz``: the process is up and the database answers."""
+    """``/healthz``: the process is up, the database and the object store answer."""
 
     status: Literal["ok"]
     database: Literal["ok"]
+    storage: Literal["ok"]
     workers: bool = Field(description="True when this process runs the worker pool.")
 
 

@@ -54,6 +54,7 @@ from conveyor.api.headers import header_int
 from conveyor.api.schemas import ErrorBody
 from conveyor.api.state import ApiState, state_of
 from conveyor.errors import RejectedInput
+from conveyor.objects.outage import STORAGE
 
 __all__ = [
     "BodyChunks",
@@ -568,9 +569,11 @@ async def receive_upload(
                 min_rate=settings.upload_min_rate,
                 first=first,
             )
-            return await anyio.to_thread.run_sync(
+            accepted = await anyio.to_thread.run_sync(
                 _receive, request, body, accept, fields, limiter=state.upload_threads
             )
+            STORAGE.succeeded()  # the upload reached the store: part of ending an outage
+            return accepted
         except ClientDisconnect:
             raise ApiError(400, "client_disconnected", "the upload was cut off") from None
         finally:

@@ -1,12 +1,22 @@
-"""Database outages, told once: one log line when the database stops answering, one when it
-answers again, whatever the number of threads and requests that met it in between.
+"""Outages, told once: one log line when a service (the database, the object store) stops
+answering, one when it answers again, whatever the number of threads and requests that met it in
+between.
 
 Without this, every worker thread logged a traceback per second and every request one more
 (about 24,700 lines for a 45 s outage), burying the one fact the operator needs. Callers hand
 the exceptions they catch to :meth:`Outage.failed` — it says whether the exception *is* an
-outage (connection refused or lost, pool exhausted, database locked) and, for the first of an
-outage, logs it — and report each success with :meth:`Outage.succeeded`, which logs the end
-once. One :data:`DATABASE` instance serves the whole process.
+outage (for the database: connection refused or lost, pool exhausted, database locked) and, for
+the first of an outage, logs it — and report each success with :meth:`Outage.succeeded`.
+
+An outage ends only when the service has answered for :attr:`Outage.settle` seconds with no
+failure in between, not on the first success: while a server shuts down, a connection that
+still gets through would otherwise end the outage ("reachable again after 0.0 s") and the next
+failure start a second one. The first success after failures starts the *recovery*; a failure
+cancels it (the outage goes on, unlogged); a success ``settle`` seconds into the recovery ends
+the outage with one line, and so does a failure that comes later than that (the service was
+back for long enough: the old outage ended where its recovery began, and a new one starts).
+One :data:`DATABASE` instance serves the whole process (:data:`conveyor.objects.STORAGE` is the
+object store's).
 """
 
 from __future__ import annotations
@@ -14,13 +24,19 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
-__all__ = ["DATABASE", "Outage", "as_outage", "is_outage"]
+__all__ = ["DATABASE", "SETTLE", "Outage", "as_outage", "is_outage"]
 
 log = logging.getLogger("conveyor.db")
+
+#: Seconds a service must answer, with no failure in between, before its outage is over: long
+#: enough to outlast the last connections that get through while a server shuts down, short
+#: beside the 5 s Retry-After clients are given.
+SETTLE = 1.0
 
 
 def is_outage(exc: BaseException) -> bool:
@@ -47,57 +63,111 @@ def _summary(exc: BaseException) -> str:
 
 
 class Outage:
-    """The outage state of one database in this process (thread-safe).
+    """The outage state of one service in this process (thread-safe).
+
+    Args:
+        service: the service's name in the log lines (``database``, ``storage``).
+        classify: whether an exception means the service is unreachable (:func:`is_outage`).
+        logger: where the two lines go.
+        settle: seconds of answers without a failure that end an outage (:data:`SETTLE`).
+        clock: monotonic seconds (``time.monotonic``; tests pass a fake clock).
 
     Attributes:
-        since: ``time.monotonic()`` of the first failure of the current outage, or None.
+        since: ``clock()`` of the first failure of the current outage, or None.
         failures: failures seen in the current outage.
     """
 
-    def __init__(self, logger: logging.Logger = log) -> None:
+    def __init__(
+        self,
+        service: str = "database",
+        classify: Callable[[BaseException], bool] = is_outage,
+        logger: logging.Logger = log,
+        *,
+        settle: float = SETTLE,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.service = service
+        self.classify = classify
+        self.settle = settle
+        self.clock = clock
         self._log = logger
         self._lock = threading.Lock()
         self.since: float | None = None
         self.failures = 0
+        self._recovering: float | None = None
 
     @property
     def down(self) -> bool:
-        """True between the first failure of an outage and the next success."""
+        """True from the first failure of an outage until it has ended (see the module)."""
         return self.since is not None
 
     def failed(self, exc: BaseException, where: str) -> bool:
-        """Note a failure met by ``where`` (``api``, ``worker``, ...).
+        """Note a failure met by ``where`` (``API``, ``worker``, ...).
 
         Returns:
             True when ``exc`` is an outage (logged if it is the first of one); False when it is
             some other error, which the caller reports as it would any other.
         """
-        if not is_outage(exc):
+        if not self.classify(exc):
             return False
+        ended: tuple[float, int] | None = None
         with self._lock:
+            now = self.clock()
+            if self.since is not None and self._recovering is not None:
+                if now - self._recovering >= self.settle:
+                    ended = self._end()
+                else:
+                    self._recovering = None  # a lucky answer, not the end of the outage
             self.failures += 1
-            if self.since is not None:
-                return True
-            self.since = time.monotonic()
-        self._log.error(
-            "database unreachable (first met by the %s): %s; further failures are not logged "
-            "until it answers again",
-            where,
-            _summary(exc),
-        )
+            starts = self.since is None
+            if starts:
+                self.since = now
+        if ended is not None:
+            self._log_end(*ended)
+        if starts:
+            self._log.error(
+                "%s unreachable (first met by the %s): %s; further failures are not logged "
+                "until it answers again",
+                self.service,
+                where,
+                _summary(exc),
+            )
         return True
 
     def succeeded(self) -> None:
-        """Note that the database answered; ends an outage with one log line."""
+        """Note that the service answered; ends an outage (one log line) once it has answered
+        for :attr:`settle` seconds with no failure in between."""
         if self.since is None:  # the common case, without the lock
             return
         with self._lock:
             if self.since is None:
                 return
-            lasted = time.monotonic() - self.since
-            failures, self.since, self.failures = self.failures, None, 0
+            now = self.clock()
+            if self._recovering is None:
+                self._recovering = now
+                return
+            if now - self._recovering < self.settle:
+                return
+            ended = self._end()
+        self._log_end(*ended)
+
+    def reset(self) -> None:
+        """Forget any outage without a log line (tests, between cases)."""
+        with self._lock:
+            self.since = self._recovering = None
+            self.failures = 0
+
+    def _end(self) -> tuple[float, int]:
+        assert self.since is not None and self._recovering is not None
+        ended = (self._recovering - self.since, self.failures)
+        self.since = self._recovering = None
+        self.failures = 0
+        return ended
+
+    def _log_end(self, lasted: float, failures: int) -> None:
         self._log.warning(
-            "database reachable again after %.1f s (%d failed attempts meanwhile)",
+            "%s reachable again after %.1f s (%d failed attempts meanwhile)",
+            self.service,
             lasted,
             failures,
         )

@@ -3,12 +3,14 @@
 
 from conveyor.objects.factory import open_store, work_folder
 from conveyor.objects.local import LocalStore
+from conveyor.objects.outage import STORAGE, is_storage_outage
 from conveyor.objects.queries import delete_file_rows, file_by_id, file_by_key, put_file_row
 from conveyor.objects.store import (
     ListedObject,
     ObjectMismatch,
     ObjectStore,
     Readable,
+    StorageUnavailable,
     StoredObject,
     check_key,
     new_key,
@@ -17,11 +19,13 @@ from conveyor.objects.sweep import Sweeper, SweepReport, discard_unjournaled, sw
 from conveyor.objects.work import WorkFolder
 
 __all__ = [
+    "STORAGE",
     "ListedObject",
     "LocalStore",
     "ObjectMismatch",
     "ObjectStore",
     "Readable",
+    "StorageUnavailable",
     "StoredObject",
     "SweepReport",
     "Sweeper",
@@ -31,6 +35,7 @@ __all__ = [
     "discard_unjournaled",
     "file_by_id",
     "file_by_key",
+    "is_storage_outage",
     "new_key",
     "open_store",
     "put_file_row",

@@ -31,7 +31,15 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from conveyor.errors import RejectedInput
 from conveyor.objects.local import CHUNK, chunks_of, verify
-from conveyor.objects.store import ListedObject, Readable, Source, StoredObject, check_key
+from conveyor.objects.outage import is_storage_outage
+from conveyor.objects.store import (
+    ListedObject,
+    Readable,
+    Source,
+    StorageUnavailable,
+    StoredObject,
+    check_key,
+)
 from conveyor.objects.work import WorkFolder
 
 if TYPE_CHECKING:
@@ -104,7 +112,7 @@ class S3Store:
         self.part_size = part_size
         self.__credentials = (access_key_id, secret_access_key)
         self._lock = threading.Lock()
-        self._client: tuple[int, S3Client] | None = None
+        self._clients: dict[str, tuple[int, S3Client]] = {}
 
     def __repr__(self) -> str:  # never the credential (D16)
         return f"S3Store({self.describe_location()!r})"
@@ -117,11 +125,18 @@ class S3Store:
     @property
     def client(self) -> S3Client:
         """The boto3 client of this process (a forked child makes its own)."""
+        return self._client_of("work")
+
+    def _client_of(self, use: str) -> S3Client:
         pid = os.getpid()
         with self._lock:
-            if self._client is None or self._client[0] != pid:
+            made = self._clients.get(use)
+            if made is None or made[0] != pid:
                 key_id, secret = self.__credentials
                 session = boto3.session.Session()
+                # The probe (check, /healthz) asks once and gives up fast: a health check
+                # must answer within its prober's timeout, whatever the bucket does.
+                probe = use == "probe"
                 client = session.client(
                     "s3",
                     endpoint_url=self.endpoint,
@@ -130,31 +145,37 @@ class S3Store:
                     aws_secret_access_key=secret,
                     config=Config(
                         s3={"addressing_style": "path" if self.path_style else "auto"},
-                        retries={"max_attempts": 5, "mode": "standard"},
-                        connect_timeout=10,
-                        read_timeout=60,
+                        # Three tries ride out a blip; a real outage answers the API's
+                        # client 503 within seconds rather than after a minute of back-off.
+                        retries={"max_attempts": 1 if probe else 3, "mode": "standard"},
+                        connect_timeout=2 if probe else 10,
+                        read_timeout=5 if probe else 60,
                         # Older S3-compatible servers reject the CRC checksums newer boto3
                         # sends by default; we verify SHA-256 ourselves.
                         request_checksum_calculation="when_required",
                         response_checksum_validation="when_required",
-                        max_pool_connections=32,
+                        max_pool_connections=2 if probe else 32,
                     ),
                 )
-                self._client = (pid, client)
-            return self._client[1]
+                made = self._clients[use] = (pid, client)
+            return made[1]
 
     def check(self) -> None:
         """See :meth:`conveyor.objects.ObjectStore.check`: the bucket answers a listing."""
         try:
-            self.client.list_objects_v2(Bucket=self.bucket, Prefix=self.prefix, MaxKeys=1)
+            self._client_of("probe").list_objects_v2(
+                Bucket=self.bucket, Prefix=self.prefix, MaxKeys=1
+            )
         except ClientError as exc:
             error = exc.response.get("Error", {})
-            raise OSError(
+            kind = StorageUnavailable if is_storage_outage(exc) else OSError
+            raise kind(
                 f"{self.describe_location()} refused a listing: "
                 f"{error.get('Code', '?')} {error.get('Message', '')}".rstrip()
             ) from None
         except BotoCoreError as exc:  # unreachable endpoint, no credentials, bad URL
-            raise OSError(f"{self.describe_location()} cannot be used: {exc}") from None
+            kind = StorageUnavailable if is_storage_outage(exc) else OSError
+            raise kind(f"{self.describe_location()} cannot be used: {exc}") from None
 
     def _key(self, key: str) -> str:
         return self.prefix + check_key(key)
@@ -225,7 +246,7 @@ class S3Store:
 
     def _abort(self, full: str, upload_id: str) -> None:
         # On failure the sweeper's abort_stale_writes gets it later.
-        with contextlib.suppress(ClientError):
+        with contextlib.suppress(ClientError, BotoCoreError):
             self.client.abort_multipart_upload(Bucket=self.bucket, Key=full, UploadId=upload_id)
 
     def put_file(

@@ -27,6 +27,7 @@ __all__ = [
     "ObjectStore",
     "Readable",
     "Source",
+    "StorageUnavailable",
     "StoredObject",
     "check_key",
     "new_key",
@@ -52,6 +53,12 @@ class StoredObject:
     key: str
     size: int
     sha256: str
+
+
+class StorageUnavailable(OSError):
+    """The store cannot be reached or used right now (its endpoint refuses, times out or answers
+    5xx): an outage, answered 503 ``storage_unavailable`` by the API (see
+    :mod:`conveyor.objects.outage`)."""
 
 
 class ObjectMismatch(ValueError):
