@@ -10,9 +10,10 @@ from conveyor.api.schemas import AudioStage, MediaStage
 from conveyor.audio.stages import AUDIO
 from conveyor.config import MediaSettings, PipelineSettings, Settings
 from conveyor.errors import DeclarationError
+from conveyor.halts import known
 from conveyor.media.domain import MEDIA
 from conveyor.pipeline import Advance, Declaration, Lane, Stage
-from conveyor.runtime import DECLARATIONS, Runtime
+from conveyor.runtime import DECLARATIONS, Runtime, halt_reasons
 
 
 def test_d11_api_stage_enums_are_the_declared_stages() -> None:
@@ -48,3 +49,22 @@ def test_d11_a_declared_stage_without_a_step_or_lane_fails_at_start_up() -> None
         Declaration(
             "y", AUDIO.table, [Stage("a", lane="nowhere"), Stage("end")], [], [], frozenset()
         )
+
+
+def test_d11_every_declared_halt_reason_has_plain_words_on_the_web() -> None:
+    """The pages say why in words for every reason a domain or the engine declares, never the
+    bare code (the fallback is for reasons of a newer version only)."""
+    from conveyor.web.words import halt_words
+
+    for owner in halt_reasons():
+        for member in owner:
+            assert halt_words(member.value) == member.words
+    assert halt_words("from_a_newer_version") == "It was stopped (from a newer version)."
+
+
+def test_d11_each_domain_reads_its_own_way_forward_for_a_shared_reason() -> None:
+    media = known("undecodable", MEDIA.halt_reasons)
+    audio = known("undecodable", AUDIO.halt_reasons)
+    assert audio is not None and media is not None and audio is not media
+    assert "--raw-pcm" in audio.action and "--raw-pcm" not in media.action
+    assert known("stuck", MEDIA.halt_reasons) is known("stuck", AUDIO.halt_reasons)

@@ -16,8 +16,8 @@ from pydantic import BaseModel
 from conveyor.api.errors import _CODES
 from conveyor.cli.exits import ExitCode
 from conveyor.config import Settings
-from conveyor.halts import HALT_REASONS
-from conveyor.runtime import Runtime
+from conveyor.halts import HaltReason
+from conveyor.runtime import DECLARATIONS, Runtime, halt_reasons
 from conveyor.web import create_app
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -187,34 +187,45 @@ def test_every_album_event_kind_is_in_the_http_reference() -> None:
     assert kinds and all(f"| `{kind}` |" in table for kind in kinds), kinds
 
 
-def _halt_reasons_in_code() -> set[str]:
-    reasons = set()
-    for text in _source().values():
-        reasons.update(re.findall(r'\b(?:Halt|MediaError|ProviderRejected)\(\s*"([a-z_]+)"', text))
-        reasons.update(re.findall(r'\bhalt_reason="([a-z_]+)"', text))
-    return reasons
+def _reasons() -> dict[str, list[HaltReason]]:
+    """Every declared halt reason value → its members, one per owner that declares it."""
+    found: dict[str, list[HaltReason]] = {}
+    for owner in halt_reasons():
+        for member in owner:
+            found.setdefault(member.value, []).append(member)
+    return found
 
 
-def test_every_halt_reason_in_the_code_has_a_way_forward() -> None:
-    found = _halt_reasons_in_code()
-    assert {"undecodable", "stuck", "too_many_pixels", "attempts_exhausted"} <= found
-    assert found - set(HALT_REASONS) == set(), "halt reasons without guidance in conveyor.halts"
+def _domains_of(value: str) -> set[str]:
+    return {d.name for d in DECLARATIONS for owner in d.halt_reasons if value in set(owner)}
+
+
+def test_every_halt_reason_has_a_way_forward_and_plain_words_that_agree_across_owners() -> None:
+    reasons = _reasons()
+    assert {"undecodable", "stuck", "too_many_pixels", "attempts_exhausted"} <= set(reasons)
+    for value, members in reasons.items():
+        for member in members:
+            assert member.meaning and member.action and member.words, member
+        assert len({m.words for m in members}) == 1, f"{value}: owners word it differently"
+        assert len({m.resume_helps for m in members}) == 1, f"{value}: resume_helps differs"
 
 
 def test_the_troubleshooting_table_has_every_halt_reason_and_says_if_resume_helps() -> None:
     text = (DOCS / "troubleshooting.md").read_text()
-    for reason, guide in HALT_REASONS.items():
+    documented = set(re.findall(r"^\| `([a-z_]+)` \|", text, re.MULTILINE))
+    assert documented == set(_reasons()), "docs/troubleshooting.md and the declared reasons"
+    for reason, (member, *_) in _reasons().items():
         row = re.search(rf"^\| `{reason}` \|(.*)$", text, re.MULTILINE)
         assert row is not None, f"halt reason {reason} is not in docs/troubleshooting.md"
         cells = [c.strip() for c in row.group(1).split("|")]
-        assert ("yes" if guide.resume_helps else "no") in cells, reason
+        assert ("yes" if member.resume_helps else "no") in cells, reason
         domains = {"records": "audio", "items": "media"}
-        assert {domains[w] for w in re.findall(r"records|items", cells[0])} == set(guide.domains)
+        assert {domains[w] for w in re.findall(r"records|items", cells[0])} == _domains_of(reason)
 
 
 def test_the_lifecycle_names_every_halt_reason() -> None:
     text = (DOCS / "lifecycle.md").read_text()
-    assert [r for r in HALT_REASONS if r not in text] == []
+    assert [r for r in _reasons() if r not in text] == []
 
 
 def _slug(heading: str) -> str:

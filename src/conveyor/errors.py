@@ -20,6 +20,8 @@ step can stop at once when its heartbeat finds the claim gone.
 
 from __future__ import annotations
 
+from conveyor.halts import HaltReason
+
 __all__ = [
     "ClaimLost",
     "ConfigError",
@@ -75,11 +77,11 @@ class Unprocessable(ConveyorError):
     record with ``reason`` and ``message`` instead of counting a failure (P8).
 
     Attributes:
-        reason: machine halt reason, e.g. ``undecodable``.
+        reason: the halt reason its owner declares, e.g. ``MediaHalt.UNDECODABLE``.
         message: a sentence a person can read.
     """
 
-    def __init__(self, reason: str, message: str) -> None:
+    def __init__(self, reason: HaltReason, message: str) -> None:
         super().__init__(message)
         self.reason = reason
         self.message = message
@@ -89,8 +91,8 @@ class MediaError(Unprocessable):
     """A file cannot be processed; the record is halted with ``reason``.
 
     Attributes:
-        reason: machine reason, e.g. ``undecodable``, ``no_audio``, ``empty_audio``,
-            ``unsupported_media``, ``too_many_pixels``.
+        reason: a domain's halt reason, e.g. ``AudioHalt.NO_AUDIO``,
+            ``MediaHalt.TOO_MANY_PIXELS``.
         message: a sentence a person can read.
     """
 

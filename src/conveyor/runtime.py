@@ -22,6 +22,7 @@ from conveyor.db.engine import make_engine
 from conveyor.db.migrate import upgrade
 from conveyor.db.notify import Notifier
 from conveyor.errors import ConfigError
+from conveyor.halts import HaltReason
 from conveyor.media.domain import MEDIA, MediaSteps, build_media_domain
 from conveyor.objects import ObjectStore, Sweeper, open_store
 from conveyor.pipeline import Declaration, Domain, WorkerPool
@@ -30,6 +31,13 @@ from conveyor.providers.base import RecognitionProvider
 __all__ = ["DECLARATIONS", "Runtime", "default_model_cache"]
 
 DECLARATIONS: tuple[Declaration, ...] = (AUDIO, MEDIA)
+
+
+def halt_reasons() -> tuple[type[HaltReason], ...]:
+    """Every declared halt reason enum of every domain, the engine's last, each once."""
+    return tuple(dict.fromkeys(h for d in DECLARATIONS for h in d.halt_reasons))
+
+
 """Every domain this build knows; lanes and their settings derive from these (D11)."""
 
 

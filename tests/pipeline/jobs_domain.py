@@ -21,6 +21,7 @@ from sqlalchemy import (
 )
 
 from conveyor.db.tables import queue_columns
+from conveyor.halts import Guide, HaltReason
 from conveyor.pipeline import Domain, Stage, StepContext
 from conveyor.pipeline.outcomes import Advance, Outcome
 
@@ -48,6 +49,20 @@ effects = Table(
 )
 
 StepFn = Callable[[StepContext], Outcome]
+
+
+def _guide(meaning: str, resume_helps: bool = True) -> Guide:
+    return Guide(meaning=meaning, resume_helps=resume_helps, action="resume", words=meaning)
+
+
+class JobHalt(HaltReason):
+    """The test domain's halt reasons (a domain declares its own, :mod:`conveyor.halts`)."""
+
+    BAD_INPUT = "bad_input", _guide("the job's input is bad", resume_helps=False)
+    NOPE = "nope", _guide("the step refuses")
+    NOT_AUDIO = "not_audio", _guide("the upload is text", resume_helps=False)
+    X = "x", _guide("a halt")
+    PROVIDER = "provider", _guide("the provider refused")
 
 
 def default_step(ctx: StepContext) -> Outcome:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from jobs_domain import add_jobs, default_step, job, jobs, make_domain
+from jobs_domain import JobHalt, add_jobs, default_step, job, jobs, make_domain
 from prometheus_client import REGISTRY
 from sqlalchemy import Engine, event, select, update
 
@@ -226,7 +226,7 @@ def test_p7_owner_edit_during_a_step_survives_its_save(
 def test_p8_halt_is_a_flag_and_keeps_the_stage(
     db: Engine, clock: FakeClock, settings: PipelineSettings
 ) -> None:
-    domain = make_domain(waiting=lambda ctx: Halt("bad_input", "the file is not audio"))
+    domain = make_domain(waiting=lambda ctx: Halt(JobHalt.BAD_INPUT, "the file is not audio"))
     (jid,) = add_jobs(db, 1, clock.now())
     executor = Executor(db, clock, settings)
     executor.run_once(domain, "default")
@@ -287,7 +287,7 @@ def test_p9_resume_clears_every_guard_keeps_stage_and_writes_a_human_event(
 def test_p10_halted_records_are_never_claimed_and_no_failed_stage_exists(
     db: Engine, clock: FakeClock, settings: PipelineSettings, tmp_path: Path
 ) -> None:
-    domain = make_domain(new=lambda ctx: Halt("nope", "cannot"))
+    domain = make_domain(new=lambda ctx: Halt(JobHalt.NOPE, "cannot"))
     (jid,) = add_jobs(db, 1, clock.now())
     executor = Executor(db, clock, settings)
     halted_at = clock.now()
@@ -311,7 +311,7 @@ def test_p10_halted_records_are_never_claimed_and_no_failed_stage_exists(
 def test_p11_outcome_reaches_the_card_log_and_journal_not_the_sender(
     db: Engine, clock: FakeClock, settings: PipelineSettings, caplog: pytest.LogCaptureFixture
 ) -> None:
-    domain = make_domain(new=lambda ctx: Halt("not_audio", "the upload is text"))
+    domain = make_domain(new=lambda ctx: Halt(JobHalt.NOT_AUDIO, "the upload is text"))
     (jid,) = add_jobs(db, 1, clock.now())
     with caplog.at_level(logging.WARNING, logger="conveyor.pipeline"):
         Executor(db, clock, settings).run_once(domain, "default")
@@ -522,7 +522,7 @@ def test_d14_event_journal_keeps_history_with_origins(
     db: Engine, clock: FakeClock, settings: PipelineSettings
 ) -> None:
     outcomes = iter([Fail("flaky"), Advance()])
-    domain = make_domain(new=lambda ctx: next(outcomes), waiting=lambda ctx: Halt("x", "y"))
+    domain = make_domain(new=lambda ctx: next(outcomes), waiting=lambda ctx: Halt(JobHalt.X, "y"))
     (jid,) = add_jobs(db, 1, clock.now())
     executor = Executor(db, clock, settings)
     executor.run_once(domain, "default")
@@ -618,7 +618,7 @@ def test_d16_credentials_never_reach_outcome_texts_events_or_logs(
     def fails(ctx: StepContext) -> Outcome:
         raise RuntimeError(leak)
 
-    domain = make_domain(new=fails, waiting=lambda ctx: Halt("provider", leak))
+    domain = make_domain(new=fails, waiting=lambda ctx: Halt(JobHalt.PROVIDER, leak))
     a, b = add_jobs(db, 2, clock.now())
     with db.begin() as conn:
         conn.execute(update(jobs).where(jobs.c.id == b).values(stage="waiting"))

@@ -28,6 +28,7 @@ import av
 import numpy as np
 import numpy.typing as npt
 
+from conveyor.audio.halts import AudioHalt
 from conveyor.audio.mp4_edits import plain_sound_edits
 from conveyor.errors import MediaError
 from conveyor.files import atomic_path
@@ -66,7 +67,13 @@ FLOOR_DBFS: Final = -120.0
 
 #: Every ``MediaError.reason`` this module raises.
 REASONS: Final = frozenset(
-    {"not_audio", "undecodable", "no_audio", "bad_sample_rate", "empty_audio"}
+    {
+        AudioHalt.NOT_AUDIO,
+        AudioHalt.UNDECODABLE,
+        AudioHalt.NO_AUDIO,
+        AudioHalt.BAD_SAMPLE_RATE,
+        AudioHalt.EMPTY_AUDIO,
+    }
 )
 
 _FULL_SCALE: Final = 32768.0  # |min int16|: a full-scale square wave is 0 dBFS RMS
@@ -205,7 +212,7 @@ def normalize_audio(
             # Said to be headerless PCM, yet it is a known non-audio format: decoding it as
             # samples would "transcribe" an image or a web page into noise.
             raise MediaError(
-                "not_audio",
+                AudioHalt.NOT_AUDIO,
                 f"The file is {_what(sniffed)}, not headerless PCM audio; only send raw_pcm "
                 "for 16-bit little-endian samples without a header.",
             )
@@ -287,14 +294,14 @@ def _demuxer_for(src: Path, sniffed: Sniffed) -> str | None:
     if sniffed.kind in ("audio", "video"):
         return _DEMUXERS.get(sniffed.mime)
     if is_document(sniffed):
-        raise MediaError("not_audio", f"The file is {_what(sniffed)}, not audio.")
+        raise MediaError(AudioHalt.NOT_AUDIO, f"The file is {_what(sniffed)}, not audio.")
     if src.stat().st_size == 0:
-        raise MediaError("not_audio", "The file is an empty file, not audio.")
+        raise MediaError(AudioHalt.NOT_AUDIO, "The file is an empty file, not audio.")
     with src.open("rb") as head:
         pcm_like = looks_like_pcm(head.read(SNIFF_BYTES))
     if pcm_like:
-        raise MediaError("not_audio", RAW_PCM_HINT)
-    raise MediaError("not_audio", "The file is not in a recognised audio or video format.")
+        raise MediaError(AudioHalt.NOT_AUDIO, RAW_PCM_HINT)
+    raise MediaError(AudioHalt.NOT_AUDIO, "The file is not in a recognised audio or video format.")
 
 
 def _what(sniffed: Sniffed) -> str:
@@ -326,12 +333,12 @@ def _transcode(
         )
     except av.FFmpegError as exc:
         raise MediaError(
-            "undecodable",
+            AudioHalt.UNDECODABLE,
             f"The file looks like {sniffed.mime} but cannot be opened: {_why(exc)}.",
         ) from exc
     with container:
         if not container.streams.audio:
-            raise MediaError("no_audio", f"The file ({sniffed.mime}) has no audio track.")
+            raise MediaError(AudioHalt.NO_AUDIO, f"The file ({sniffed.mime}) has no audio track.")
         # Every audio track is heard: a screen recorder or meeting export puts one speaker on
         # each. A track without a decoder is left out and named in ``skipped_tracks``.
         streams = [s for s in container.streams.audio if s.codec_context is not None]
@@ -339,7 +346,7 @@ def _transcode(
         if not streams:
             first = container.streams.audio[0]
             raise MediaError(
-                "undecodable", f"The file's audio codec {first.codec.name} has no decoder."
+                AudioHalt.UNDECODABLE, f"The file's audio codec {first.codec.name} has no decoder."
             )
         ctx = streams[0].codec_context
         rate = int(ctx.sample_rate or 0)
@@ -361,7 +368,7 @@ def _transcode(
         container_name = str(container.format.name)
 
     if sink.samples == 0:
-        raise MediaError("empty_audio", "The file contains no audio samples (0 s).")
+        raise MediaError(AudioHalt.EMPTY_AUDIO, "The file contains no audio samples (0 s).")
     rms_dbfs = sink.rms_dbfs()
     peak_dbfs = sink.peak_dbfs()
     return NormalizedAudio(
@@ -425,7 +432,7 @@ def _decode(
         drain()
         if sink.samples == 0:
             raise MediaError(
-                "undecodable", f"The file ({sniffed.mime}) cannot be decoded: {_why(exc)}."
+                AudioHalt.UNDECODABLE, f"The file ({sniffed.mime}) cannot be decoded: {_why(exc)}."
             ) from exc
         log.warning(
             "%s: decoding stopped after %.3f s: %s; keeping the decoded part",
@@ -445,7 +452,7 @@ def _why(exc: av.FFmpegError) -> str:
 def _check_rate(rate: int) -> None:
     if not MIN_SAMPLE_RATE <= rate <= MAX_SAMPLE_RATE:
         raise MediaError(
-            "bad_sample_rate",
+            AudioHalt.BAD_SAMPLE_RATE,
             f"The file declares a sample rate of {rate} Hz, outside the accepted "
             f"{MIN_SAMPLE_RATE}-{MAX_SAMPLE_RATE} Hz.",
         )

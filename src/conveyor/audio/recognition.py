@@ -18,10 +18,12 @@ from typing import Any
 from sqlalchemy import Connection, Engine, RowMapping
 
 from conveyor.audio import queries
+from conveyor.audio.halts import AudioHalt
 from conveyor.audio.vocabulary import merge_hints, owner_vocabulary
 from conveyor.config import PipelineSettings, TranscriptionSettings
 from conveyor.objects import ObjectStore, discard_unjournaled, file_by_id, put_file_row
 from conveyor.pipeline import Advance, Fail, Halt, Postpone, StepContext
+from conveyor.pipeline.halts import EngineHalt
 from conveyor.pipeline.outcomes import Outcome
 from conveyor.pipeline.redact import redact
 from conveyor.providers.base import (
@@ -138,7 +140,9 @@ class RecognitionSteps:
                 # Repeating the same key starts nothing new: an ordinary retry is safe.
                 return Fail(f"submit to {provider.name} got no answer: {exc}")
             self._mark(ctx, attempt_id, state="submit_unknown", error=str(exc))
-            return Halt("submit_unknown", _submit_unknown_text(provider.name, key, str(exc)))
+            return Halt(
+                AudioHalt.SUBMIT_UNKNOWN, _submit_unknown_text(provider.name, key, str(exc))
+            )
         except ProviderRejected as exc:
             self._mark(ctx, attempt_id, state="failed", error=str(exc))
             return Halt(exc.reason, f"{provider.name} refused the recording: {exc}")
@@ -237,7 +241,8 @@ class RecognitionSteps:
         error = "the worker stopped while the submit was in flight; its outcome is unknown"
         self._mark(ctx, int(attempt["id"]), state="submit_unknown", error=error)
         return Halt(
-            "submit_unknown", _submit_unknown_text(provider.name, attempt["operation_id"], error)
+            AudioHalt.SUBMIT_UNKNOWN,
+            _submit_unknown_text(provider.name, attempt["operation_id"], error),
         )
 
     def submit(self, ctx: StepContext) -> Outcome:
@@ -274,7 +279,8 @@ class RecognitionSteps:
             if state == "failed" and failed >= self.pipeline.max_attempts:
                 last = attempt["error"] if attempt is not None else "no attempt"
                 return Halt(
-                    "attempts_exhausted", f"recognition failed {failed} times; last error: {last}"
+                    EngineHalt.ATTEMPTS_EXHAUSTED,
+                    f"recognition failed {failed} times; last error: {last}",
                 )
             return self._start_attempt(ctx, then=Postpone(provider.poll_delay(duration, 0.0)))
         if state == "done":
@@ -318,7 +324,7 @@ class RecognitionSteps:
         if result.raw is None:
             error = "the operation finished without a result or an error"
             self._mark(ctx, int(attempt["id"]), state="failed", error=error)
-            return Halt("provider_no_result", f"{provider.name}: {error}")
+            return Halt(AudioHalt.PROVIDER_NO_RESULT, f"{provider.name}: {error}")
         keep = self._keep_raw(ctx, int(attempt["id"]), result.raw, result.content_type)
         return Advance(writes=keep, note="recognition done")
 
@@ -341,7 +347,7 @@ class RecognitionSteps:
             return Advance(writes=keep, note="recognition done (at its deadline)")
         if answer.state == "running":
             return Halt(
-                "provider_timeout",
+                AudioHalt.PROVIDER_TIMEOUT,
                 f"{late}. Conveyor asked {provider.name} to cancel it, but it may still run: "
                 f"{answer.error or 'no confirmation'}. Resume to keep waiting for the same "
                 "operation (nothing is submitted again).",
@@ -350,7 +356,7 @@ class RecognitionSteps:
         self._mark(ctx, int(attempt["id"]), state="failed", error=error)
         provider.discard(operation)
         return Halt(
-            "provider_timeout",
+            AudioHalt.PROVIDER_TIMEOUT,
             f"{late}, so Conveyor cancelled it ({answer.error or answer.state}). Resume to "
             "submit the recording again (a new operation, billed again).",
         )

@@ -17,9 +17,11 @@ are the owner's (P7). Nothing here contacts the sender (P11).
 
 from __future__ import annotations
 
+from conveyor.audio.halts import AudioHalt
 from conveyor.audio.steps import AudioSteps
 from conveyor.db.tables import audio_records
 from conveyor.pipeline import Declaration, Domain, Lane, Stage
+from conveyor.providers.halts import ProviderHalt
 
 __all__ = ["AUDIO", "AUDIO_LANE", "OWNED_FIELDS", "build_audio_domain"]
 
@@ -37,6 +39,7 @@ AUDIO = Declaration(
         Stage("done"),
     ],
     lanes=[Lane(AUDIO_LANE, "pipeline.workers")],
+    halts=(AudioHalt, ProviderHalt),
     order_by=[audio_records.c.created_at],
     owned_fields=OWNED_FIELDS,
 )

@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from conveyor.audio import queries
+from conveyor.audio.halts import AudioHalt
 from conveyor.audio.normalize import normalize_audio
 from conveyor.audio.recognition import RecognitionSteps
 from conveyor.objects import put_file_row
@@ -52,7 +53,7 @@ class AudioSteps(RecognitionSteps):
                 source = stack.enter_context(self.store.local_copy(original))
             except FileNotFoundError:
                 return Halt(
-                    "original_missing",
+                    AudioHalt.ORIGINAL_MISSING,
                     f"the original upload is missing from storage: {original}",
                 )
             work = stack.enter_context(self.store.scratch())
@@ -65,7 +66,7 @@ class AudioSteps(RecognitionSteps):
             if result.duration < MIN_DURATION:
                 # A few stray samples (e.g. a tiny file read as raw PCM) are not a recording.
                 return Halt(
-                    "empty_audio",
+                    AudioHalt.EMPTY_AUDIO,
                     f"The file holds only {result.duration * 1000:.1f} ms of audio; nothing "
                     "to transcribe.",
                 )
@@ -133,7 +134,7 @@ class AudioSteps(RecognitionSteps):
             except ValueError as exc:
                 # The response is stored (D2): after a fix, resume parses it again for free.
                 return Halt(
-                    "unreadable_response",
+                    AudioHalt.UNREADABLE_RESPONSE,
                     f"the stored {self.provider.name} response cannot be read: {exc}",
                 )
             # The raw response is ours now (D2): the provider's copy is no longer needed.

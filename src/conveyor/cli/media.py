@@ -56,6 +56,7 @@ def _state(view: dict[str, Any]) -> Text:
 def print_item(view: dict[str, Any]) -> None:
     """Print an item's state, its way forward when halted, and its roles with sizes."""
     from conveyor.halts import way_forward
+    from conveyor.media.domain import MEDIA
 
     console.print(
         Text.assemble(
@@ -66,7 +67,7 @@ def print_item(view: dict[str, Any]) -> None:
     if view["halted"]:
         console.print(f"  reason     {view['halt_error']}")
         console.print(f"  halted at  {view['halted_at']}")
-        console.print(f"  next       {way_forward(view['halt_reason'])}")
+        console.print(f"  next       {way_forward(view['halt_reason'], MEDIA.halt_reasons)}")
     console.print(f"  attempts   {view['attempts']}")
     if view["width"]:
         line = f"  pixels     {view['width']}×{view['height']}"

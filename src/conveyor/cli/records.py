@@ -53,6 +53,7 @@ def print_card(card: dict[str, Any], transcript: str | None, status: str | None 
     ``status`` is :func:`state_of` the record, printed as the ``next`` line of a record that
     is neither done nor halted (who moves it on: a worker, a retry).
     """
+    from conveyor.audio.stages import AUDIO
     from conveyor.halts import way_forward
 
     console.print(
@@ -71,7 +72,7 @@ def print_card(card: dict[str, Any], transcript: str | None, status: str | None 
         )
         console.print(f"  reason     {card['halt_error']}")
         console.print(f"  halted at  {card['halted_at']}")
-        console.print(f"  next       {way_forward(card['halt_reason'])}")
+        console.print(f"  next       {way_forward(card['halt_reason'], AUDIO.halt_reasons)}")
     else:
         console.print(
             Text.assemble("  state      ", ("done", "green") if card["done"] else card["stage"])

@@ -50,6 +50,7 @@ from conveyor.db.tables import media_items
 from conveyor.errors import MediaError
 from conveyor.media import queries
 from conveyor.media.albums import roles_of
+from conveyor.media.halts import MediaHalt
 from conveyor.media.images import make_image_variants, probe_image
 from conveyor.media.intake import owner_message
 from conveyor.media.video import Playback, extract_poster, make_playback, probe_video
@@ -132,7 +133,9 @@ class MediaSteps:
         with ExitStack() as stack:
             original = self._original(ctx, stack)
             if original is None:
-                return self._halt(ctx, MediaError("original_missing", "the original is missing"))
+                return self._halt(
+                    ctx, MediaError(MediaHalt.ORIGINAL_MISSING, "the original is missing")
+                )
             work = stack.enter_context(self.store.scratch())
             try:
                 outcome = self._variants(ctx, original, work)
@@ -153,7 +156,9 @@ class MediaSteps:
         with ExitStack() as stack:
             original = self._original(ctx, stack)
             if original is None:
-                return self._halt(ctx, MediaError("original_missing", "the original is missing"))
+                return self._halt(
+                    ctx, MediaError(MediaHalt.ORIGINAL_MISSING, "the original is missing")
+                )
             work = stack.enter_context(self.store.scratch())
             try:
                 obj, result = self._playback(ctx, original, work)
@@ -355,6 +360,7 @@ MEDIA = Declaration(
         Stage("done"),
     ],
     lanes=[Lane(SHORT_LANE, "media.short_workers"), Lane(LONG_LANE, "media.long_workers")],
+    halts=(MediaHalt,),
     # Newest upload first, then the newer id among equal upload times (M6); the id here is
     # the engine's tie-break too (P5).
     order_by=[media_items.c.uploaded_at.desc(), media_items.c.id.desc()],

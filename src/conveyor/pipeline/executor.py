@@ -30,6 +30,7 @@ from conveyor.db.engine import asynchronous_commit
 from conveyor.errors import ClaimLost, DeclarationError, Unprocessable
 from conveyor.pipeline import queries
 from conveyor.pipeline.claims import Claim
+from conveyor.pipeline.halts import EngineHalt
 from conveyor.pipeline.lifecycle import Applied, Planned, plan_outcome, report, save_planned
 from conveyor.pipeline.metrics import CLAIMS_LOST, STEP_OUTCOMES, STEP_SECONDS
 from conveyor.pipeline.outcomes import Fail, Halt, Outcome
@@ -406,7 +407,7 @@ class Executor:
         if in_stage > limit:
             # D3, P10: the claimer halts a record whose work overstayed its stage.
             outcome: Outcome = Halt(
-                "stuck",
+                EngineHalt.STUCK,
                 f"in stage {stage.name} for {in_stage:.0f} s since its first claim, over the "
                 f"{stage.work} work limit of {limit:.0f} s",
             )
@@ -494,7 +495,9 @@ class Executor:
             plan = self._plan_one(domain, stage, claim, outcome, attempts)
         except DeclarationError as exc:
             log.error("%s: %s", domain.name, exc)
-            plan = self._plan_one(domain, stage, claim, Halt("step_error", str(exc)), attempts)
+            plan = self._plan_one(
+                domain, stage, claim, Halt(EngineHalt.STEP_ERROR, str(exc)), attempts
+            )
         return _Pending(plan, stage, attempts)
 
     def _plan_one(
@@ -563,7 +566,7 @@ class Executor:
                 return save_planned(conn, domain, [item.plan], self.now)[0]
         except DeclarationError as exc:
             log.error("%s: %s", domain.name, exc)
-            outcome: Fail | Halt = Halt("step_error", str(exc))
+            outcome: Fail | Halt = Halt(EngineHalt.STEP_ERROR, str(exc))
         except DBAPIError as exc:
             if exc.connection_invalidated:
                 raise

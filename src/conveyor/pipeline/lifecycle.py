@@ -23,9 +23,10 @@ from sqlalchemy.sql import ColumnElement
 from conveyor.clock import Clock
 from conveyor.db.notify import announce_work
 from conveyor.errors import Conflict, DeclarationError, NotFound
-from conveyor.halts import way_forward
+from conveyor.halts import HaltReason
 from conveyor.pipeline import queries
 from conveyor.pipeline.claims import Claim
+from conveyor.pipeline.halts import EngineHalt
 from conveyor.pipeline.outcomes import Advance, Fail, Halt, Outcome, Postpone, Writes
 from conveyor.pipeline.redact import redact
 from conveyor.pipeline.stages import Domain
@@ -60,7 +61,7 @@ class Applied:
     held: bool
     outcome: str
     """``advanced``, ``postponed``, ``failed``, ``halted`` or ``lost``."""
-    halt_reason: str | None = None
+    halt_reason: HaltReason | None = None
     retry_in: float | None = None
     """Seconds until the record is claimable again (postpone, retryable failure)."""
 
@@ -192,7 +193,8 @@ def plan_outcome(
     """
     if isinstance(outcome, Fail) and attempts + 1 >= max_attempts:
         outcome = Halt(
-            "attempts_exhausted", f"failed {attempts + 1} times; last error: {outcome.error}"
+            EngineHalt.ATTEMPTS_EXHAUSTED,
+            f"failed {attempts + 1} times; last error: {outcome.error}",
         )
     # Every outcome gives the claim back: the record is claimable again once its pause ends.
     release: dict[str, Any] = {"claim_token": None, "claim_expires_at": None}
@@ -255,7 +257,7 @@ def plan_outcome(
         claim,
         stage,
         "halted",
-        {"halt_reason": halt.reason, "halt_error": halt.error, **release},
+        {"halt_reason": halt.reason.value, "halt_error": halt.error, **release},
         {"halted_at": 0.0, "updated_at": 0.0},
         halt.writes,
         f"{halt.reason}: {halt.error}",
@@ -354,7 +356,7 @@ def report(domain: Domain, plan: Planned, held: bool) -> Applied:
             plan.stage,
             plan.halt.reason,
             plan.halt.error,
-            way_forward(plan.halt.reason),
+            plan.halt.reason.way_forward(),
         )
         return Applied(held=True, outcome=plan.outcome, halt_reason=plan.halt.reason)
     if plan.outcome == "postponed" and plan.event_text is not None:

@@ -20,6 +20,8 @@ from typing import Any
 
 from sqlalchemy import Connection
 
+from conveyor.halts import HaltReason
+
 __all__ = ["Advance", "Fail", "Halt", "Outcome", "Postpone", "Writes"]
 
 Writes = Callable[[Connection], Mapping[str, Any] | None]
@@ -67,11 +69,12 @@ class Halt:
     """Stop selecting this record until a human resumes it (P8).
 
     Args:
-        reason: short machine reason (``stuck``, ``attempts_exhausted``, ``undecodable`` ...).
+        reason: the reason, declared by its owner (``EngineHalt.STUCK``,
+            ``AudioHalt.UNDECODABLE`` ...: :mod:`conveyor.halts`).
         error: the text a person reads on the record card.
     """
 
-    reason: str
+    reason: HaltReason
     error: str
     writes: Writes | None = None
 

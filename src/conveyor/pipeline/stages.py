@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Literal
 from sqlalchemy import ColumnElement, Engine, Table
 
 from conveyor.errors import DeclarationError
+from conveyor.halts import HaltReason
+from conveyor.pipeline.halts import EngineHalt
 
 if TYPE_CHECKING:
     from conveyor.pipeline.executor import StepContext
@@ -185,6 +187,8 @@ class Declaration:
         lanes: the lanes its stages run in, with their settings keys.
         order_by: the claim sort value(s) (P5).
         owned_fields: the only columns steps may write (P7).
+        halts: the halt reason enums its steps halt with (:mod:`conveyor.halts`); the engine's
+            own (:class:`~conveyor.pipeline.halts.EngineHalt`) apply to every domain.
 
     Raises:
         DeclarationError: a stage names a lane that is not declared.
@@ -197,6 +201,7 @@ class Declaration:
     order_by: Sequence[ColumnElement[object]]
     owned_fields: frozenset[str]
     noun: str = "record"
+    halts: Sequence[type[HaltReason]] = ()
 
     def __post_init__(self) -> None:
         declared = {lane.name for lane in self.lanes}
@@ -211,6 +216,11 @@ class Declaration:
     def stage_names(self) -> tuple[str, ...]:
         """Every stage's name, in order (the API's and CLI's stage enums)."""
         return tuple(s.name for s in self.stages)
+
+    @property
+    def halt_reasons(self) -> tuple[type[HaltReason], ...]:
+        """Every enum of reasons its records can halt with: its own, then the engine's."""
+        return (*self.halts, EngineHalt)
 
     def bind(
         self,

@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
+from conveyor.providers.halts import ProviderHalt
+
 __all__ = [
     "LongPolling",
     "PollResult",
@@ -147,7 +149,7 @@ class PollResult:
     state: PollState
     raw: bytes | None = None
     error: str | None = None
-    halt_reason: str | None = None
+    halt_reason: ProviderHalt | None = None
     retry_after: float | None = None
     content_type: str = "application/json"
 
@@ -171,7 +173,7 @@ class SubmitOutcomeUnknown(ProviderError):
 class ProviderRejected(ProviderError):
     """The provider refused the request; ``reason`` is the halt reason, the text says what to do."""
 
-    def __init__(self, reason: str, message: str) -> None:
+    def __init__(self, reason: ProviderHalt, message: str) -> None:
         super().__init__(message)
         self.reason = reason
 

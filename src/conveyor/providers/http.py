@@ -26,6 +26,7 @@ import httpx
 
 from conveyor.errors import ConfigError
 from conveyor.providers.base import ProviderBusy, ProviderRejected, SubmitOutcomeUnknown
+from conveyor.providers.halts import ProviderHalt
 
 __all__ = ["classify_submit", "get_or_busy", "read_secret", "retry_after", "scrub"]
 
@@ -128,13 +129,17 @@ def classify_submit(
         raise ProviderBusy(f"{provider} failed the request: {text}", retry_after(response))
     if status in (401, 403):
         raise ProviderRejected(
-            "provider_auth", f"{text}; check the credential (key_file or its variable)"
+            ProviderHalt.PROVIDER_AUTH, f"{text}; check the credential (key_file or its variable)"
         )
     if status == 404:
-        raise ProviderRejected("provider_config", f"{text}; check the endpoint URL and the model")
+        raise ProviderRejected(
+            ProviderHalt.PROVIDER_CONFIG, f"{text}; check the endpoint URL and the model"
+        )
     if status == 413:
-        raise ProviderRejected("too_large", f"{text}; the recording is larger than it accepts")
-    raise ProviderRejected("provider_rejected", text)
+        raise ProviderRejected(
+            ProviderHalt.TOO_LARGE, f"{text}; the recording is larger than it accepts"
+        )
+    raise ProviderRejected(ProviderHalt.PROVIDER_REJECTED, text)
 
 
 def get_or_busy(

@@ -39,6 +39,7 @@ from conveyor.providers.base import (
     Transcript,
 )
 from conveyor.providers.gates import decoded_speech, only_filler, only_markup
+from conveyor.providers.halts import ProviderHalt
 from conveyor.providers.http import classify_submit, read_secret, scrub
 from conveyor.providers.opus import encode_opus, plan_chunks
 
@@ -248,7 +249,7 @@ class OpenAICompatibleProvider:
         if isinstance(document, dict) and document.get("error") is not None:
             # whisper.cpp's server reports failures as HTTP 200 {"error": "..."}.
             raise ProviderRejected(
-                "provider_rejected",
+                ProviderHalt.PROVIDER_REJECTED,
                 scrub(f"the server answered with an error: {document['error']}"[:400], self._key),
             )
         if not isinstance(document, dict) or not isinstance(document.get("text"), str):

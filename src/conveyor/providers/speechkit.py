@@ -40,6 +40,7 @@ from conveyor.providers.base import (
     SubmitOutcomeUnknown,
     Transcript,
 )
+from conveyor.providers.halts import ProviderHalt
 from conveyor.providers.http import classify_submit, get_or_busy, read_secret, scrub
 from conveyor.providers.opus import encode_opus
 
@@ -134,7 +135,7 @@ class SpeechKitProvider:
         if request.language is not None:
             if request.language not in LANGUAGES:
                 raise ProviderRejected(
-                    "unsupported_language",
+                    ProviderHalt.UNSUPPORTED_LANGUAGE,
                     f"SpeechKit does not recognise the language {request.language!r}; "
                     f"it knows {', '.join(sorted(LANGUAGES))}",
                 )
@@ -187,7 +188,7 @@ class SpeechKitProvider:
                 "failed",
                 error=f"SpeechKit no longer knows operation {operation_id} (results are kept "
                 "3 days)",
-                halt_reason="result_expired",
+                halt_reason=ProviderHalt.RESULT_EXPIRED,
             )
         operation = self._json(response)
         error = operation.get("error")
@@ -196,7 +197,7 @@ class SpeechKitProvider:
             return PollResult(
                 "failed",
                 error=_error_text(operation_id, operation, self._key),
-                halt_reason="provider_error",
+                halt_reason=ProviderHalt.PROVIDER_ERROR,
             )
         if not operation.get("done"):
             return PollResult("running")
@@ -341,14 +342,14 @@ class SpeechKitProvider:
                 "failed",
                 error=f"the result of operation {operation_id} is gone (SpeechKit keeps "
                 "results 3 days)",
-                halt_reason="result_expired",
+                halt_reason=ProviderHalt.RESULT_EXPIRED,
             )
         if response.status_code >= 400:
             return PollResult(
                 "failed",
                 error=scrub(f"getRecognition answered HTTP {response.status_code}: "
                             f"{response.text[:300]}", self._key),
-                halt_reason="provider_rejected",
+                halt_reason=ProviderHalt.PROVIDER_REJECTED,
             )  # fmt: skip
         if not response.content.strip():
             # done, no error, nothing recognised: PollResult.raw None → provider_no_result.

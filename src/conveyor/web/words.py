@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from conveyor.halts import known
+from conveyor.runtime import halt_reasons
+
 __all__ = ["duration_words", "halt_words", "stage_words"]
 
 _STAGES = {
@@ -19,20 +22,6 @@ _STAGES = {
     },
 }
 
-_HALTS = {
-    "undecodable": "The file could not be read: it may be damaged, or in a format we cannot open.",
-    "unsupported_media": "This kind of file is not supported.",
-    "not_audio": "The file holds no sound we can transcribe.",
-    "no_audio": "The file has no sound track.",
-    "empty_audio": "The recording is empty: it is too short to hold any speech.",
-    "not_video": "The file is not a video we can play.",
-    "original_missing": "The uploaded file is missing from storage.",
-    "stuck": "It took far longer than it should at this stage, so it was stopped rather than "
-    "left hanging.",
-    "attempts_exhausted": "It failed several times in a row, so it was stopped.",
-    "step_error": "An unexpected error stopped it.",
-}
-
 
 def stage_words(domain: str, stage: str) -> str:
     """A stage as a person would say it (``audio``/``media``)."""
@@ -40,10 +29,14 @@ def stage_words(domain: str, stage: str) -> str:
 
 
 def halt_words(reason: str | None) -> str:
-    """Why a record was stopped, in plain words (the reason code when we have none)."""
+    """Why a record was stopped, in plain words: its reason's :attr:`HaltReason.words`
+    (the reason code for one this version does not know)."""
     if reason is None:
         return "It was stopped."
-    return _HALTS.get(reason, f"It was stopped ({reason.replace('_', ' ')}).")
+    member = known(reason, halt_reasons())
+    if member is None:
+        return f"It was stopped ({reason.replace('_', ' ')})."
+    return member.words
 
 
 def duration_words(seconds: float | None) -> str:

@@ -22,6 +22,7 @@ import av
 import pyvips
 
 from conveyor.errors import MediaError
+from conveyor.media.halts import MediaHalt
 from conveyor.media.images.colour import is_hdr, tone_map
 from conveyor.media.images.isobmff import Nclx, PrimaryItem
 
@@ -88,10 +89,13 @@ def decode_av1_hdr(src: Path, item: PrimaryItem, target: int) -> pyvips.Image | 
                 f.seek(offset)
                 data += f.read(length)
     except OSError as exc:
-        raise MediaError("undecodable", f"{src.name} cannot be read: {exc.strerror}") from exc
+        raise MediaError(
+            MediaHalt.UNDECODABLE, f"{src.name} cannot be read: {exc.strerror}"
+        ) from exc
     if len(data) != sum(length for _, length in item.extents):
         raise MediaError(
-            "undecodable", f"{src.name} cannot be decoded (damaged or truncated): data past its end"
+            MediaHalt.UNDECODABLE,
+            f"{src.name} cannot be decoded (damaged or truncated): data past its end",
         )
     context = cast(av.VideoCodecContext, av.CodecContext.create("libdav1d", "r"))
     # One frame in flight: dav1d keeps no extra pictures for frame threading (a still has one).
@@ -102,7 +106,8 @@ def decode_av1_hdr(src: Path, item: PrimaryItem, target: int) -> pyvips.Image | 
         frames = [*context.decode(av.Packet(bytes(data))), *context.decode(None)]
     except av.FFmpegError as exc:
         raise MediaError(
-            "undecodable", f"{src.name} cannot be decoded (damaged or truncated): {exc.strerror}"
+            MediaHalt.UNDECODABLE,
+            f"{src.name} cannot be decoded (damaged or truncated): {exc.strerror}",
         ) from exc
     del data, context  # dav1d's own buffers go; the frame keeps its picture
     if not frames:

@@ -18,6 +18,7 @@ from typing import Any
 import pyvips
 
 from conveyor.errors import MediaError
+from conveyor.media.halts import MediaHalt
 from conveyor.media.images.isobmff import heif_brand, sequence_frames
 
 __all__ = [
@@ -124,9 +125,11 @@ def open_header(src: Path, max_pixels: int) -> Header:
     try:
         size = src.stat().st_size
     except OSError as exc:
-        raise MediaError("unsupported_media", f"cannot read {src.name}: {exc.strerror}") from exc
+        raise MediaError(
+            MediaHalt.UNSUPPORTED_MEDIA, f"cannot read {src.name}: {exc.strerror}"
+        ) from exc
     if size == 0:
-        raise MediaError("unsupported_media", f"{src.name} is empty")
+        raise MediaError(MediaHalt.UNSUPPORTED_MEDIA, f"{src.name} is empty")
     declared = _gif_declared_size(src)
     if declared is not None and declared[0] * declared[1] > max_pixels:
         # libvips clips GIF frames to the logical screen; Pillow and browsers do not, so a frame
@@ -135,7 +138,9 @@ def open_header(src: Path, max_pixels: int) -> Header:
     image = _load_lazily(src)
     loader = str(image.get("vips-loader")).removesuffix("_source").removesuffix("_buffer")
     if loader not in _LOADER_MIME:
-        raise MediaError("unsupported_media", f"{src.name} is not a photo format we process")
+        raise MediaError(
+            MediaHalt.UNSUPPORTED_MEDIA, f"{src.name} is not a photo format we process"
+        )
     width, height = int(image.width), int(image.height)
     if width * height > max_pixels:
         raise too_many_pixels(width, height, max_pixels)
@@ -156,14 +161,14 @@ def _load_lazily(src: Path) -> pyvips.Image:
             except pyvips.Error as heif_exc:
                 raise undecodable(src, heif_exc) from heif_exc
         if "not a known file format" in str(exc):
-            raise MediaError("unsupported_media", f"{src.name} is not an image") from exc
+            raise MediaError(MediaHalt.UNSUPPORTED_MEDIA, f"{src.name} is not an image") from exc
         raise undecodable(src, exc) from exc
 
 
 def too_many_pixels(width: int, height: int, max_pixels: int) -> MediaError:
     """The ``too_many_pixels`` refusal of a ``width``×``height`` image."""
     return MediaError(
-        "too_many_pixels",
+        MediaHalt.TOO_MANY_PIXELS,
         f"the image declares {width}×{height} = {width * height:,} pixels, "
         f"more than the limit of {max_pixels:,}",
     )
@@ -173,7 +178,9 @@ def undecodable(src: Path, exc: pyvips.Error) -> MediaError:
     """The ``undecodable`` refusal of ``src``, quoting the last line of libvips's error."""
     detail = (getattr(exc, "detail", "") or str(exc)).strip().splitlines()
     last = detail[-1].strip() if detail else ""
-    return MediaError("undecodable", f"{src.name} cannot be decoded (damaged or truncated): {last}")
+    return MediaError(
+        MediaHalt.UNDECODABLE, f"{src.name} cannot be decoded (damaged or truncated): {last}"
+    )
 
 
 def _gif_declared_size(src: Path) -> tuple[int, int] | None:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pyvips
 
 from conveyor.errors import MediaError
+from conveyor.media.halts import MediaHalt
 from conveyor.media.images.colour import has_icc, is_hdr, shrink_heif, to_srgb8
 from conveyor.media.images.header import too_many_pixels, undecodable
 from conveyor.media.images.isobmff import Nclx, heif_extents_in_file
@@ -46,8 +47,12 @@ _PILLOW_HEIF_ERRORS = (ValueError, EOFError, SyntaxError, RuntimeError, OSError)
 def _pillow_heif_error(src: Path, exc: Exception) -> MediaError:
     text = str(exc)
     if "has not been built in" in text or "No decoding plugin" in text:
-        return MediaError("unsupported_media", f"{src.name}: no HEVC (HEIC) decoder is installed")
-    return MediaError("undecodable", f"{src.name} cannot be decoded (damaged or truncated): {text}")
+        return MediaError(
+            MediaHalt.UNSUPPORTED_MEDIA, f"{src.name}: no HEVC (HEIC) decoder is installed"
+        )
+    return MediaError(
+        MediaHalt.UNDECODABLE, f"{src.name} cannot be decoded (damaged or truncated): {text}"
+    )
 
 
 def decode_hevc(src: Path, target: int, nclx: Nclx | None, max_pixels: int) -> pyvips.Image:
@@ -62,7 +67,8 @@ def decode_hevc(src: Path, target: int, nclx: Nclx | None, max_pixels: int) -> p
     """
     if not heif_extents_in_file(src):
         raise MediaError(
-            "undecodable", f"{src.name} cannot be decoded (damaged or truncated): data past its end"
+            MediaHalt.UNDECODABLE,
+            f"{src.name} cannot be decoded (damaged or truncated): data past its end",
         )
     hdr = is_hdr(nclx)
     # Imported here: its libheif, libde265 and x265 cost every worker ~5 MB otherwise.
@@ -79,7 +85,9 @@ def decode_hevc(src: Path, target: int, nclx: Nclx | None, max_pixels: int) -> p
     if width * height > max_pixels:
         raise too_many_pixels(width, height, max_pixels)
     if mode not in _HEIF_MODES:
-        raise MediaError("unsupported_media", f"{src.name}: HEIF pixel mode {mode} not supported")
+        raise MediaError(
+            MediaHalt.UNSUPPORTED_MEDIA, f"{src.name}: HEIF pixel mode {mode} not supported"
+        )
     try:
         data = heif.data  # decoded here, irot/imir already applied by libheif
         stride = heif.stride
@@ -89,7 +97,7 @@ def decode_hevc(src: Path, target: int, nclx: Nclx | None, max_pixels: int) -> p
     bands = len(mode.split(";")[0].replace("I", "L"))
     fmt = "ushort" if mode.endswith((";16", ";16L")) else "uchar"
     if stride != width * bands * (2 if fmt == "ushort" else 1):  # remove_stride is the default
-        raise MediaError("undecodable", f"{src.name}: unexpected row stride {stride}")
+        raise MediaError(MediaHalt.UNDECODABLE, f"{src.name}: unexpected row stride {stride}")
     try:
         image = pyvips.Image.new_from_memory(data, width, height, bands, fmt)  # no copy
         del data  # the image keeps the buffer alive until it is dropped below

@@ -7,7 +7,7 @@ from that image.
 
 Decisions (they answer a user's expectation, not a library default):
 
-* **Truncated or corrupt data is refused** (``MediaError("undecodable")``): the loaders run with
+* **Truncated or corrupt data is refused** (``MediaHalt.UNDECODABLE``): the loaders run with
   ``fail_on="error"``. A half-grey thumbnail looks like a bug of ours and hides that the upload is
   damaged (usually an interrupted transfer); a refusal says so and the original stays available.
 * **Greyscale becomes sRGB**: every variant is 3 bands (4 with alpha) 8-bit sRGB, one shape for
@@ -27,6 +27,7 @@ import pyvips
 
 from conveyor.errors import MediaError
 from conveyor.files import write_atomic
+from conveyor.media.halts import MediaHalt
 from conveyor.media.images import av1, hevc
 from conveyor.media.images.colour import (
     PRIMARIES_TO_BT709,
@@ -170,7 +171,8 @@ def _decode(src: Path, head: Header, target: int, max_pixels: int) -> pyvips.Ima
             raise undecodable(src, exc) from exc
         if field(head.image, "heif-compression") != "hevc":
             raise MediaError(
-                "unsupported_media", f"{src.name}: this libvips build has no decoder for this codec"
+                MediaHalt.UNSUPPORTED_MEDIA,
+                f"{src.name}: this libvips build has no decoder for this codec",
             ) from exc
     return hevc.decode_hevc(src, target, nclx, max_pixels)
 

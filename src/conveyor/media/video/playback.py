@@ -36,6 +36,7 @@ import av
 
 from conveyor.errors import MediaError
 from conveyor.files import atomic_path
+from conveyor.media.halts import MediaHalt
 from conveyor.media.video.encode import TICKS, AudioPath, VideoPath, target_size
 from conveyor.media.video.probe import VideoInfo, container_duration
 from conveyor.media.video.streams import audio_stream, open_source, video_stream
@@ -192,7 +193,7 @@ def _remux(src: Path, tmp: Path, report: _Progress) -> None:
     with open_source(src) as inp, _open_output(tmp) as out:
         video = video_stream(inp)
         if video is None:
-            raise MediaError("not_video", f"{src.name} has no video track")
+            raise MediaError(MediaHalt.NOT_VIDEO, f"{src.name} has no video track")
         audio = audio_stream(inp)
         outputs = {video.index: out.add_stream_from_template(video)}
         if audio is not None:
@@ -219,7 +220,7 @@ def _transcode(
     with open_source(src) as inp, _open_output(tmp) as out:
         video_in = video_stream(inp)
         if video_in is None:
-            raise MediaError("not_video", f"{src.name} has no video track")
+            raise MediaError(MediaHalt.NOT_VIDEO, f"{src.name} has no video track")
         audio_in = audio_stream(inp)
         video_in.codec_context.thread_type = "AUTO"
         t0 = float(inp.start_time) / 1_000_000 if inp.start_time else 0.0
@@ -246,7 +247,7 @@ def _transcode(
                 elif audio is not None:
                     out.mux(audio.encode(frame))
         if video.frames == 0:
-            raise MediaError("undecodable", f"no video frame of {src.name} decodes")
+            raise MediaError(MediaHalt.UNDECODABLE, f"no video frame of {src.name} decodes")
         out.mux(video.encode(None))
         if audio is not None:
             out.mux(audio.encode(None, end=video.end / TICKS))

@@ -11,6 +11,7 @@ import pyvips
 
 from conveyor.errors import MediaError
 from conveyor.files import write_atomic
+from conveyor.media.halts import MediaHalt
 from conveyor.media.video.probe import VideoInfo
 from conveyor.media.video.streams import decode_packets, open_video
 
@@ -67,7 +68,7 @@ def _pick_poster_frame(src: Path, info: VideoInfo) -> Any:
             if std > best_std:
                 best, best_std = frame, std
         if best is None:
-            raise MediaError("undecodable", f"no video frame of {src.name} decodes")
+            raise MediaError(MediaHalt.UNDECODABLE, f"no video frame of {src.name} decodes")
         return best
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import av
 
 from conveyor.errors import MediaError
+from conveyor.media.halts import MediaHalt
 from conveyor.media.video.streams import audio_stream, decode_packets, open_video
 
 __all__ = ["VideoInfo", "container_duration", "probe_video"]
@@ -73,14 +74,14 @@ def probe_video(src: Path) -> VideoInfo:
             corrupt, or no video frame decodes.
     """
     if not src.is_file() or src.stat().st_size == 0:
-        raise MediaError("undecodable", f"{src.name} is empty or missing")
+        raise MediaError(MediaHalt.UNDECODABLE, f"{src.name} is empty or missing")
     container, video = open_video(src)
     with container:
         first = _first_frame(container, video)
         if first is None:
-            raise MediaError("undecodable", f"no video frame of {src.name} decodes")
+            raise MediaError(MediaHalt.UNDECODABLE, f"no video frame of {src.name} decodes")
         if set(container.format.name.split(",")) & _IMAGE_FORMATS:
-            raise MediaError("not_video", f"{src.name} is an image, not a video")
+            raise MediaError(MediaHalt.NOT_VIDEO, f"{src.name} is an image, not a video")
         rotation = _rotation_of(first)
         width, height = int(first.width), int(first.height)
         if rotation in (90, 270):

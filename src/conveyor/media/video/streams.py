@@ -9,6 +9,7 @@ from typing import Any
 import av
 
 from conveyor.errors import MediaError
+from conveyor.media.halts import MediaHalt
 
 __all__ = ["audio_stream", "decode_packets", "open_source", "open_video", "video_stream"]
 
@@ -22,7 +23,9 @@ def open_source(src: Path) -> Any:
     try:
         return av.open(str(src), metadata_errors="ignore")
     except av.FFmpegError as exc:
-        raise MediaError("undecodable", f"{src.name} is not a readable media file: {exc}") from exc
+        raise MediaError(
+            MediaHalt.UNDECODABLE, f"{src.name} is not a readable media file: {exc}"
+        ) from exc
 
 
 def open_video(src: Path) -> tuple[Any, Any]:
@@ -35,7 +38,7 @@ def open_video(src: Path) -> tuple[Any, Any]:
     video = video_stream(container)
     if video is None:
         container.close()
-        raise MediaError("not_video", f"{src.name} has no video track")
+        raise MediaError(MediaHalt.NOT_VIDEO, f"{src.name} has no video track")
     return container, video
 
 
