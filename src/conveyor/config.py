@@ -150,7 +150,8 @@ class StorageSettings(_Section):
     presign_expires: float = Field(default=300.0, gt=0, le=604800)
     """Seconds a presigned URL stays valid."""
     sweep_interval: float = Field(default=3600.0, gt=0)
-    """Seconds between sweeps for stored objects without a journal row (in worker processes)."""
+    """Seconds between sweeps for stored objects without a journal row (in worker processes;
+    the first runs a minute after a worker starts, or after one interval if that is shorter)."""
     sweep_grace: float = Field(default=3600.0, gt=0)
     """Seconds an object may exist without a journal row before a sweep removes it (and an
     unfinished multipart upload before it is aborted)."""

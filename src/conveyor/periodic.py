@@ -1,8 +1,8 @@
 """A task run every few seconds in a daemon thread: the object and job-folder sweeps.
 
 One mechanism so that every periodic chore starts, fails and stops the same way: the first run
-comes one interval after :meth:`Periodic.start`, an exception is logged and the next run tries
-again, and :meth:`Periodic.stop` lets a run under way finish.
+comes one interval (or the ``first`` delay) after :meth:`Periodic.start`, an exception is
+logged and the next run tries again, and :meth:`Periodic.stop` lets a run under way finish.
 """
 
 from __future__ import annotations
@@ -21,15 +21,24 @@ class Periodic:
 
     Args:
         name: the thread's name, and what a failure's log line calls the chore.
-        interval: seconds between runs (the first one runs after one interval).
+        interval: seconds between runs.
         task: the chore; returning ``False`` ends the thread (nothing left to do in this
             process), any other value keeps it going. Exceptions are logged with their
             traceback and the chore runs again after the next interval.
+        first: seconds before the first run; one ``interval`` when None.
     """
 
-    def __init__(self, name: str, interval: float, task: Callable[[], bool | None]) -> None:
+    def __init__(
+        self,
+        name: str,
+        interval: float,
+        task: Callable[[], bool | None],
+        *,
+        first: float | None = None,
+    ) -> None:
         self.name = name
         self.interval = interval
+        self.first = interval if first is None else first
         self._task = task
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
@@ -45,7 +54,9 @@ class Periodic:
             self._thread.join(timeout=timeout)
 
     def _run(self) -> None:
-        while not self._stop.wait(self.interval):
+        wait = self.first
+        while not self._stop.wait(wait):
+            wait = self.interval
             try:
                 if self._task() is False:
                     return

@@ -21,6 +21,7 @@ from conveyor.cli.output import err_console, fail, note, setup_logging
 from conveyor.cli.serve import serve
 from conveyor.cli.settings import make_runtime
 from conveyor.cli.signals import stop_on_signals
+from conveyor.cli.storage import storage_app
 from conveyor.cli.vocabulary import vocabulary_app
 
 __all__ = ["app", "main"]
@@ -43,6 +44,7 @@ app.add_typer(media.media_app, name="media")
 app.add_typer(users.users_app, name="users")
 app.add_typer(users.tokens_app, name="tokens")
 app.add_typer(vocabulary_app, name="vocabulary")
+app.add_typer(storage_app, name="storage")
 app.add_typer(db_app, name="db")
 app.command()(ingest)
 app.command()(serve)

@@ -28,6 +28,14 @@ class ExitCode(IntEnum):
     """The database or the storage cannot be reached or used."""
     SCHEMA = 6
     """The database schema is not the one this version uses: run ``conveyor db upgrade``."""
+    MISSING_OBJECTS = 8
+    """``storage check``: journal rows whose object is not in the store. The three storage
+    check codes are bits: several kinds found exit with their sum (8 + 32 = 40)."""
+    SIZE_MISMATCHES = 16
+    """``storage check``: journal rows whose object has another size."""
+    ORPHANS = 32
+    """``storage check``: objects older than ``[storage] sweep_grace`` without a journal row
+    (``conveyor storage sweep`` removes them)."""
     INTERNAL = 70
     """A fault of Conveyor itself (a bug); the message and the traceback say where."""
     INTERRUPTED = 130
@@ -43,6 +51,9 @@ SUMMARY: dict[ExitCode, str] = {
     ExitCode.CONFLICT: "conflict",
     ExitCode.UNAVAILABLE: "database or storage unavailable",
     ExitCode.SCHEMA: "schema not current (conveyor db upgrade)",
+    ExitCode.MISSING_OBJECTS: "storage check: objects missing",
+    ExitCode.SIZE_MISMATCHES: "storage check: sizes differ",
+    ExitCode.ORPHANS: "storage check: orphans (codes 8, 16, 32 add up)",
     ExitCode.INTERNAL: "internal fault",
     ExitCode.INTERRUPTED: "interrupted",
 }

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from typing import Any
 
 from sqlalchemy import Connection, RowMapping, delete, insert, select, update
@@ -16,6 +16,7 @@ __all__ = [
     "delete_file_rows",
     "file_by_id",
     "file_by_key",
+    "journal_sizes",
     "journaled_keys",
     "put_file_row",
 ]
@@ -81,6 +82,23 @@ def journaled_keys(conn: Connection, keys: Collection[str]) -> set[str]:
         batch = ordered[start : start + _BATCH]
         found.update(conn.execute(select(files.c.key).where(files.c.key.in_(batch))).scalars())
     return found
+
+
+def journal_sizes(
+    conn: Connection, keys: Collection[str] | None = None
+) -> Iterator[tuple[str, int]]:
+    """``(key, size)`` of every journal row (of ``keys`` only, when given), in key order."""
+    if keys is None:
+        query = select(files.c.key, files.c.size).order_by(files.c.key)
+        for key, size in conn.execute(query.execution_options(yield_per=1000)):
+            yield str(key), int(size)
+        return
+    ordered = sorted(set(keys))
+    for start in range(0, len(ordered), _BATCH):
+        batch = ordered[start : start + _BATCH]
+        query = select(files.c.key, files.c.size).where(files.c.key.in_(batch))
+        for key, size in conn.execute(query.order_by(files.c.key)):
+            yield str(key), int(size)
 
 
 def delete_file_rows(conn: Connection, file_ids: Collection[int]) -> list[str]:

@@ -7,12 +7,14 @@ and the journal, so they work the same on any store:
 
 * :func:`discard_unjournaled`: the engine hands it the keys a step produced when the step's
   record halted or was deleted meanwhile; those without a row are removed at once;
-* :func:`sweep_orphans` (every ``[storage] sweep_interval`` seconds in each worker process,
-  :class:`Sweeper`): every stored object under :data:`OBJECT_PREFIXES` without a row and older
-  than ``[storage] sweep_grace`` seconds is removed. The grace spares uploads still arriving
-  and steps still running, whose rows are not written yet. The same sweep removes what writes
-  cut short left behind (:meth:`ObjectStore.abort_stale_writes`: a temporary file in a folder,
-  an unfinished multipart upload in a bucket) once it is older than the grace.
+* :func:`sweep_orphans` (in each worker process :data:`FIRST_SWEEP` seconds after it starts,
+  then every ``[storage] sweep_interval`` seconds, :class:`Sweeper`; on demand with
+  ``conveyor storage sweep``): every stored object under :data:`OBJECT_PREFIXES` without a
+  row and older than ``[storage] sweep_grace`` seconds is removed. The grace spares uploads
+  still arriving and steps still running, whose rows are not written yet. The same sweep
+  removes what writes cut short left behind (:meth:`ObjectStore.abort_stale_writes`: a
+  temporary file in a folder, an unfinished multipart upload in a bucket) once it is older
+  than the grace.
 """
 
 from __future__ import annotations
@@ -28,9 +30,21 @@ from conveyor.objects.queries import journaled_keys
 from conveyor.objects.store import ObjectStore
 from conveyor.periodic import Periodic
 
-__all__ = ["OBJECT_PREFIXES", "SweepReport", "Sweeper", "discard_unjournaled", "sweep_orphans"]
+__all__ = [
+    "FIRST_SWEEP",
+    "OBJECT_PREFIXES",
+    "SweepReport",
+    "Sweeper",
+    "discard_unjournaled",
+    "sweep_orphans",
+]
 
 log = logging.getLogger("conveyor.objects")
+
+#: Seconds from a worker's start to its first sweep: soon, so that a host restarted after a
+#: crash cleans up what the crash left within minutes, not an interval later; not at once, so
+#: that a whole cluster restarted together does not list the bucket in the same second.
+FIRST_SWEEP = 60.0
 
 # Keys looked up per journal query while sweeping.
 _PAGE = 500
@@ -111,14 +125,23 @@ class Sweeper(Periodic):
     Args:
         engine: the database.
         store: the object store.
-        interval: seconds between sweeps (the first one runs after one interval).
+        interval: seconds between sweeps.
         grace: see :func:`sweep_orphans`.
+        first: seconds before the first sweep (:data:`FIRST_SWEEP`, or ``interval`` when
+            that is shorter).
     """
 
     def __init__(
-        self, engine: Engine, store: ObjectStore, *, interval: float, grace: float
+        self,
+        engine: Engine,
+        store: ObjectStore,
+        *,
+        interval: float,
+        grace: float,
+        first: float | None = None,
     ) -> None:
-        super().__init__("conveyor-sweeper", interval, self._sweep)
+        first = min(interval, FIRST_SWEEP) if first is None else first
+        super().__init__("conveyor-sweeper", interval, self._sweep, first=first)
         self.engine = engine
         self.store = store
         self.grace = grace
