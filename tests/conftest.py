@@ -21,8 +21,8 @@ from conveyor.db.migrate import upgrade
 from conveyor.db.tables import metadata
 from conveyor.objects import ObjectStore, open_store
 from conveyor.testing import FakeClock
-from needs import AUDIO_CORPUS, CORPUS, in_ci, need, need_corpus
-from s3server import PART, S3Server, start_s3_server
+from tests.support.needs import AUDIO_CORPUS, CORPUS, in_ci, need, need_corpus
+from tests.support.s3server import PART, S3Server, start_s3_server
 
 # Warm local recognizers outlive the test that started them; make them leave soon after.
 os.environ.setdefault("CONVEYOR_TRANSCRIPTION__IDLE_EXIT", "10")

@@ -6,7 +6,6 @@ quoted anywhere in the docs; every link between the pages."""
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,14 +18,13 @@ from conveyor.config import Settings
 from conveyor.halts import HaltReason
 from conveyor.runtime import DECLARATIONS, Runtime, halt_reasons
 from conveyor.web import create_app
+from tests.support.cli_run import commands
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 SRC = ROOT / "src" / "conveyor"
 PAGES = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
 
-sys.path.insert(0, str(Path(__file__).parent / "cli"))
-from cli_run import commands  # noqa: E402
 
 COMMANDS = dict(commands())
 

@@ -1,7 +1,7 @@
 """Under ``CI=true`` nothing skips: a missing corpus, service or browser, and any other skip, fail.
 
-Runs a small suite with this suite's own ``conftest.py`` and ``needs.py`` in a subprocess, once
-as CI and once locally, and counts the outcomes.
+Runs a small suite with this suite's own ``conftest.py`` and ``tests.support.needs`` in a
+subprocess, once as CI and once locally, and counts the outcomes.
 """
 
 from __future__ import annotations
@@ -13,11 +13,12 @@ import pytest
 pytest_plugins = ["pytester"]
 
 HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
 
 PROBES = {
     "test_probe_need": """
         from pathlib import Path
-        from needs import need, need_corpus
+        from tests.support.needs import need, need_corpus
 
         def test_missing_corpus():
             need_corpus(Path("no-such-corpus-folder"))
@@ -47,7 +48,7 @@ PROBES = {
     """,
     "test_probe_module_need": """
         from pathlib import Path
-        from needs import need_corpus
+        from tests.support.needs import need_corpus
         FOLDER = need_corpus(Path("no-such-corpus-folder"), module=True)
 
         def test_never():
@@ -57,13 +58,11 @@ PROBES = {
 
 
 @pytest.fixture
-def probe_suite(pytester: pytest.Pytester) -> pytest.Pytester:
+def probe_suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    # The probe suite imports the helpers by full name, as this suite does.
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
     pytester.makeconftest((HERE / "conftest.py").read_text())
-    pytester.makepyfile(
-        needs=(HERE / "needs.py").read_text(),
-        s3server=(HERE / "s3server.py").read_text(),
-        **PROBES,
-    )
+    pytester.makepyfile(**PROBES)
     return pytester
 
 

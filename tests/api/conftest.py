@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from api_helpers import Api, LiveServer, build_settings
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
@@ -15,8 +14,8 @@ from sqlalchemy import Engine
 from conveyor.accounts import add_user, create_token
 from conveyor.api.app import create_app
 from conveyor.runtime import Runtime
-
-MakeApi = Callable[..., Api]
+from tests.support.api import Api, LiveServer, MakeApi
+from tests.support.settings import build_settings
 
 
 @pytest.fixture

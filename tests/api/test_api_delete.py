@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from api_helpers import Api
 from fastapi.testclient import TestClient
-from test_api_uploads import counts, stored_objects
 
 from conveyor.media.broadcast import AlbumBroadcast
+from tests.support.api import Api, counts, stored_objects
 
 
 def test_deleting_a_record_removes_it_and_its_objects(

@@ -10,11 +10,10 @@ from typing import Any
 
 import httpx
 from fastapi.testclient import TestClient
-from test_api_live import check_ranges, upload_media, wait_for
 
-from conftest import MakeApi
-from s3server import S3Server
-from stored import object_keys
+from tests.support.api import MakeApi, check_ranges, upload_media, wait_for
+from tests.support.s3server import S3Server
+from tests.support.stored import object_keys
 
 
 def _s3(server: S3Server, **extra: Any) -> dict[str, Any]:

@@ -9,12 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from api_helpers import Api
 from fastapi.testclient import TestClient
-from test_api_records import assert_error, stored_objects
 
 from conveyor.api.headers import header_int
 from conveyor.api.objects import is_inline, parse_range
+from tests.support.api import Api, assert_error, stored_objects
 
 ODD_DIGITS = ["²", "¹", "١٢", "1_0", "+1", "-1", " 1 2", "0x10", "1e3", "٣", "9" * 5000, ""]
 

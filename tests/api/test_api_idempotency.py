@@ -6,11 +6,9 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from api_helpers import Api, LiveServer
 from fastapi.testclient import TestClient
-from test_api_uploads import counts, stored_objects
 
-from conftest import MakeApi
+from tests.support.api import Api, LiveServer, MakeApi, counts, stored_objects
 
 
 def test_a_retried_upload_returns_the_first_record(

@@ -9,12 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from api_helpers import Api
 from fastapi.testclient import TestClient
 
 from conveyor.audio.queries import record_by_id
 from conveyor.objects import file_by_id
-from stored import object_keys
+from tests.support.api import Api
+from tests.support.stored import object_keys
 
 Request = tuple[str, str, str, dict[str, Any]]
 

@@ -13,35 +13,29 @@ import json
 import signal
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
-from api_helpers import LiveServer
 from fastapi import FastAPI
 from sqlalchemy import select
 
-from conftest import MakeApi
 from conveyor.accounts import authenticate, revoke_token
 from conveyor.api.server import make_server
 from conveyor.db.tables import album_events, audio_records, files
 from conveyor.media.queries import insert_album_event
-from stored import object_keys
+from tests.support.api import (
+    Live,
+    MakeApi,
+    SseReader,
+    check_ranges,
+    upload_media,
+    wait_for,
+)
+from tests.support.stored import object_keys
 
-Live = Callable[[FastAPI], LiveServer]
 JFK = "and so my fellow americans ask not what your country can do for you"
-
-
-def wait_for(check: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_audio_upload_card_text(make_api: MakeApi, live: Live, corpus: Path) -> None:
@@ -86,46 +80,6 @@ def test_audio_upload_card_text(make_api: MakeApi, live: Live, corpus: Path) -> 
         assert health == {"status": "ok", "database": "ok", "storage": "ok", "workers": True}
         metrics = client.get("/metrics").text
         assert 'conveyor_step_outcomes_total{domain="audio"' in metrics
-
-
-class SseReader:
-    """Reads one SSE response: events as dicts, heartbeats counted."""
-
-    def __init__(self, response: httpx.Response) -> None:
-        assert response.status_code == 200, response.read()
-        assert response.headers["content-type"].startswith("text/event-stream")
-        self.lines = response.iter_lines()
-        self.heartbeats = 0
-
-    def next_event(self, timeout: float) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
-        block: dict[str, str] = {}
-        for line in self.lines:
-            if line.startswith(":"):
-                self.heartbeats += 1
-            elif line == "":
-                if "id" in block:
-                    return {
-                        "id": int(block["id"]),
-                        "event": block["event"],
-                        **json.loads(block["data"]),
-                    }
-                block = {}
-            else:
-                name, _, value = line.partition(":")
-                block[name] = value.removeprefix(" ")
-            if time.monotonic() > deadline:
-                break
-        raise AssertionError("no event in time")
-
-
-def upload_media(client: httpx.Client, album_id: int, path: Path) -> dict[str, Any]:
-    with path.open("rb") as handle:
-        response = client.post(
-            f"/api/albums/{album_id}/items", files={"file": (path.name, handle, "image/jpeg")}
-        )
-    assert response.status_code == 201, response.text
-    return dict(response.json())
 
 
 def test_album_stream_delivers_and_resumes_without_a_gap(
@@ -195,52 +149,6 @@ def test_album_stream_delivers_and_resumes_without_a_gap(
             "playback",
         }
         check_ranges(client, by_id[video["id"]]["roles"]["playback"])
-
-
-def check_ranges(client: httpx.Client, playback: dict[str, Any]) -> None:
-    url, size = playback["url"], playback["size"]
-    whole = client.get(url)
-    assert whole.status_code == 200
-    assert whole.headers["content-type"] == "video/mp4"
-    assert whole.headers["accept-ranges"] == "bytes"
-    assert int(whole.headers["content-length"]) == size == len(whole.content)
-    etag = whole.headers["etag"]
-    assert etag.startswith('"') and etag.endswith('"')
-
-    first = client.get(url, headers={"Range": "bytes=0-99"})
-    assert first.status_code == 206
-    assert first.headers["content-range"] == f"bytes 0-99/{size}"
-    assert first.content == whole.content[:100]
-    rest = client.get(url, headers={"Range": "bytes=100-"})
-    assert rest.status_code == 206
-    assert rest.headers["content-range"] == f"bytes 100-{size - 1}/{size}"
-    assert rest.content == whole.content[100:]
-    tail = client.get(url, headers={"Range": "bytes=-50"})
-    assert (tail.status_code, tail.content) == (206, whole.content[-50:])
-    clamped = client.get(url, headers={"Range": f"bytes={size - 10}-{size + 1000}"})
-    assert (clamped.status_code, clamped.content) == (206, whole.content[-10:])
-    outside = client.get(url, headers={"Range": f"bytes={size}-"})
-    assert outside.status_code == 416
-    assert outside.headers["content-range"] == f"bytes */{size}"
-    assert outside.json()["error"]["code"] == "range_not_satisfiable"
-    # Ignored, answered whole: a malformed range, several ranges, a stale If-Range.
-    for headers in (
-        {"Range": "bytes=abc"},
-        {"Range": "bytes=0-1,5-9"},
-        {"Range": "bytes=0-9", "If-Range": '"stale"'},
-    ):
-        again = client.get(url, headers=headers)
-        assert (again.status_code, len(again.content)) == (200, size), headers
-    matching = client.get(url, headers={"Range": "bytes=0-9", "If-Range": etag})
-    assert matching.status_code == 206
-    cached = client.get(url, headers={"If-None-Match": etag})
-    assert cached.status_code == 304
-    assert cached.content == b""
-    head = client.head(url)
-    assert head.status_code == 200, head.text
-    assert int(head.headers["content-length"]) == size and head.content == b""
-    head = client.head(url, headers={"Range": "bytes=0-9"})
-    assert (head.status_code, head.headers["content-length"], head.content) == (206, "10", b"")
 
 
 def test_a_subscriber_that_never_reads_stalls_nobody(

@@ -5,19 +5,14 @@ deletion ends its streams, and a token holds a bounded number of streams."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from contextlib import ExitStack
 
-from api_helpers import LiveServer
-from fastapi import FastAPI
 from sqlalchemy import Engine
-from test_api_live import SseReader
 
-from conftest import MakeApi
 from conveyor.db.engine import is_postgresql
 from conveyor.media.queries import insert_album_event
+from tests.support.api import Live, MakeApi, SseReader
 
-Live = Callable[[FastAPI], LiveServer]
 STREAMS = 20
 
 

@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from api_helpers import build_settings
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
@@ -20,7 +19,8 @@ from conveyor.api.app import create_app
 from conveyor.db import outage
 from conveyor.db.engine import make_engine
 from conveyor.runtime import Runtime
-from tcp_proxy import TcpProxy
+from tests.support.settings import build_settings
+from tests.support.tcp_proxy import TcpProxy
 
 PG_URL = os.environ.get("CONVEYOR_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 

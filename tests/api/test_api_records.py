@@ -7,37 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from api_helpers import Api
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine, func, select, update
+from sqlalchemy import update
 
-from conveyor.db.tables import audio_records, files, record_events, texts
-from stored import object_keys
-
-
-def counts(engine: Engine) -> tuple[int, int, int]:
-    with engine.connect() as conn:
-        return (
-            conn.execute(select(func.count()).select_from(files)).scalar_one(),
-            conn.execute(select(func.count()).select_from(audio_records)).scalar_one(),
-            conn.execute(select(func.count()).select_from(record_events)).scalar_one(),
-        )
-
-
-def stored_objects(api: Api) -> list[str]:
-    return object_keys(api.runtime.store)
-
-
-def assert_error(response: Any, status: int, code: str | None = None) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    body = response.json()
-    assert set(body) == {"error"}
-    error = body["error"]
-    assert error["status"] == status
-    assert isinstance(error["message"], str) and error["message"]
-    if code is not None:
-        assert error["code"] == code
-    return dict(error)
+from conveyor.db.tables import audio_records, texts
+from tests.support.api import Api, assert_error, counts, stored_objects
 
 
 def test_upload_raw_body_answers_201_with_the_card(
@@ -202,7 +176,7 @@ def test_empty_upload_is_422(api: Api, client: TestClient) -> None:
         "/api/records", files={"file": ("e.wav", b"", "audio/wav")}, headers=api.alice
     )
     assert_error(response, 422, "empty_file")
-    assert counts(api.runtime.engine) == (0, 0, 0)
+    assert counts(api.runtime.engine) == (0, 0, 0, 0)
     assert stored_objects(api) == []
 
 
@@ -440,5 +414,5 @@ def test_a_multipart_body_padded_past_the_limit_is_413(
         headers={**api.alice, "Content-Type": "multipart/form-data; boundary=b"},
     )
     assert_error(response, 413, "too_large")
-    assert counts(api.runtime.engine) == (0, 0, 0)
+    assert counts(api.runtime.engine) == (0, 0, 0, 0)
     assert stored_objects(api) == []

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 import schemathesis
-from api_helpers import Api
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import (
@@ -21,7 +20,7 @@ from schemathesis.checks import (
     status_code_conformance,
 )
 
-from conftest import MakeApi
+from tests.support.api import Api, MakeApi
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from api_helpers import build_settings
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
@@ -19,8 +18,9 @@ from conveyor.accounts import add_user, create_token
 from conveyor.api.app import create_app
 from conveyor.objects import STORAGE
 from conveyor.runtime import Runtime
-from s3server import S3Server
-from tcp_proxy import TcpProxy
+from tests.support.s3server import S3Server
+from tests.support.settings import build_settings
+from tests.support.tcp_proxy import TcpProxy
 
 
 @pytest.fixture

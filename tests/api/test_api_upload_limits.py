@@ -6,20 +6,24 @@ from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 
 import anyio
 import pytest
-from api_helpers import Api, LiveServer
-from fastapi import FastAPI
 from fastapi.testclient import TestClient
-from test_api_uploads import counts, error_of, multipart, stored_objects
 
-from conftest import MakeApi
-
-Live = Callable[[FastAPI], LiveServer]
+from tests.support.api import (
+    Api,
+    Live,
+    LiveServer,
+    MakeApi,
+    counts,
+    error_of,
+    stored_objects,
+)
+from tests.support.multipart_body import multipart
 
 
 @pytest.fixture

@@ -5,35 +5,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
-from api_helpers import Api
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine, func, select
 
-from conveyor.db.tables import audio_records, files, media_items, record_events
-from multipart_body import multipart
-from stored import object_keys
-
-
-def counts(engine: Engine) -> tuple[int, ...]:
-    with engine.connect() as conn:
-        return tuple(
-            conn.execute(select(func.count()).select_from(table)).scalar_one()
-            for table in (files, audio_records, record_events, media_items)
-        )
-
-
-def stored_objects(api: Api) -> list[str]:
-    return object_keys(api.runtime.store)
-
-
-def error_of(response: Any, status: int, code: str) -> str:
-    assert response.status_code == status, response.text
-    error = response.json()["error"]
-    assert error["status"] == status and error["code"] == code, error
-    return str(error["message"])
+from tests.support.api import Api, counts, error_of, stored_objects
+from tests.support.multipart_body import multipart
 
 
 @pytest.fixture

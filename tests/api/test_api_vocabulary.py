@@ -7,9 +7,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from api_helpers import Api
 from fastapi.testclient import TestClient
-from test_api_uploads import multipart
+
+from tests.support.api import Api
+from tests.support.multipart_body import multipart
 
 
 def test_vocabulary_is_each_owners_own(api: Api, client: TestClient) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
-from conftest import MakeApi
+from tests.support.api import MakeApi
 
 
 def _closed_port() -> int:

@@ -25,8 +25,8 @@ from conveyor.db.tables import audio_records, files, recognition_attempts
 from conveyor.errors import RejectedInput
 from conveyor.providers import RecognitionRequest, Submission
 from conveyor.runtime import Runtime
-from s3server import S3Server
-from stored import object_keys, stored_bytes
+from tests.support.s3server import S3Server
+from tests.support.stored import object_keys, stored_bytes
 
 SPEECH: dict[str, tuple[str, float]] = {
     "jfk.wav": (

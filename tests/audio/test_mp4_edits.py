@@ -14,7 +14,7 @@ import pytest
 
 from conveyor.audio.mp4_edits import plain_sound_edits
 from conveyor.audio.normalize import TARGET_SAMPLE_RATE, normalize_audio
-from needs import need_corpus
+from tests.support.needs import need_corpus
 
 CORPUS = need_corpus(module=True)
 MEDIA = need_corpus(CORPUS / "media", module=True)

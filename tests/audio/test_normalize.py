@@ -20,7 +20,7 @@ from conveyor.audio.normalize import (
     normalize_audio,
 )
 from conveyor.errors import MediaError
-from needs import need_corpus
+from tests.support.needs import need_corpus
 
 CORPUS = need_corpus(module=True)
 AUDIO = need_corpus(CORPUS / "audio", module=True)

@@ -8,13 +8,12 @@ import re
 import time
 from pathlib import Path
 
-from cli_run import run
-
 from conveyor.audio.intake import accept_audio
 from conveyor.cli.exits import ExitCode
 from conveyor.config import DatabaseSettings, Settings, StorageSettings
 from conveyor.runtime import Runtime
 from conveyor.testing import FakeClock
+from tests.support.cli_run import run
 
 
 def test_ingest_prints_the_transcript_on_the_embedded_default(tmp_path: Path, corpus: Path) -> None:

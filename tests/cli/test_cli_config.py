@@ -13,12 +13,12 @@ from pathlib import Path
 
 import ctranslate2
 import pytest
-from cli_run import invoke, run
 
 from conveyor.cli.exits import ExitCode
 from conveyor.cli.output import setup_logging
 from conveyor.cli.startup import device_problem
 from conveyor.config import Settings, TranscriptionSettings, environment_problems
+from tests.support.cli_run import invoke, run
 
 SECRET = "hunter2-s3cret"
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import ctranslate2
 import pytest
-from cli_run import CONVEYOR, clean_env, invoke
 
 from conveyor.cli.exits import ExitCode
+from tests.support.cli_run import CONVEYOR, clean_env, invoke
 
 
 @pytest.fixture(autouse=True)

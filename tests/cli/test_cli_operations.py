@@ -15,7 +15,6 @@ from pathlib import Path
 import httpx
 import pytest
 from alembic.script import ScriptDirectory
-from cli_run import CONVEYOR, clean_env, invoke, run
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import OperationalError
 from typer.testing import CliRunner, Result
@@ -24,6 +23,7 @@ from conveyor.cli.app import app
 from conveyor.cli.exits import ExitCode
 from conveyor.db.engine import make_engine
 from conveyor.db.migrate import alembic_config, head_revision, upgrade
+from tests.support.cli_run import CONVEYOR, clean_env, invoke, run
 
 ISO_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z INFO ", re.MULTILINE)
 

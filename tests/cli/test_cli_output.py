@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
-from cli_run import ANSI, invoke, run
 
 from conveyor.cli.exits import ExitCode
+from tests.support.cli_run import ANSI, invoke, run
 
 BRACKETS = "[bold]note [pipeline] [b]"  # no slash: it is a file name
 

@@ -8,12 +8,11 @@ import json
 import os
 from pathlib import Path
 
-from cli_run import run
-
 from conveyor.cli.exits import ExitCode
 from conveyor.config import Settings
 from conveyor.objects import put_file_row
 from conveyor.runtime import Runtime
+from tests.support.cli_run import run
 
 
 def test_storage_check_and_sweep(tmp_path: Path) -> None:

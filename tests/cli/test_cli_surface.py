@@ -10,12 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli_run import commands, run
 from typer.testing import CliRunner
 
 from conveyor import __version__
 from conveyor.cli.app import app
 from conveyor.cli.exits import SUMMARY, ExitCode
+from tests.support.cli_run import commands, run
 
 SPEC_ID = re.compile(r"\b[PDM]\d+(?:\s*[-–]\s*[PDM]?\d+)?\b")
 ALL = dict(commands())

@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-from cli_run import invoke
 
 from conveyor.cli.exits import ExitCode
+from tests.support.cli_run import invoke
 
 
 def test_vocabulary_set_show_clear_per_owner(

@@ -15,10 +15,10 @@ import subprocess
 import time
 from pathlib import Path
 
-from cli_run import CONVEYOR, clean_env, run
 from sqlalchemy import Engine
 
 from conveyor.cli.exits import ExitCode
+from tests.support.cli_run import CONVEYOR, clean_env, run
 
 WAITING = re.compile(
     r"^record (\d+): openai is unreachable \(ConnectError: .*\); retrying (in \d+ s|now)$",

@@ -6,7 +6,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from old_database import AUDIO_STAGES, database_at, fill_every_stage
 from sqlalchemy import Engine, insert, select
 
 from conveyor.db.migrate import current_revision, upgrade
@@ -18,6 +17,7 @@ from conveyor.db.tables import (
     users,
     web_sessions,
 )
+from tests.support.old_database import AUDIO_STAGES, database_at, fill_every_stage
 
 # The columns this revision knows (0005 added `channels`).
 AUDIO_COLUMNS = [c for c in audio_records.c if c.name != "channels"]

@@ -8,17 +8,13 @@ printed after the run and written as JSON to ``CONVEYOR_FAULTS_REPORT`` when tha
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "pipeline"))
-
-from cluster import ThrowawayCluster
-from fault_report import REPORT
+from tests.support.cluster import ThrowawayCluster
+from tests.support.fault_report import REPORT
 
 
 @pytest.fixture(scope="session")

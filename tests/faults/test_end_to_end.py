@@ -26,16 +26,23 @@ from typing import Any
 
 import httpx
 import pytest
-from cluster import ThrowawayCluster
-from fault_report import record
-from harness import Seeded, open_records, storage_env, storage_of, tally, wait_until
 
 from conveyor.accounts.tokens import add_user, create_token
 from conveyor.clock import SystemClock
 from conveyor.db.engine import make_engine
 from conveyor.db.migrate import upgrade
-from needs import AUDIO_CORPUS, MEDIA_CORPUS
-from s3server import S3Server
+from tests.support.cluster import ThrowawayCluster
+from tests.support.fault_harness import (
+    Seeded,
+    open_records,
+    storage_env,
+    storage_of,
+    tally,
+    wait_until,
+)
+from tests.support.fault_report import record
+from tests.support.needs import AUDIO_CORPUS, MEDIA_CORPUS
+from tests.support.s3server import S3Server
 
 CONVEYOR = str(Path(sys.executable).with_name("conveyor"))
 

@@ -21,9 +21,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cluster import ThrowawayCluster
-from fault_report import record
-from harness import (
+from sqlalchemy import Engine
+
+from conveyor.db.engine import make_engine
+from conveyor.db.migrate import upgrade
+from conveyor.objects import ObjectStore
+from tests.support.cluster import ThrowawayCluster
+from tests.support.fault_harness import (
     THREE_WORKERS,
     Fleet,
     Seeded,
@@ -38,14 +42,10 @@ from harness import (
     tally,
     wait_until,
 )
-from sqlalchemy import Engine
-
-from conveyor.db.engine import make_engine
-from conveyor.db.migrate import upgrade
-from conveyor.objects import ObjectStore
-from http_fault_proxy import HttpFaultProxy
-from s3server import S3Server
-from tcp_proxy import TcpProxy
+from tests.support.fault_report import record
+from tests.support.http_fault_proxy import HttpFaultProxy
+from tests.support.s3server import S3Server
+from tests.support.tcp_proxy import TcpProxy
 
 
 @dataclass(frozen=True)

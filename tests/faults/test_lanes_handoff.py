@@ -19,8 +19,6 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from cluster import ThrowawayCluster
-from jobs_domain import add_jobs, create_tables, jobs, make_domain
 from sqlalchemy import Engine, func, select
 
 from conveyor.clock import SystemClock
@@ -33,7 +31,9 @@ from conveyor.media.albums import create_album
 from conveyor.media.intake import accept_media
 from conveyor.objects import LocalStore
 from conveyor.pipeline.executor import Executor
-from needs import MEDIA_CORPUS
+from tests.support.cluster import ThrowawayCluster
+from tests.support.jobs_domain import add_jobs, create_tables, jobs, make_domain
+from tests.support.needs import MEDIA_CORPUS
 
 CONVEYOR = str(Path(sys.executable).with_name("conveyor"))
 POLL = 60.0

@@ -16,12 +16,12 @@ import time
 from pathlib import Path
 
 import pytest
-from fault_report import record
 
 from conveyor.config import StorageSettings
 from conveyor.objects import ObjectStore, open_store
-from http_fault_proxy import HttpFaultProxy
-from s3server import S3Server
+from tests.support.fault_report import record
+from tests.support.http_fault_proxy import HttpFaultProxy
+from tests.support.s3server import S3Server
 
 PART = 5 * 1024 * 1024
 

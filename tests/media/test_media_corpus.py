@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 import pytest
-from media_helpers import add, album, drain, media_domain
 from sqlalchemy import Engine, func, select
 
 from conveyor.db.tables import files, media_items
@@ -19,7 +18,8 @@ from conveyor.errors import RejectedInput, UnsupportedMedia
 from conveyor.media.albums import item_view
 from conveyor.objects import LocalStore, ObjectStore, WorkFolder
 from conveyor.testing import FakeClock
-from stored import object_keys
+from tests.support.media import add, album, drain, media_domain
+from tests.support.stored import object_keys
 
 CORPUS = (Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "media").resolve()
 PHOTO_ROLES = {"original", "thumb", "medium", "preview"}

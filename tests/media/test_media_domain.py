@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 import pyvips
-from media_helpers import MEDIA, PIPELINE, add, album, drain, make_photo, make_video, media_domain
 from prometheus_client import REGISTRY
 from sqlalchemy import Engine, event, func, select, update
 
@@ -32,7 +31,17 @@ from conveyor.pipeline import Claim, Executor, StepContext, WorkerPool
 from conveyor.pipeline.outcomes import Outcome
 from conveyor.runtime import Runtime
 from conveyor.testing import FakeClock
-from stored import object_keys, stored_bytes
+from tests.support.media import (
+    MEDIA,
+    PIPELINE,
+    add,
+    album,
+    drain,
+    make_photo,
+    make_video,
+    media_domain,
+)
+from tests.support.stored import object_keys, stored_bytes
 
 CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "media"
 PHOTO = CORPUS / "exif-samples__landscape_6.jpg"

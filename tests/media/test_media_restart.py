@@ -18,14 +18,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from media_helpers import add, album, drain, make_video, media_domain
 from sqlalchemy import Engine, func, select
 
 from conveyor.clock import SystemClock
 from conveyor.db.tables import files, media_items, media_objects, record_events
 from conveyor.media.domain import LONG_LEASE, SHORT_LANE
 from conveyor.objects import LocalStore, WorkFolder
-from stored import object_keys
+from tests.support.media import add, album, drain, make_video, media_domain
+from tests.support.stored import object_keys
 
 pytestmark = pytest.mark.slow
 

@@ -15,7 +15,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from media_helpers import MEDIA, PIPELINE, add, album, media_domain
 from sqlalchemy import Engine, select
 
 from conveyor.db.tables import files, media_items, media_objects
@@ -23,7 +22,8 @@ from conveyor.media.domain import SHORT_LANE, MediaSteps, build_media_domain
 from conveyor.objects import ObjectStore, sweep_orphans
 from conveyor.pipeline import Executor, StepContext
 from conveyor.testing import FakeClock
-from stored import object_keys, stored_bytes
+from tests.support.media import MEDIA, PIPELINE, add, album, media_domain
+from tests.support.stored import object_keys, stored_bytes
 
 CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "media"
 PHOTO = CORPUS / "exif-samples__landscape_6.jpg"

@@ -21,7 +21,7 @@ import pytest
 
 from conveyor.errors import MediaError
 from conveyor.media.video import Playback, VideoInfo, extract_poster, make_playback, probe_video
-from needs import MEDIA_CORPUS, need_corpus
+from tests.support.needs import MEDIA_CORPUS, need_corpus
 
 CORPUS = need_corpus(MEDIA_CORPUS, module=True)
 FIRE2 = CORPUS / "moviepy__fire2.mp4"

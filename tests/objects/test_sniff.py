@@ -19,7 +19,7 @@ from conveyor.objects.sniff import (
     sniff,
     sniff_bytes,
 )
-from needs import need_corpus
+from tests.support.needs import need_corpus
 
 CORPUS = need_corpus(module=True)
 

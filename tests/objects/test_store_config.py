@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from conveyor.config import Settings, StorageSettings
 from conveyor.objects import LocalStore, open_store
-from s3server import S3Server
+from tests.support.s3server import S3Server
 
 CONVEYOR = str(Path(sys.executable).with_name("conveyor"))
 SECRET = "do-not-show-this-secret-0123456789"

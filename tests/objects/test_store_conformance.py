@@ -24,7 +24,7 @@ import pytest
 
 from conveyor.errors import RejectedInput
 from conveyor.objects import ObjectMismatch, ObjectStore
-from s3server import PART
+from tests.support.s3server import PART
 
 
 def _read(store: ObjectStore, key: str, start: int = 0, end: int | None = None) -> bytes:

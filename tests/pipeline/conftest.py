@@ -1,16 +1,10 @@
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 from sqlalchemy import Engine
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from jobs_domain import create_tables
-
 from conveyor.config import PipelineSettings
+from tests.support.jobs_domain import create_tables
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from jobs_domain import add_jobs, jobs, make_domain
 from prometheus_client import REGISTRY
 from sqlalchemy import Engine, update
 
@@ -10,6 +9,7 @@ from conveyor.config import PipelineSettings
 from conveyor.pipeline import Executor
 from conveyor.pipeline.metrics import BACKLOG, backlog_of
 from conveyor.testing import FakeClock
+from tests.support.jobs_domain import add_jobs, jobs, make_domain
 
 
 def test_d3_backlog_counts_waiting_records_and_the_oldest_age_per_stage(

@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from jobs_domain import add_jobs, effects, job, jobs, make_domain
 from sqlalchemy import Connection, Engine, event, insert, select
 
 from conveyor.config import PipelineSettings
@@ -13,6 +12,7 @@ from conveyor.db.tables import record_events
 from conveyor.pipeline import Advance, Executor, StepContext, queries
 from conveyor.pipeline.outcomes import Outcome
 from conveyor.testing import FakeClock
+from tests.support.jobs_domain import add_jobs, effects, job, jobs, make_domain
 
 
 def events_of(db: Engine, record_id: int) -> list[dict[str, Any]]:

@@ -13,12 +13,12 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from jobs_domain import add_jobs, create_tables, job, jobs, make_domain
 from sqlalchemy import Engine, insert, select, text, update
 
 from conveyor.config import PipelineSettings
 from conveyor.pipeline import Claim, Domain, Executor, queries, resume
 from conveyor.testing import FakeClock
+from tests.support.jobs_domain import add_jobs, create_tables, job, jobs, make_domain
 
 # Tied sort values, ids inserted in this order: neither ascending nor descending.
 INSERT_ORDER = [6, 2, 5, 1, 4, 3, 9, 7, 8]

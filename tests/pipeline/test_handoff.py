@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import time
 
-from jobs_domain import add_jobs, create_tables, job, make_domain
 from sqlalchemy import Engine
 
 from conveyor.config import PipelineSettings
 from conveyor.db.notify import Notifier
 from conveyor.pipeline import WorkerPool
 from conveyor.testing import FakeClock
+from tests.support.jobs_domain import add_jobs, create_tables, job, make_domain
 
 
 def test_hand_off_to_a_lane_of_another_process_wakes_it_at_once(pg_engine: Engine) -> None:

@@ -16,8 +16,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from jobs_domain import add_jobs, job
-from jobs_domain import make_domain as jobs_domain
 from sqlalchemy import Engine, event, func, select
 
 from conveyor.clock import SystemClock
@@ -25,6 +23,8 @@ from conveyor.config import PipelineSettings
 from conveyor.db.tables import record_events
 from conveyor.pipeline import Advance, StepContext, WorkerPool
 from conveyor.pipeline.outcomes import Outcome
+from tests.support.jobs_domain import add_jobs, job
+from tests.support.jobs_domain import make_domain as jobs_domain
 
 # A short lease: the heartbeat beats every 0.1 s.
 LEASE = 0.3

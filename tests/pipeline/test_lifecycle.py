@@ -9,7 +9,6 @@ import threading
 import time
 from typing import Any
 
-from jobs_domain import add_jobs, job, jobs, make_domain
 from sqlalchemy import Engine, select, update
 
 from conveyor.clock import SystemClock
@@ -18,6 +17,7 @@ from conveyor.db.tables import record_events
 from conveyor.pipeline import Advance, Executor, Fail, StepContext, resume
 from conveyor.pipeline.outcomes import Outcome
 from conveyor.testing import FakeClock
+from tests.support.jobs_domain import add_jobs, job, jobs, make_domain
 
 
 def test_d3_advance_resets_failures_pause_and_the_time_in_stage(

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from jobs_domain import JobHalt, add_jobs, default_step, job, jobs, make_domain
 from prometheus_client import REGISTRY
 from sqlalchemy import Engine, event, select, update
 
@@ -32,6 +31,7 @@ from conveyor.pipeline import (
 from conveyor.pipeline.outcomes import Outcome
 from conveyor.runtime import Runtime
 from conveyor.testing import FakeClock
+from tests.support.jobs_domain import JobHalt, add_jobs, default_step, job, jobs, make_domain
 
 
 def events_of(db: Engine, record_id: int) -> list[dict[str, Any]]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 
-from jobs_domain import add_jobs, job, make_domain
 from sqlalchemy import Engine
 
 from conveyor.clock import SystemClock
@@ -17,6 +16,7 @@ from conveyor.config import PipelineSettings
 from conveyor.pipeline import Advance, Executor, Fail, StepContext
 from conveyor.pipeline.outcomes import Outcome
 from conveyor.testing import FakeClock, OffsetClock
+from tests.support.jobs_domain import add_jobs, job, make_domain
 
 FIVE_MINUTES = 300.0
 

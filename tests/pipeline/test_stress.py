@@ -10,7 +10,6 @@ import random
 import threading
 import time
 
-from jobs_domain import add_jobs, effects, jobs, make_domain
 from prometheus_client import REGISTRY
 from sqlalchemy import Connection, Engine, func, insert, select, update
 
@@ -19,6 +18,7 @@ from conveyor.config import PipelineSettings
 from conveyor.db.tables import record_events
 from conveyor.pipeline import Advance, Fail, StepContext, WorkerPool
 from conveyor.pipeline.outcomes import Outcome
+from tests.support.jobs_domain import add_jobs, effects, jobs, make_domain
 
 RECORDS = 2000
 WORKERS = 8

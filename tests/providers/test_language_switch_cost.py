@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from base_model import load_base_model
 
 from conveyor.providers import language_runs, whisper_recognise
-from needs import AUDIO_CORPUS
+from tests.support.base_model import load_base_model
+from tests.support.needs import AUDIO_CORPUS
 
 
 class CountingModel:

@@ -26,7 +26,7 @@ from conveyor.providers import (
     Submission,
     Transcript,
 )
-from needs import AUDIO_CORPUS
+from tests.support.needs import AUDIO_CORPUS
 
 AUDIO = AUDIO_CORPUS
 MODEL_CACHE = Path(tempfile.gettempdir()) / "conveyor-test-models"  # shared with the other modules

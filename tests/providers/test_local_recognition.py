@@ -20,7 +20,7 @@ import pytest
 
 from conveyor.config import TranscriptionSettings
 from conveyor.providers import LocalWhisperProvider, PollResult, RecognitionRequest, Transcript
-from needs import AUDIO_CORPUS, need_corpus
+from tests.support.needs import AUDIO_CORPUS, need_corpus
 
 AUDIO = need_corpus(AUDIO_CORPUS, module=True)
 # Shared by the provider test modules and kept between runs: assembled once, then reused through

@@ -13,8 +13,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from loopback import KEY, Loopback, OpenAIState, openai_server
-from remote_helpers import attempts, drive, everything_stored, ingest, make_runtime
 from sqlalchemy import Engine
 
 from conveyor.audio.cards import transcript_of
@@ -23,6 +21,8 @@ from conveyor.pipeline import resume
 from conveyor.providers.local import whisper_languages
 from conveyor.providers.openai_compatible import OpenAICompatibleProvider
 from conveyor.testing import FakeClock
+from tests.support.loopback import KEY, Loopback, OpenAIState, openai_server
+from tests.support.remote import attempts, drive, everything_stored, ingest, make_runtime
 
 
 @pytest.fixture

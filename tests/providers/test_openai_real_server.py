@@ -23,7 +23,6 @@ from pathlib import Path
 import httpx
 import jiwer
 import pytest
-from remote_helpers import attempts, drive, ingest, make_runtime
 from sqlalchemy import Engine
 
 from conveyor.audio.cards import transcript_of
@@ -34,7 +33,8 @@ from conveyor.providers.openai_compatible import OpenAICompatibleProvider
 from conveyor.providers.whisper_model import resolve_model
 from conveyor.runtime import default_model_cache
 from conveyor.testing import FakeClock
-from needs import need
+from tests.support.needs import need
+from tests.support.remote import attempts, drive, ingest, make_runtime
 
 JFK = (
     "and so my fellow americans ask not what your country can do for you "

@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from base_model import MODEL_CACHE, load_base_model
 
 from conveyor.config import TranscriptionSettings
 from conveyor.providers import LocalWhisperProvider, whisper_recognise
-from needs import AUDIO_CORPUS
+from tests.support.base_model import MODEL_CACHE, load_base_model
+from tests.support.needs import AUDIO_CORPUS
 
 # The start and the end of the sentence: a saying cut by Whisper's 30 s window still has both.
 SAYING = ("ask not what", "for your country")

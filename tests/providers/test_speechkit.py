@@ -11,15 +11,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from loopback import KEY, Loopback, SpeechKitState, speechkit_server
-from remote_helpers import (
-    attempts,
-    drive,
-    everything_stored,
-    ingest,
-    make_runtime,
-    record,
-)
 from sqlalchemy import Engine
 
 from conveyor.config import SpeechKitSettings
@@ -28,6 +19,15 @@ from conveyor.pipeline import resume
 from conveyor.providers import RecognitionRequest
 from conveyor.providers.speechkit import SpeechKitProvider, iter_stream
 from conveyor.testing import FakeClock
+from tests.support.loopback import KEY, Loopback, SpeechKitState, speechkit_server
+from tests.support.remote import (
+    attempts,
+    drive,
+    everything_stored,
+    ingest,
+    make_runtime,
+    record,
+)
 
 
 @pytest.fixture
@@ -327,7 +327,7 @@ def test_missing_credential_is_a_config_error_naming_the_variable(
 def test_parse_concatenated_stream_with_two_channels(
     tmp_path: Path, server: Loopback, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from loopback import _recognition_stream
+    from tests.support.loopback import _recognition_stream
 
     state = SpeechKitState(
         two_channels=True, finals=[(0, 900, "left words", "en-US"), (1000, 2000, "more", "en-US")]

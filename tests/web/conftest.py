@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from argon2 import PasswordHasher
 from sqlalchemy import Engine
-from web_helpers import MakeSite, Site, build_site
 
 from conveyor.accounts import passwords
+from tests.support.web import MakeSite, Site, build_site
 
 
 @pytest.fixture
@@ -38,8 +38,9 @@ def cheap_argon2(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     """Debian's Chromium under Playwright, one per test module."""
-    from browser_helpers import FLAGS, ensure_chromium
     from playwright.sync_api import sync_playwright
+
+    from tests.support.browser import FLAGS, ensure_chromium
 
     path = ensure_chromium()
     with sync_playwright() as pw:

@@ -15,7 +15,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_helpers import (
+from sqlalchemy import insert, update
+
+from conveyor.audio.intake import accept_audio
+from conveyor.db.tables import audio_records, media_items, record_events
+from conveyor.media.albums import create_album
+from conveyor.media.intake import accept_media
+from conveyor.pipeline import resume
+from conveyor.web.routes_albums import GRID_PAGE
+from conveyor.web.routes_operator import HALTED_PAGE
+from tests.support.browser import (
     PHONE,
     SCREENSHOTS,
     Browser,
@@ -26,16 +35,7 @@ from browser_helpers import (
     new_page,
     served_site,
 )
-from sqlalchemy import insert, update
-from web_helpers import PASSWORDS, Site
-
-from conveyor.audio.intake import accept_audio
-from conveyor.db.tables import audio_records, media_items, record_events
-from conveyor.media.albums import create_album
-from conveyor.media.intake import accept_media
-from conveyor.pipeline import resume
-from conveyor.web.routes_albums import GRID_PAGE
-from conveyor.web.routes_operator import HALTED_PAGE
+from tests.support.web import PASSWORDS, Site
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])

@@ -22,11 +22,11 @@ import av
 import numpy as np
 import pytest
 import pyvips
-from browser_helpers import DESKTOP, PHONE, Browser, Served, new_page, served_site
 from sqlalchemy import func, select
 
 from conveyor.db.tables import audio_records, files, media_items, media_objects
-from needs import CORPUS
+from tests.support.browser import DESKTOP, PHONE, Browser, Served, new_page, served_site
+from tests.support.needs import CORPUS
 
 MiB = 1024 * 1024
 SLOTS = 4

@@ -12,12 +12,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from browser_helpers import Browser, Served, new_page, served_site
 from sqlalchemy import select
 
 from conveyor.audio import queries
 from conveyor.audio.vocabulary import owner_vocabulary
 from conveyor.db.tables import audio_records
+from tests.support.browser import Browser, Served, new_page, served_site
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])

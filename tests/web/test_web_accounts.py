@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, select
-from web_helpers import HTML, PASSWORDS, PRODUCTION_HASHER, MakeSite, login_csrf, sign_in
 
 from conveyor.accounts import SignInPaused, check_password, set_password
 from conveyor.accounts.passwords import FIRST_PAUSE, MAX_FAILED_SIGN_INS
 from conveyor.db.tables import users, web_sessions
 from conveyor.errors import RejectedInput
 from conveyor.testing import FakeClock
+from tests.support.web import HTML, PASSWORDS, PRODUCTION_HASHER, MakeSite, login_csrf, sign_in
 
 CONVEYOR = str(Path(sys.executable).with_name("conveyor"))
 

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import insert
-from web_helpers import HTML, MakeSite, sign_in
 
 from conveyor.db.tables import audio_records, files
 from conveyor.web.routes_records import PAGE_SIZE
+from tests.support.web import HTML, MakeSite, sign_in
 
 ROW = r'<li class="record-row[^"]*" id="record-(\d+)"'
 STAGES = ["uploaded", "normalized", "submitted", "transcribed", "done"]

@@ -9,11 +9,11 @@ import time
 
 from fastapi.testclient import TestClient
 from sqlalchemy import insert, select
-from web_helpers import HTML, MakeSite, sign_in
 
 from conveyor.db.tables import albums, audio_records, files, media_items
 from conveyor.web.routes_albums import GRID_PAGE
 from conveyor.web.routes_operator import HALTED_PAGE
+from tests.support.web import HTML, MakeSite, sign_in
 
 
 def test_ten_thousand_records_page_by_fifty(make_site: MakeSite) -> None:

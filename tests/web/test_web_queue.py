@@ -7,7 +7,6 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 from sqlalchemy import insert
-from web_helpers import HTML, MakeSite, sign_in
 
 from conveyor.audio.queries import record_by_id
 from conveyor.db.tables import (
@@ -22,6 +21,7 @@ from conveyor.media.albums import item_view
 from conveyor.testing import FakeClock
 from conveyor.web import queries
 from conveyor.web.views import item_status, item_statuses, record_status, record_statuses
+from tests.support.web import HTML, MakeSite, sign_in
 
 
 def _record(n: int, created: float, stage: str, **queue: Any) -> dict[str, Any]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, func, select
-from web_helpers import HTML, PASSWORDS, MakeSite, login_csrf
 
 from conveyor.accounts import SignInPaused, address_key, check_password
 from conveyor.accounts.passwords import (
@@ -16,6 +15,7 @@ from conveyor.accounts.passwords import (
 )
 from conveyor.db.tables import sign_in_addresses
 from conveyor.testing import FakeClock
+from tests.support.web import HTML, PASSWORDS, MakeSite, login_csrf
 
 SPRAYER = "203.0.113.9"
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 from fastapi.testclient import TestClient
-from web_helpers import MakeSite, sign_in
+
+from tests.support.web import MakeSite, sign_in
 
 
 @pytest.mark.parametrize("odd", ["¹", "²3", "١٢", "1_0", "-1", "x"])

@@ -9,10 +9,10 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, insert, select, update
-from web_helpers import HTML, MakeSite, Site, sign_in
 
 from conveyor.audio.intake import accept_audio
 from conveyor.db.tables import audio_records, texts
+from tests.support.web import HTML, MakeSite, Site, sign_in
 
 SEGMENTS = [
     {"start": 0.0, "end": 2.5, "text": " And so my fellow Americans"},

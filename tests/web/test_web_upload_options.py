@@ -11,13 +11,14 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine, func, select
-from web_helpers import HTML, MakeSite, Site, sign_in
+from sqlalchemy import func, select
 
 from conveyor.audio import queries
-from conveyor.db.tables import audio_records, files, owner_vocabulary, record_events
-from multipart_body import multipart
-from stored import object_keys
+from conveyor.db.tables import audio_records, owner_vocabulary
+from tests.support.api import counts
+from tests.support.multipart_body import multipart
+from tests.support.stored import object_keys
+from tests.support.web import HTML, MakeSite, Site, sign_in
 
 
 @pytest.fixture
@@ -43,14 +44,6 @@ def record_of(site: Site, record_id: int) -> tuple[dict[str, Any], list[str]]:
         found = dict(row.one())
         hints = [str(t["body"]) for t in queries.texts_of(conn, record_id) if t["kind"] == "hints"]
     return found, hints
-
-
-def counts(engine: Engine) -> tuple[int, ...]:
-    with engine.connect() as conn:
-        return tuple(
-            conn.execute(select(func.count()).select_from(table)).scalar_one()
-            for table in (files, audio_records, record_events)
-        )
 
 
 def test_upload_options_land_on_the_record(make_site: MakeSite, wav: bytes) -> None:

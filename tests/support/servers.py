@@ -1,46 +1,27 @@
-"""Helpers of the HTTP API tests: the app bundle, settings, a live uvicorn server."""
+"""Real servers for tests: uvicorn serving an app on loopback, and free loopback ports."""
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import httpx
 from fastapi import FastAPI
 
 from conveyor.api.server import ConveyorServer, make_server
-from conveyor.config import Settings
-from conveyor.runtime import Runtime
 
 
-@dataclass
-class Api:
-    """An app, its runtime and the tokens of two owners."""
-
-    runtime: Runtime
-    app: FastAPI
-    alice: dict[str, str]
-    bob: dict[str, str]
-
-
-def build_settings(tmp_path: Path, **sections: dict[str, Any]) -> Settings:
-    base: dict[str, dict[str, Any]] = {
-        "storage": {"root": tmp_path / "data"},
-        "pipeline": {"workers": 0, "poll_interval": 0.1, "retry_base": 0.2, "stop_grace": 10},
-        "transcription": {"poll_delay": 0.3},
-        "media": {"short_workers": 0, "long_workers": 0},
-        "api": {"sse_heartbeat": 0.5},
-    }
-    for name, values in sections.items():
-        base[name] = {**base.get(name, {}), **values}
-    return Settings(**base)  # type: ignore[arg-type]
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 class LiveServer:
-    """uvicorn serving an app on 127.0.0.1 in a thread."""
+    """uvicorn serving an app on 127.0.0.1 in a thread: ``with LiveServer(app) as server:``."""
 
     def __init__(self, app: FastAPI) -> None:
         self.server: ConveyorServer = make_server(app, "127.0.0.1", 0, log_level="warning")
@@ -48,7 +29,7 @@ class LiveServer:
 
     def __enter__(self) -> LiveServer:
         self.thread.start()
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 30
         while not self.server.started:
             if time.monotonic() > deadline or not self.thread.is_alive():
                 raise RuntimeError("uvicorn did not start")
@@ -61,6 +42,7 @@ class LiveServer:
         return f"http://127.0.0.1:{port}"
 
     def client(self, headers: dict[str, str] | None = None, **kw: Any) -> httpx.Client:
+        """An httpx client on :attr:`url` (30 s timeout)."""
         return httpx.Client(base_url=self.url, headers=headers, timeout=30, **kw)
 
     def __exit__(self, *exc: object) -> None:

@@ -15,7 +15,7 @@ import pytest
 
 __all__ = ["AUDIO_CORPUS", "CORPUS", "MEDIA_CORPUS", "in_ci", "need", "need_corpus"]
 
-CORPUS = (Path(__file__).resolve().parents[1] / ".." / "shared" / "corpus").resolve()
+CORPUS = (Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus").resolve()
 AUDIO_CORPUS = CORPUS / "audio"
 MEDIA_CORPUS = CORPUS / "media"
 

@@ -21,8 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from jobs_domain import add_jobs, effects, jobs, test_metadata
-from shared_provider import created_operations
 from sqlalchemy import Engine, Table, func, select
 
 from conveyor.audio.intake import accept_audio
@@ -42,7 +40,9 @@ from conveyor.media.albums import create_album
 from conveyor.media.intake import accept_media
 from conveyor.objects import ObjectStore, open_store, sweep_orphans
 from conveyor.objects.sweep import OBJECT_PREFIXES
-from needs import AUDIO_CORPUS, MEDIA_CORPUS
+from tests.support.jobs_domain import add_jobs, effects, jobs, test_metadata
+from tests.support.needs import AUDIO_CORPUS, MEDIA_CORPUS
+from tests.support.shared_provider import created_operations
 
 WORKER = Path(__file__).resolve().parent / "fault_worker.py"
 

@@ -16,7 +16,7 @@ from conveyor.pipeline import Executor
 from conveyor.providers import RecognitionProvider
 from conveyor.runtime import Runtime
 from conveyor.testing import FakeClock
-from stored import stored_bytes
+from tests.support.stored import stored_bytes
 
 
 def make_runtime(

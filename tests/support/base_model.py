@@ -9,7 +9,7 @@ from typing import Any
 
 from conveyor.providers import whisper_job
 from conveyor.providers.whisper_model import resolve_model
-from needs import AUDIO_CORPUS, need_corpus
+from tests.support.needs import AUDIO_CORPUS, need_corpus
 
 __all__ = ["MODEL_CACHE", "load_base_model"]
 

@@ -13,27 +13,13 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
 from conveyor.accounts import add_user, create_token, passwords, set_admin, set_password
-from conveyor.config import Settings
 from conveyor.runtime import Runtime
 from conveyor.web import create_app
+from tests.support.settings import build_settings
 
 # The process's hasher before any test swaps it (see ``cheap_argon2``).
 PRODUCTION_HASHER = passwords.hasher
 PASSWORDS = {"alice": "alice-password-1", "bob": "bob-password-22", "root": "root-password-333"}
-
-
-def build_settings(tmp_path: Path, **sections: dict[str, Any]) -> Settings:
-    """Settings on ``tmp_path`` with no workers unless a section asks for them."""
-    base: dict[str, dict[str, Any]] = {
-        "storage": {"root": tmp_path / "data"},
-        "pipeline": {"workers": 0, "poll_interval": 0.1, "retry_base": 0.2, "stop_grace": 10},
-        "transcription": {"poll_delay": 0.3},
-        "media": {"short_workers": 0, "long_workers": 0},
-        "api": {"sse_heartbeat": 0.5},
-    }
-    for name, values in sections.items():
-        base[name] = {**base.get(name, {}), **values}
-    return Settings(**base)  # type: ignore[arg-type]
 
 
 @dataclass

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from needs import need
+from tests.support.needs import need
 
 __all__ = ["PART", "S3Server", "free_port", "start_s3_server"]
 

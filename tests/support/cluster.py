@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from needs import need
+from tests.support.needs import need
 
 
 def free_port() -> int:

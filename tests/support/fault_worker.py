@@ -1,9 +1,9 @@
 """A worker process for the fault suite: ``conveyor worker`` plus the fast test domain.
 
-Run as a script (``python fault_worker.py --lanes short,long``). It builds the same
+Run as a script (``python tests/support/fault_worker.py --lanes short,long``). It builds the same
 :class:`~conveyor.runtime.Runtime` as ``conveyor worker`` from the ``CONVEYOR_*`` settings
 (database, storage, lanes' worker counts), serves the audio and media domains and the fast
-``jobs`` test domain (``tests/pipeline/jobs_domain.py``) in the lanes it is given, and runs
+``jobs`` test domain (``tests/support/jobs_domain.py``) in the lanes it is given, and runs
 until SIGTERM. Test-only knobs, as options:
 
 - ``--clock-offset SECONDS``: this process's own clock runs that far off (a worker host whose
@@ -24,19 +24,19 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parent / "pipeline")]
+# Run as a script from a scratch folder: the project root makes ``tests.support`` importable.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from jobs_domain import effects, make_domain  # noqa: E402
-from shared_provider import SharedFakeProvider  # noqa: E402
-from sqlalchemy import Connection, insert  # noqa: E402
+from sqlalchemy import Connection, insert
 
-from conveyor.clock import Clock, SystemClock  # noqa: E402
-from conveyor.config import load_settings  # noqa: E402
-from conveyor.pipeline import Advance, Domain, Fail, StepContext, WorkerPool  # noqa: E402
-from conveyor.pipeline.outcomes import Outcome  # noqa: E402
-from conveyor.runtime import Runtime  # noqa: E402
-from conveyor.testing import OffsetClock  # noqa: E402
+from conveyor.clock import Clock, SystemClock
+from conveyor.config import load_settings
+from conveyor.pipeline import Advance, Domain, Fail, StepContext, WorkerPool
+from conveyor.pipeline.outcomes import Outcome
+from conveyor.runtime import Runtime
+from conveyor.testing import OffsetClock
+from tests.support.jobs_domain import effects, make_domain
+from tests.support.shared_provider import SharedFakeProvider
 
 #: The lanes of the jobs domain's two stages: a job hands off from ``short`` to ``long``.
 JOBS_LANES = ("short", "long")

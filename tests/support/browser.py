@@ -13,21 +13,19 @@ import re
 import shutil
 import subprocess
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
-from fastapi import FastAPI
 from sqlalchemy import Engine, text
-from web_helpers import PASSWORDS, Site, build_site
 
-from conveyor.api.server import ConveyorServer, make_server
 from conveyor.db.engine import make_engine
 from conveyor.db.migrate import upgrade
 from conveyor.db.tables import metadata
-from needs import need
+from tests.support.needs import need
+from tests.support.servers import LiveServer
+from tests.support.web import PASSWORDS, Site, build_site
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = [
@@ -141,33 +139,6 @@ def truncate_all(engine: Engine) -> None:
     names = ", ".join(t.name for t in metadata.sorted_tables)
     with engine.begin() as conn:
         conn.execute(text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
-
-
-class LiveServer:
-    """uvicorn serving an app on 127.0.0.1 in a thread."""
-
-    def __init__(self, app: FastAPI) -> None:
-        self.server: ConveyorServer = make_server(app, "127.0.0.1", 0, log_level="warning")
-        self.thread = threading.Thread(target=self.server.run, name="uvicorn-web", daemon=True)
-
-    def __enter__(self) -> LiveServer:
-        self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("uvicorn did not start")
-            time.sleep(0.02)
-        return self
-
-    @property
-    def url(self) -> str:
-        port = self.server.servers[0].sockets[0].getsockname()[1]
-        return f"http://127.0.0.1:{port}"
-
-    def __exit__(self, *exc: Any) -> None:
-        self.server.close_streams()
-        self.server.should_exit = True
-        self.thread.join(timeout=60)
 
 
 class CuttableProxy:
