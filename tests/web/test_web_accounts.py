@@ -6,12 +6,14 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Literal
 
 import pytest
+from argon2 import PasswordHasher
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, select
 
-from conveyor.accounts import SignInPaused, check_password, set_password
+from conveyor.accounts import SignInPaused, check_password, passwords, set_password
 from conveyor.accounts.passwords import FIRST_PAUSE, MAX_FAILED_SIGN_INS
 from conveyor.db.tables import users, web_sessions
 from conveyor.errors import RejectedInput
@@ -114,6 +116,49 @@ def test_sign_in_pauses_after_repeated_failures(engine: Engine, make_site: MakeS
     # A good password starts the count again: one failure does not pause.
     assert check_password(engine, clock, "alice", "nope-nope") is None
     assert check_password(engine, clock, "alice", PASSWORDS["alice"]) is not None
+
+
+class CountingHasher(PasswordHasher):
+    """argon2id at the tests' small cost, counting the hashes it checks."""
+
+    def __init__(self) -> None:
+        super().__init__(time_cost=1, memory_cost=8 * 1024, parallelism=1)
+        self.checked = 0
+
+    def verify(self, hash: str | bytes, password: str | bytes) -> Literal[True]:
+        self.checked += 1
+        return super().verify(hash, password)
+
+
+@pytest.mark.parametrize("password", ["wrong-password", "y" * 5000])
+def test_unknown_and_known_names_answer_alike_including_the_pause(
+    engine: Engine, make_site: MakeSite, monkeypatch: pytest.MonkeyPatch, password: str
+) -> None:
+    """Same answers in the same order for a real name and a made-up one: wrong, wrong, ...,
+    paused after five, for the same time; every try checks one hash (a 5,000-character
+    password too), so neither the answer nor its time tells the names apart."""
+    clock = FakeClock()
+    make_site(clock=clock)
+    counting = CountingHasher()
+    monkeypatch.setattr(passwords, "hasher", counting)
+
+    def answers(name: str) -> list[str]:
+        seen = []
+        for _ in range(MAX_FAILED_SIGN_INS + 2):
+            before = counting.checked
+            try:
+                result = check_password(engine, clock, name, password, address=None)
+                seen.append(f"wrong ({counting.checked - before} checked)" if not result else "in")
+            except SignInPaused as exc:
+                seen.append(f"paused {exc.seconds} ({counting.checked - before} checked)")
+        return seen
+
+    known, unknown = answers("alice"), answers("no-such-person")
+    assert known == unknown
+    assert known[0] == "wrong (1 checked)"
+    assert known[-1] == f"paused {int(FIRST_PAUSE)} (0 checked)"
+    clock.advance(FIRST_PAUSE)
+    assert answers("alice")[0] == answers("no-such-person")[0] == "wrong (1 checked)"
 
 
 def test_the_pause_is_shown_on_the_sign_in_page(make_site: MakeSite) -> None:

@@ -13,10 +13,18 @@ passwords or names that do not exist, whichever names they tried — sign-ins fr
 same way (60 s, doubling, at most 15 min). A right password does not clear an address's count
 (one account of one's own must not buy more guesses at others); the count starts again after
 :data:`ADDRESS_QUIET` seconds without a failure.
+
+A name that does not exist is answered exactly as a wrong password of one that does: its
+failures are counted too (under a hash of the name, beside the addresses) and pause it after
+:data:`MAX_FAILED_SIGN_INS` the same way, and a password is always checked against a hash,
+a too-long one included, so neither the answer nor its time tells which names exist. The count
+of a name that does not exist is forgotten after :data:`UNKNOWN_NAME_QUIET` without a failure
+(a real name's lasts until a right password).
 """
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 from dataclasses import dataclass
 
@@ -35,6 +43,7 @@ __all__ = [
     "LONGEST_PAUSE",
     "MAX_FAILED_SIGN_INS",
     "MIN_PASSWORD",
+    "UNKNOWN_NAME_QUIET",
     "SignInPaused",
     "SignedIn",
     "address_key",
@@ -50,6 +59,7 @@ LONGEST_PAUSE = 900.0
 MIN_PASSWORD = 8
 ADDRESS_FAILURES = 20
 ADDRESS_QUIET = 900.0
+UNKNOWN_NAME_QUIET = 30 * 86400.0
 _MAX_PASSWORD = 1024
 
 # The hasher of this process (argon2-cffi's defaults: argon2id, t=3, m=64 MiB, p=4). Tests
@@ -138,6 +148,22 @@ def _pause(failed: int, limit: int) -> float:
     return min(LONGEST_PAUSE, FIRST_PAUSE * 2.0 ** (failed - limit))
 
 
+def _name_key(name: str) -> str:
+    # Kept beside the addresses (64 characters at most); an address never starts so.
+    return "name:" + hashlib.sha256(name.encode()).hexdigest()[:56]
+
+
+def _failed_unknown(engine: Engine, name: str, now: float) -> None:
+    """Count a failed sign-in of a name that does not exist, as a real name's is counted."""
+    key = _name_key(name)
+    with engine.begin() as conn:
+        row = queries.lock_address(conn, key, now)
+        failed = int(row["failed"]) + 1
+        limit = MAX_FAILED_SIGN_INS
+        paused = now + _pause(failed, limit) if failed >= limit else None
+        queries.save_address_failures(conn, key, failed, now, paused)
+
+
 def _failed_from(engine: Engine, address: str | None, now: float) -> None:
     """Count a failed sign-in from ``address``; pause it after :data:`ADDRESS_FAILURES`."""
     if address is None:
@@ -148,7 +174,7 @@ def _failed_from(engine: Engine, address: str | None, now: float) -> None:
         failed = int(row["failed"]) + 1 if recent else 1
         paused = now + _pause(failed, ADDRESS_FAILURES) if failed >= ADDRESS_FAILURES else None
         queries.save_address_failures(conn, address, failed, now, paused)
-        queries.prune_addresses(conn, now - ADDRESS_QUIET, now)
+        queries.prune_addresses(conn, now - ADDRESS_QUIET, now - UNKNOWN_NAME_QUIET, now)
 
 
 def check_password(
@@ -165,13 +191,19 @@ def check_password(
             failures (the password is not checked, and the pause is not extended).
     """
     now = clock.now()
+    name = name.strip()
     with engine.connect() as conn:
         address_pause = queries.address_paused_until(conn, address) if address else None
-        row = queries.user_by_name(conn, name.strip()) if name.strip() else None
+        row = queries.user_by_name(conn, name) if name else None
+        unknown = row is None or row["password_hash"] is None
+        name_pause = queries.address_paused_until(conn, _name_key(name)) if unknown else None
     if address_pause is not None and now < address_pause:
         raise SignInPaused(address_pause - now)
     if row is None or row["password_hash"] is None:
+        if name_pause is not None and now < name_pause:
+            raise SignInPaused(name_pause - now)
         _verify(_dummy_hash(), password[:_MAX_PASSWORD])
+        _failed_unknown(engine, name, now)
         _failed_from(engine, address, now)
         return None
     user_id = int(row["id"])
@@ -179,7 +211,9 @@ def check_password(
     if paused_until is not None and now < float(paused_until):
         raise SignInPaused(float(paused_until) - now)
     digest = str(row["password_hash"])
-    if len(password) > _MAX_PASSWORD or not _verify(digest, password):
+    too_long = len(password) > _MAX_PASSWORD
+    # A too-long password costs a check as well: its answer must take as long as any other.
+    if not _verify(_dummy_hash() if too_long else digest, password[:_MAX_PASSWORD]) or too_long:
         with engine.begin() as conn:
             failed = queries.record_failed_sign_in(conn, user_id, None)
             if failed >= MAX_FAILED_SIGN_INS:

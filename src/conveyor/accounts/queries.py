@@ -276,12 +276,17 @@ def save_address_failures(
     )
 
 
-def prune_addresses(conn: Connection, quiet_since: float, now: float) -> None:
-    """Forget addresses with no failure since ``quiet_since`` and no pause still running."""
+def prune_addresses(
+    conn: Connection, quiet_since: float, names_quiet_since: float, now: float
+) -> None:
+    """Forget addresses with no failure since ``quiet_since`` (names that do not exist, kept
+    under ``name:``: since ``names_quiet_since``) and no pause still running."""
     table = sign_in_addresses
+    is_name = table.c.address.startswith("name:", autoescape=True)
     conn.execute(
         delete(table).where(
-            table.c.last_failed_at < quiet_since,
+            ((~is_name) & (table.c.last_failed_at < quiet_since))
+            | (is_name & (table.c.last_failed_at < names_quiet_since)),
             (table.c.paused_until.is_(None)) | (table.c.paused_until <= now),
         )
     )

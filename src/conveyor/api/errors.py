@@ -65,6 +65,8 @@ _CODES = {
     404: "not_found",
     405: "method_not_allowed",
     406: "not_acceptable",
+    # Only a web form's body that did not arrive in time (conveyor.web.gate).
+    408: "form_timeout",
     409: "conflict",
     413: "too_large",
     415: "not_media",

@@ -9,10 +9,13 @@ from fastapi import FastAPI
 
 from conveyor.api.state import ApiState
 
-__all__ = ["GRACEFUL_SHUTDOWN", "ConveyorServer", "make_server"]
+__all__ = ["GRACEFUL_SHUTDOWN", "MAX_REQUEST_HEAD", "ConveyorServer", "make_server"]
 
 # Seconds uvicorn waits for open requests after SIGTERM before cancelling them.
 GRACEFUL_SHUTDOWN = 10
+# The most a request line and its headers may take before the server refuses the request
+# (h11 buffers no more; httptools has no such bound, so the h11 parser is chosen).
+MAX_REQUEST_HEAD = 32 * 1024
 
 
 class ConveyorServer(uvicorn.Server):
@@ -53,5 +56,7 @@ def make_server(app: FastAPI, host: str, port: int, *, log_level: str = "info") 
         # Open requests get this long after SIGTERM; uploads still arriving are refused with
         # 503 a little earlier (ApiState.upload_stop_grace), so none is cut off without a word.
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN,
+        http="h11",
+        h11_max_incomplete_event_size=MAX_REQUEST_HEAD,
     )
     return ConveyorServer(config)

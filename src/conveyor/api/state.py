@@ -37,6 +37,8 @@ class ApiState:
         upload_slots: uploads that may be arriving at once in this process; others wait.
         upload_threads: the threads those uploads run in, apart from the ordinary routes'.
         uploads_by_owner: uploads arriving now, by owner (``[api] uploads_per_owner``).
+        page_streams_by_session: the web app's live streams open now, by session id (as many
+            as ``[api] streams_per_token`` each).
     """
 
     runtime: Runtime
@@ -53,6 +55,7 @@ class ApiState:
         default_factory=lambda: anyio.CapacityLimiter(UPLOAD_SLOTS)
     )
     uploads_by_owner: dict[str, int] = field(default_factory=dict)
+    page_streams_by_session: dict[int, int] = field(default_factory=dict)
 
 
 def state_of(request: Request) -> ApiState:

@@ -43,6 +43,7 @@ from conveyor.web import (
     routes_vocabulary,
 )
 from conveyor.web.auth import CsrfRefused, SignInRequired, sign_in_url
+from conveyor.web.gate import WebGate
 from conveyor.web.pages import render
 
 __all__ = ["create_app"]
@@ -115,6 +116,8 @@ def create_app(runtime: Runtime, *, run_workers: bool = True) -> FastAPI:
         app.add_exception_handler(exc_class, _html_for_pages(handler))
     app.add_exception_handler(SignInRequired, _on_sign_in_required)
     app.add_exception_handler(CsrfRefused, _on_csrf)
+    # Outermost: headers bounded, and a page's form checked for a session before its body.
+    app.add_middleware(WebGate)
     app.mount("/static", StaticFiles(packages=[("conveyor.web", "static")]), name="static")
     app.include_router(routes_session.router)
     app.include_router(routes_records.router)

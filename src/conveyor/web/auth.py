@@ -7,8 +7,10 @@ fragments, uploads and live streams answer 401 instead.
 CSRF (synchronizer token): every form carries the session's token in a hidden
 ``csrf_token`` field and every script request sends it in ``X-CSRF-Token``; a POST without the
 right one is refused with 403 before it does anything. A request whose ``Origin`` names
-another site is refused too. The sign-in form, which has no session yet, is protected by a
-double-submit cookie (:data:`LOGIN_CSRF_COOKIE`) instead.
+another origin is refused too: scheme, host and port must all be this site's (the scheme is
+``X-Forwarded-Proto`` when a trusted proxy, ``[api] trusted_proxies``, sent the request).
+The sign-in form, which has no session yet, is protected by a double-submit cookie
+(:data:`LOGIN_CSRF_COOKIE`) instead.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from conveyor.accounts import SessionAccount, session_account
 from conveyor.accounts.sessions import SESSION_LIFETIME
 from conveyor.api.state import State
 from conveyor.errors import NotFound
+from conveyor.web.clients import from_trusted_proxy
 
 __all__ = [
     "CSRF_HEADER",
@@ -134,6 +137,31 @@ def require_admin(viewer: Viewer) -> SessionAccount:
     return viewer
 
 
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _origin(scheme: str, netloc: str) -> tuple[str, str, int] | None:
+    """``(scheme, host, port)`` with the scheme's default port filled in; None if unreadable."""
+    scheme = scheme.lower()
+    if scheme not in _DEFAULT_PORTS or not netloc or "@" in netloc:
+        return None
+    try:
+        parts = urlsplit(f"{scheme}://{netloc}")
+        port = parts.port or _DEFAULT_PORTS[scheme]
+    except ValueError:
+        return None
+    return (scheme, (parts.hostname or "").lower(), port)
+
+
+def _own_scheme(request: Request) -> str:
+    trusted = request.app.state.conveyor.runtime.settings.api.trusted_proxies
+    forwarded = request.headers.get("x-forwarded-proto")
+    if forwarded and from_trusted_proxy(request, trusted):
+        # Behind a trusted proxy: the scheme the browser used (the proxy appends its hop last).
+        return forwarded.split(",")[-1].strip()
+    return request.url.scheme
+
+
 def _same_origin(request: Request) -> bool:
     origin = request.headers.get("origin")
     if origin is None or origin == "null":
@@ -141,7 +169,9 @@ def _same_origin(request: Request) -> bool:
         # of an older browser, or not a browser at all (no cookie confusion to exploit).
         return origin is None
     parts = urlsplit(origin)
-    return parts.netloc == request.headers.get("host", "")
+    theirs = _origin(parts.scheme, parts.netloc)
+    ours = _origin(_own_scheme(request), request.headers.get("host", ""))
+    return theirs is not None and theirs == ours
 
 
 def _check(request: Request, viewer: SessionAccount, sent: str | None) -> SessionAccount:

@@ -16,7 +16,7 @@ from functools import lru_cache
 
 from fastapi import Request
 
-__all__ = ["client_address"]
+__all__ = ["client_address", "from_trusted_proxy"]
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -53,3 +53,9 @@ def client_address(request: Request, trusted_proxies: Sequence[str]) -> str:
             break  # a malformed hop: go no further than the last proxy we trust
         current = hop
     return current
+
+
+def from_trusted_proxy(request: Request, trusted_proxies: Sequence[str]) -> bool:
+    """True when the TCP peer is one of ``trusted_proxies`` (its forwarded headers count)."""
+    networks = _networks(tuple(trusted_proxies))
+    return bool(networks) and request.client is not None and _trusted(request.client.host, networks)

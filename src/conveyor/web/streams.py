@@ -4,7 +4,8 @@ Each connection reads the durable table itself after the last id it delivered, s
 reconnecting page (``Last-Event-ID`` or ``?last_event_id=``) gets every change it missed exactly
 once, and a slow page slows only its own stream. A write in this process wakes the streams at
 once (the notifier); writes of other processes are seen at the next poll. The stream ends when
-the server stops or the session is signed out (checked at most every 5 s).
+the server stops or the session is signed out (checked at most every 5 s). One session may hold
+``[api] streams_per_token`` streams open at once, as an API token may (429 beyond).
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ import anyio
 import anyio.to_thread
 from fastapi.responses import StreamingResponse
 from sqlalchemy import Engine
+from starlette.types import Receive, Scope, Send
 
 from conveyor.accounts import session_active
+from conveyor.api.errors import ApiError
 from conveyor.api.headers import last_event_id
 from conveyor.api.live import READS
 from conveyor.api.sse import format_event
@@ -139,12 +142,54 @@ def start_point(header: str | None, query: int | None, latest: Callable[[], int]
     return latest()
 
 
+class _SessionStream(StreamingResponse):
+    """A stream that gives its session's place back however it ends."""
+
+    def __init__(self, body: AsyncIterator[str], release: Callable[[], None]) -> None:
+        super().__init__(
+            body,
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+        )
+        self._release = release
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._release()
+
+
 def page_stream_response(
     state: ApiState, session_id: int, read: Reader, start: int, *, poll_interval: float
 ) -> StreamingResponse:
     """``read``'s events after ``start`` as a text/event-stream response that ends when the
-    server stops or the session ``session_id`` is signed out."""
+    server stops or the session ``session_id`` is signed out (called in the event loop).
+
+    Raises:
+        ApiError: 429 ``too_many_streams`` when the session has ``[api] streams_per_token``
+            streams open already.
+    """
     runtime = state.runtime
+    held = state.page_streams_by_session
+    limit = runtime.settings.api.streams_per_token
+    if held.get(session_id, 0) >= limit:
+        raise ApiError(
+            429,
+            "too_many_streams",
+            f"this session has {held[session_id]} live streams open (the limit is {limit}); "
+            "close a tab of this site",
+            headers={"Retry-After": "5"},
+        )
+    held[session_id] = held.get(session_id, 0) + 1
+
+    def release() -> None:
+        left = held.get(session_id, 0) - 1
+        if left > 0:
+            held[session_id] = left
+        else:
+            held.pop(session_id, None)
+
     stream = page_stream(
         read,
         runtime.notifier,
@@ -154,8 +199,4 @@ def page_stream_response(
         closing=state.closing,
         still_allowed=partial(session_active, runtime.engine, session_id),
     )
-    return StreamingResponse(
-        stream,
-        media_type="text/event-stream",
-        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
-    )
+    return _SessionStream(stream, release)
