@@ -11,11 +11,11 @@ from contextlib import ExitStack, contextmanager
 
 import httpx
 import pytest
-from browser_helpers import LiveServer
 from fastapi.testclient import TestClient
-from web_helpers import HTML, MakeSite, sign_in
 
 from conveyor.web import gate
+from tests.support.browser import LiveServer
+from tests.support.web import HTML, MakeSite, sign_in
 
 
 def _raw(url: str, head: str, body: bytes = b"") -> socket.socket:
