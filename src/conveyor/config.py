@@ -187,6 +187,12 @@ class PipelineSettings(_Section):
     """Seconds an idle worker sleeps before looking for work again (wake-ups come sooner)."""
     stop_grace: float = Field(default=30.0, ge=0)
     """Seconds a stopping pool waits for running steps before releasing their claims."""
+    beat_interval: float = Field(default=10.0, gt=0)
+    """Seconds between a worker process's updates of its row in ``worker_processes`` (last
+    seen, busy threads, claims held; ``conveyor workers``)."""
+    lost_after: float = Field(default=60.0, gt=0)
+    """Seconds without an update after which a worker process is shown as lost (killed,
+    frozen or cut off from the database)."""
     claim_batch: int = Field(default=100, ge=1, le=1000)
     """Most records one claim statement takes for a worker; fewer when the lane's steps are
     slow (a batch holds about 50 ms of step work), one for long steps."""

@@ -26,6 +26,7 @@ from conveyor.halts import HaltReason
 from conveyor.media.domain import MEDIA, MediaSteps, build_media_domain
 from conveyor.objects import ObjectStore, Sweeper, open_store
 from conveyor.pipeline import Declaration, Domain, WorkerPool
+from conveyor.processes import ProcessRegistry
 from conveyor.providers.base import RecognitionProvider
 
 __all__ = ["DECLARATIONS", "Runtime", "default_model_cache"]
@@ -203,6 +204,25 @@ class Runtime:
             settings=self.settings.pipeline,
             notifier=self.notifier,
         )
+
+    def registry(self, pool: WorkerPool) -> ProcessRegistry:
+        """This process's row in ``worker_processes`` for ``pool`` (not started), wired so the
+        pool claims only for lanes not paused and not while draining."""
+        from conveyor import __version__
+
+        settings = self.settings.pipeline
+        registry = ProcessRegistry(
+            self.engine,
+            self.clock,
+            lanes=pool.lanes,
+            version=__version__,
+            poll_interval=settings.poll_interval,
+            beat_interval=settings.beat_interval,
+            busy=pool.busy,
+            holding=pool.holding,
+        )
+        pool.may_claim = registry.may_claim
+        return registry
 
     def job_sweeper(self) -> JobFolderSweeper:
         """The periodic sweep for the local recognizer's job folders nothing will collect (not

@@ -26,6 +26,7 @@ from conveyor.accounts.passwords import (
     address_key,
     check_new_password,
     check_password,
+    is_admin,
     set_admin,
     set_password,
 )
@@ -68,6 +69,7 @@ __all__ = [
     "create_token",
     "end_session",
     "hash_token",
+    "is_admin",
     "list_tokens",
     "list_users",
     "revoke_own_token",

@@ -49,6 +49,7 @@ __all__ = [
     "address_key",
     "check_new_password",
     "check_password",
+    "is_admin",
     "set_admin",
     "set_password",
 ]
@@ -135,6 +136,13 @@ def set_admin(engine: Engine, name: str, is_admin: bool) -> None:
         if row is None:
             raise NotFound(f"user {name!r} does not exist")
         queries.set_admin(conn, int(row["id"]), is_admin)
+
+
+def is_admin(engine: Engine, name: str) -> bool:
+    """True when the user ``name`` exists and is an administrator."""
+    with engine.connect() as conn:
+        row = queries.user_by_name(conn, name.strip())
+    return row is not None and bool(row["is_admin"])
 
 
 def _verify(digest: str, password: str) -> bool:

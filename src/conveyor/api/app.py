@@ -47,6 +47,7 @@ from starlette.responses import Response
 
 from conveyor import __version__
 from conveyor.api import (
+    routes_admin,
     routes_albums,
     routes_files,
     routes_records,
@@ -70,6 +71,7 @@ from conveyor.objects import Sweeper
 from conveyor.objects.outage import STORAGE
 from conveyor.pipeline import WorkerPool
 from conveyor.pipeline.metrics import BACKLOG
+from conveyor.processes import ProcessRegistry
 from conveyor.runtime import Runtime
 
 __all__ = ["create_app"]
@@ -177,8 +179,11 @@ def create_app(runtime: Runtime, *, run_workers: bool = True) -> FastAPI:
         pool: WorkerPool | None = None
         sweeper: Sweeper | None = None
         job_sweeper: JobFolderSweeper | None = None
+        registry: ProcessRegistry | None = None
         if run_workers:
             pool = runtime.pool()
+            registry = runtime.registry(pool)  # a drain stops its claims; the API serves on
+            registry.start()
             pool.start()
             sweeper = runtime.sweeper()
             sweeper.start()
@@ -195,6 +200,8 @@ def create_app(runtime: Runtime, *, run_workers: bool = True) -> FastAPI:
                 sweeper.stop()
             if pool is not None:
                 await anyio.to_thread.run_sync(pool.stop)
+            if registry is not None:
+                await anyio.to_thread.run_sync(registry.stop)
 
     app = FastAPI(
         title="Conveyor",
@@ -219,6 +226,7 @@ def create_app(runtime: Runtime, *, run_workers: bool = True) -> FastAPI:
     app.include_router(routes_vocabulary.router)
     app.include_router(routes_albums.router)
     app.include_router(routes_files.router)
+    app.include_router(routes_admin.router)
 
     @app.get(
         "/healthz",

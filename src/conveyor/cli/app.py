@@ -23,6 +23,7 @@ from conveyor.cli.settings import make_runtime
 from conveyor.cli.signals import stop_on_signals
 from conveyor.cli.storage import storage_app
 from conveyor.cli.vocabulary import vocabulary_app
+from conveyor.cli.workers import lanes_app, workers_app
 
 __all__ = ["app", "main"]
 
@@ -45,6 +46,8 @@ app.add_typer(users.users_app, name="users")
 app.add_typer(users.tokens_app, name="tokens")
 app.add_typer(vocabulary_app, name="vocabulary")
 app.add_typer(storage_app, name="storage")
+app.add_typer(workers_app, name="workers")
+app.add_typer(lanes_app, name="lanes")
 app.add_typer(db_app, name="db")
 app.command()(ingest)
 app.command()(serve)
@@ -129,29 +132,49 @@ def worker(
         from conveyor.cli.startup import check_recognizer
 
         check_recognizer(runtime)
+    stop = stop_on_signals()
+    pool = runtime.pool(counts)
+    registry = runtime.registry(pool)  # seen by `conveyor workers`; obeys pauses and drains
+
+    def ready() -> tuple[bool, str]:
+        if registry.drain.is_set():
+            return False, "draining"
+        if stop.is_set() or pool.stopping:
+            return False, "stopping"
+        if not pool.running():
+            return False, "a lane's worker thread is not running"
+        return True, "lanes running: " + ", ".join(f"{k}={v}" for k, v in pool.lanes.items())
+
+    probes = None
     if metrics_port is not None:
-        from prometheus_client import start_http_server
+        from conveyor.cli.probes import ProbeServer
 
         try:
-            server, _thread = start_http_server(metrics_port, addr=metrics_host)
+            probes = ProbeServer(runtime.engine, ready, metrics_port, metrics_host)
         except OSError as exc:
             raise fail(
                 f"cannot serve metrics on {metrics_host}:{metrics_port}: {exc.strerror or exc}; "
                 "choose another --metrics-port",
                 ExitCode.USAGE,
             ) from None
-        note(f"metrics at http://{metrics_host}:{server.server_port}/metrics")
-    stop = stop_on_signals()
-    pool = runtime.pool(counts)
+        probes.start()
+        where = f"http://{metrics_host}:{probes.port}"
+        note(f"metrics at {where}/metrics (probes: {where}/healthz, {where}/readyz)")
+    registry.start()
     pool.start()
-    sweeper = runtime.sweeper()  # objects left without a journal row, every sweep_interval
+    sweeper = runtime.sweeper()  # objects left without a journal row, soon and then hourly
     sweeper.start()
     job_sweeper = runtime.job_sweeper()  # recognizer job folders nothing will collect
     job_sweeper.start()
-    stop.wait()
+    from conveyor.cli.drain import wait_for_stop_or_drain
+
+    wait_for_stop_or_drain(stop, registry, pool)
     job_sweeper.stop()
     sweeper.stop()
     pool.stop()
+    registry.stop()
+    if probes is not None:
+        probes.stop()
 
 
 def _parse_lanes(value: str | None) -> list[str] | None:

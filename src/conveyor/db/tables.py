@@ -34,6 +34,7 @@ __all__ = [
     "audio_records",
     "files",
     "idempotency_keys",
+    "lane_pauses",
     "media_items",
     "media_objects",
     "metadata",
@@ -47,6 +48,7 @@ __all__ = [
     "topics",
     "users",
     "web_sessions",
+    "worker_processes",
 ]
 
 metadata = MetaData(
@@ -195,6 +197,38 @@ Index(
 )
 
 # An owner's standing vocabulary hints (names, terms), merged with every record's own hints.
+worker_processes = Table(
+    "worker_processes",
+    metadata,
+    # One row per process that runs workers (conveyor worker, conveyor serve with workers),
+    # written at start and every [pipeline] beat_interval; times are the database's (D17), so
+    # hosts with skewed clocks still agree on who went silent.
+    Column("id", Integer, primary_key=True),
+    Column("host", String(255), nullable=False),
+    Column("pid", Integer, nullable=False),
+    Column("version", String(50), nullable=False),
+    Column("lanes", JSON, nullable=False),  # lane → worker threads
+    Column("busy", JSON, nullable=False),  # lane → threads running a step at the last beat
+    Column("holding", JSON, nullable=False),  # [[domain, record id, claim token], …]
+    Column("started_at", Double, nullable=False),
+    Column("last_seen_at", Double, nullable=False),
+    # running, draining (asked to drain), stopped (exited cleanly); "lost" is read, not stored:
+    # a running or draining row unseen for [pipeline] lost_after seconds.
+    Column("state", String(16), nullable=False),
+    Column("drain_requested_at", Double, nullable=True),
+    Column("stopped_at", Double, nullable=True),
+    Index(None, "last_seen_at"),
+)
+
+lane_pauses = Table(
+    "lane_pauses",
+    metadata,
+    # A paused lane: no process claims for it until resumed (running steps finish).
+    Column("lane", String(50), primary_key=True),
+    Column("paused_at", Double, nullable=False),
+    Column("reason", String(300), nullable=True),
+)
+
 owner_vocabulary = Table(
     "owner_vocabulary",
     metadata,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from sqlalchemy import Connection, Engine
 
@@ -66,6 +66,10 @@ class WorkerPool:
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
         self._executors: list[Executor] = []
+        self._lane_executors: list[tuple[str, Executor]] = []
+        #: Asked before each claim: False keeps the lane's workers from claiming (a paused
+        #: lane, a draining process; see conveyor.processes). Running steps are not touched.
+        self.may_claim: Callable[[str], bool] = lambda _lane: True
         for lane in self.lanes:
             if not any(d.lane_stages(lane) for d in self.domains):
                 log.info("lane %r has workers but no stages", lane)
@@ -95,9 +99,11 @@ class WorkerPool:
         BACKLOG.watch(self.engine, self.domains, self.clock)
         for lane, count in self.lanes.items():
             for index in range(count):
+                executor = self.executor
+                self._lane_executors.append((lane, executor))
                 thread = threading.Thread(
                     target=self._work,
-                    args=(lane, self.executor),
+                    args=(lane, executor),
                     name=f"conveyor-{lane}-{index}",
                     daemon=True,
                 )
@@ -129,6 +135,30 @@ class WorkerPool:
             log.info("%s %s released on stop", domain.noun, claim.record_id)
         self.notifier.close()
 
+    def running(self) -> bool:
+        """True when started, not stopping, and every worker thread is alive."""
+        return (
+            (bool(self._threads) or not any(self.lanes.values()))
+            and not self.stopping
+            and all(t.is_alive() for t in self._threads)
+        )
+
+    def busy(self) -> dict[str, int]:
+        """Lane → worker threads holding a claim (running a step) now."""
+        counts = dict.fromkeys(self.lanes, 0)
+        for lane, executor in self._lane_executors:
+            if executor.held_claims():
+                counts[lane] += 1
+        return counts
+
+    def holding(self) -> list[tuple[str, int, str]]:
+        """The claims held now: ``(domain, record id, claim token)``."""
+        return [
+            (domain.name, claim.record_id, claim.token)
+            for executor in self._executors
+            for domain, claim in executor.held_claims()
+        ]
+
     def join(self) -> None:
         """Wait for every worker thread to end (after :meth:`stop`)."""
         for thread in self._threads:
@@ -155,7 +185,7 @@ class WorkerPool:
             since = self.notifier.generation
             worked = False
             for domain in domains:
-                if self._stopping.is_set():
+                if self._stopping.is_set() or not self.may_claim(lane):
                     break
                 worked = executor.run_batch(conn, domain, lane) > 0 or worked
                 outage.DATABASE.succeeded()

@@ -1,0 +1,35 @@
+"""How ``conveyor worker`` ends: on SIGINT/SIGTERM, or once drained (``conveyor workers drain``
+asked it to stop claiming, and its running steps have finished)."""
+
+from __future__ import annotations
+
+import threading
+
+from conveyor.cli.output import note
+from conveyor.pipeline import WorkerPool
+from conveyor.processes import ProcessRegistry
+
+__all__ = ["wait_for_stop_or_drain"]
+
+# Seconds between looks at the pool while a drain waits for running steps.
+_DRAIN_CHECK = 0.2
+
+
+def wait_for_stop_or_drain(
+    stop: threading.Event, registry: ProcessRegistry, pool: WorkerPool
+) -> None:
+    """Return on a stop signal, or when a drain was asked and no thread holds a claim."""
+    while not stop.is_set():
+        if registry.drain.wait(timeout=0.5):
+            break
+    if stop.is_set():
+        return
+    note("draining: no new claims; waiting for the running steps to finish")
+    # Idle at two looks in a row: a thread that passed its last may_claim just before the
+    # drain has had time to show its claim.
+    idle = 0
+    while not stop.is_set() and idle < 2:
+        idle = idle + 1 if not any(pool.busy().values()) else 0
+        stop.wait(_DRAIN_CHECK)
+    if not stop.is_set():
+        note("drained: every running step finished; exiting")

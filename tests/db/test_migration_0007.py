@@ -1,0 +1,56 @@
+"""Revision 0007 (worker processes, lane pauses) upgrades a database made by 0006 with records in
+every stage; it only adds tables, so what an older worker reads and writes is unchanged."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from old_database import AUDIO_STAGES, database_at, fill_every_stage
+from sqlalchemy import Engine, insert, select
+
+from conveyor.db.migrate import current_revision, upgrade
+from conveyor.db.tables import audio_records, lane_pauses, media_items, users, worker_processes
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def old_engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
+    """A database at revision 0006."""
+    yield from database_at("0006", request, tmp_path)
+
+
+def test_0007_keeps_every_record_and_adds_processes_and_pauses(old_engine: Engine) -> None:
+    now = 1_800_000_000.0
+    with old_engine.begin() as conn:
+        conn.execute(insert(users).values(id=1, name="alice", created_at=now))
+        fill_every_stage(conn, now, owner="alice")
+    with old_engine.connect() as conn:
+        before_audio = conn.execute(select(audio_records).order_by(audio_records.c.id)).all()
+        before_media = conn.execute(select(media_items).order_by(media_items.c.id)).all()
+    upgrade(old_engine)
+    assert (current_revision(old_engine) or "") >= "0007"
+    with old_engine.connect() as conn:
+        after_audio = conn.execute(select(audio_records).order_by(audio_records.c.id)).all()
+        assert after_audio == before_audio
+        assert [r.stage for r in after_audio] == [*AUDIO_STAGES, "submitted"]
+        assert conn.execute(select(media_items).order_by(media_items.c.id)).all() == before_media
+        assert conn.execute(select(worker_processes)).all() == []
+        assert conn.execute(select(lane_pauses)).all() == []
+    with old_engine.begin() as conn:
+        conn.execute(insert(lane_pauses).values(lane="audio", paused_at=now, reason=None))
+        conn.execute(
+            insert(worker_processes).values(
+                host="h",
+                pid=1,
+                version="x",
+                lanes={"audio": 2},
+                busy={"audio": 0},
+                holding=[["audio", 1, "t"]],
+                started_at=now,
+                last_seen_at=now,
+                state="running",
+            )
+        )
+        held = conn.execute(select(worker_processes.c.holding)).scalar_one()
+    assert held == [["audio", 1, "t"]]
