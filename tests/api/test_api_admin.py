@@ -6,9 +6,9 @@ from __future__ import annotations
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
-from conftest import MakeApi
 from conveyor.accounts import set_admin
 from conveyor.processes import queries as process_queries
+from tests.support.api import MakeApi
 
 
 def test_admins_see_and_steer_workers_others_get_403(make_api: MakeApi, engine: Engine) -> None:

@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 
 import httpx
-from cli_run import CONVEYOR, clean_env, run
 
 from conveyor.cli.exits import ExitCode
+from tests.support.cli_run import CONVEYOR, clean_env, run
 
 
 def _read_until(proc: subprocess.Popen[str], pattern: str, timeout: float = 60) -> str:

@@ -7,11 +7,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from old_database import AUDIO_STAGES, database_at, fill_every_stage
 from sqlalchemy import Engine, insert, select
 
 from conveyor.db.migrate import current_revision, upgrade
 from conveyor.db.tables import audio_records, lane_pauses, media_items, users, worker_processes
+from tests.support.old_database import AUDIO_STAGES, database_at, fill_every_stage
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

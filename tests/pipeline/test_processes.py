@@ -10,7 +10,6 @@ import threading
 import time
 from collections.abc import Callable
 
-from jobs_domain import add_jobs, job, jobs, make_domain
 from sqlalchemy import Engine, select
 
 from conveyor.clock import SystemClock
@@ -18,6 +17,7 @@ from conveyor.config import PipelineSettings
 from conveyor.pipeline import Advance, StepContext, WorkerPool
 from conveyor.processes import ProcessRegistry, drain, list_processes, pause, resume
 from conveyor.processes import queries as process_queries
+from tests.support.jobs_domain import add_jobs, job, jobs, make_domain
 
 TABLES = {"jobs": jobs}
 
