@@ -1,4 +1,5 @@
-"""The operator view (admins only): halted work of every owner, backlog, bulk resume.
+"""The operator view (admins only): worker processes and lanes (pause, resume, drain), halted
+work of every owner, backlog, bulk resume.
 
 A bulk resume happens in two requests. The first freezes the set — the ids halted now with
 the reason — and shows how many it holds; the second resumes exactly those ids (a record
@@ -11,7 +12,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Form, Query, Request
 from sqlalchemy import Connection
-from starlette.responses import Response
+from starlette.responses import RedirectResponse, Response
 
 from conveyor.accounts import SessionAccount
 from conveyor.api.state import ApiState, State
@@ -62,7 +63,71 @@ def operator_page(
     with runtime.engine.connect() as conn:
         for name in ("audio", "media"):
             sections.append(_section(conn, state, name, now, after if domain == name else None))
-    return render(request, "operator.html", {"sections": sections, "shown": HALTED_PAGE})
+    return render(
+        request,
+        "operator.html",
+        {"sections": sections, "shown": HALTED_PAGE, **_cluster(state)},
+    )
+
+
+def _cluster(state: ApiState) -> dict[str, Any]:
+    """The worker processes and lanes, for the top of the page."""
+    from conveyor.processes import lane_states, list_processes
+
+    runtime = state.runtime
+    lost_after = runtime.settings.pipeline.lost_after
+    workers = [
+        {
+            **view.as_json(),
+            "seen": duration_words(view.seen_ago),
+            "lane_text": ", ".join(
+                f"{lane} {view.busy.get(lane, 0)}/{n}" for lane, n in view.lanes.items()
+            ),
+        }
+        for view in list_processes(runtime.engine, runtime.clock, lost_after=lost_after)
+    ]
+    lanes = lane_states(
+        runtime.engine, runtime.clock, known=list(runtime.lanes()), lost_after=lost_after
+    )
+    return {
+        "workers": workers,
+        "lanes": [{**vars(s), "since": iso_utc(s.paused_at)} for s in lanes],
+    }
+
+
+@router.post("/operator/lanes")
+def operator_lane(
+    state: State,
+    viewer: Csrf,
+    lane: Annotated[str, Form(max_length=50)],
+    action: Annotated[str, Form(max_length=10)],
+    reason: Annotated[str, Form(max_length=300)] = "",
+) -> Response:
+    """Pause or resume a lane cluster-wide, then back to the page."""
+    from conveyor.processes import pause, resume
+
+    require_admin(viewer)
+    runtime = state.runtime
+    known = set(runtime.lanes())
+    if action == "pause":
+        pause(runtime.engine, runtime.clock, lane, known=known, reason=reason.strip() or None)
+    elif action == "resume":
+        resume(runtime.engine, lane, known=known)
+    else:
+        raise RejectedInput("invalid_request", f"no such action {action!r}")
+    return RedirectResponse("/operator", status_code=303)
+
+
+@router.post("/operator/drain")
+def operator_drain(
+    state: State, viewer: Csrf, target: Annotated[str, Form(max_length=255)]
+) -> Response:
+    """Ask a process (or a host) to drain, then back to the page."""
+    from conveyor.processes import drain
+
+    require_admin(viewer)
+    drain(state.runtime.engine, state.runtime.clock, target)
+    return RedirectResponse("/operator", status_code=303)
 
 
 def _section(
