@@ -204,3 +204,16 @@ class CuttableProxy:
         self.closed = True
         self.listener.close()
         self.cut()
+
+
+def serious_violations(page: Page) -> list[str]:
+    """axe-core's serious and critical findings in ``page`` (its script injected; the
+    context must bypass CSP, see :func:`new_page`)."""
+    page.add_script_tag(content=axe_source())
+    result = page.evaluate("async () => await axe.run(document)")
+    assert result["passes"], "axe-core ran no rule"
+    return [
+        f"{v['id']} ({v['impact']}): {v['help']} — {[n['target'] for n in v['nodes']]}"
+        for v in result["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]

@@ -31,8 +31,8 @@ from tests.support.browser import (
     CuttableProxy,
     Page,
     Served,
-    axe_source,
     new_page,
+    serious_violations,
     served_site,
 )
 from tests.support.web import PASSWORDS, Site
@@ -59,17 +59,6 @@ def shot(served: Served, page: Page, name: str) -> None:
         return
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
-
-
-def serious_violations(page: Page) -> list[str]:
-    page.add_script_tag(content=axe_source())
-    result = page.evaluate("async () => await axe.run(document)")
-    assert result["passes"], "axe-core ran no rule"
-    return [
-        f"{v['id']} ({v['impact']}): {v['help']} — {[n['target'] for n in v['nodes']]}"
-        for v in result["violations"]
-        if v["impact"] in ("serious", "critical")
-    ]
 
 
 def test_sign_in_and_sign_out(browser: Browser, site: Served) -> None:
@@ -346,6 +335,8 @@ def test_every_page_passes_an_accessibility_scan(
     shot(site, page, "album-empty")
     item_id = halted_photo(built, corpus, int(album_path.rsplit("/", 1)[1]), owner="root")
     paths += [album_path, f"/items/{item_id}", "/records?show=halted"]
+    # The pages that name what a delete takes with it.
+    paths += [f"/records/{record_id}/delete", f"/items/{item_id}/delete", f"{album_path}/delete"]
     for path in paths:
         page.goto(path)
         if path.startswith("/items/"):

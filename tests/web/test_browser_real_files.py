@@ -25,7 +25,17 @@ import pyvips
 from sqlalchemy import func, select
 
 from conveyor.db.tables import audio_records, files, media_items, media_objects
-from tests.support.browser import DESKTOP, PHONE, Browser, Served, new_page, served_site
+from conveyor.media.albums import create_album
+from conveyor.media.intake import accept_media
+from tests.support.browser import (
+    DESKTOP,
+    PHONE,
+    Browser,
+    Served,
+    new_page,
+    serious_violations,
+    served_site,
+)
 from tests.support.needs import CORPUS
 
 MiB = 1024 * 1024
@@ -249,4 +259,41 @@ def test_a_page_that_sends_more_than_the_slots_waits_out_each_429_and_gets_all_i
     assert 429 in statuses
     assert statuses.count(201) == 11
     assert _record_count(site, "root") == 11
+    page.context.close()
+
+
+def test_choose_two_photos_on_a_phone_and_delete_them_after_the_page_naming_them(
+    browser: Browser, site: Served, corpus: Path
+) -> None:
+    runtime = site.site.runtime
+    album_id = create_album(runtime.engine, runtime.clock, owner="alice", name="Choosing")
+    for name in ("keep-me.jpg", "drop-one.jpg", "drop-two.jpg"):
+        accept_media(
+            runtime.engine,
+            runtime.store,
+            runtime.clock,
+            corpus / "media" / "exif-samples__Canon_40D.jpg",
+            album_id=album_id,
+            owner="alice",
+            original_name=name,
+            max_pixels=runtime.settings.media.max_pixels,
+        )
+    page = new_page(browser, site.url, "alice", PHONE, bypass_csp=True)
+    page.goto(f"/albums/{album_id}")
+    assert page.locator("#delete-chosen").is_disabled()
+    page.get_by_label("Choose drop-one.jpg").check()
+    page.get_by_label("Choose drop-two.jpg").check()
+    assert page.locator("#chosen-count").text_content() == "2 chosen"
+    assert page.locator("#download-chosen").is_visible()
+    assert serious_violations(page) == []
+    assert sideways(page) == []
+    page.click("#delete-chosen")
+    page.locator("h1", has_text="Delete 2 photos?").wait_for()
+    assert page.locator(".goes li").all_text_contents() == ["drop-two.jpg", "drop-one.jpg"]
+    assert serious_violations(page) == []
+    assert sideways(page) == []
+    page.click("button.danger")
+    page.wait_for_url(f"**/albums/{album_id}?deleted=2+items")
+    assert page.locator(".notice").text_content() == "Deleted 2 items."
+    assert page.locator(".tile-name").all_text_contents() == ["keep-me.jpg"]
     page.context.close()

@@ -16,6 +16,9 @@ Pages::
     GET  /items/{id}                                 the viewer, filled in live
     GET  /tokens                                     create and revoke API tokens
     GET  /operator[?domain=&before=CURSOR]           admins: halted of every owner, backlog
+    GET, POST /records/{id}/delete, /items/{id}/delete, /albums/{id}/delete
+                                                     what goes, then delete it for good
+    POST /albums/{id}/items/delete                   several items chosen in the grid
 
 Fragments the pages' script swaps in live: ``/records/{id}/row``, ``/records/{id}/status``,
 ``/records/{id}/text``, ``/records/counts``, ``/items/{id}/tile``, ``/items/{id}/view``.
@@ -37,6 +40,7 @@ from conveyor.api.errors import error_response
 from conveyor.runtime import Runtime
 from conveyor.web import (
     routes_albums,
+    routes_delete,
     routes_operator,
     routes_records,
     routes_session,
@@ -124,4 +128,5 @@ def create_app(runtime: Runtime, *, run_workers: bool = True) -> FastAPI:
     app.include_router(routes_vocabulary.router)
     app.include_router(routes_albums.router)
     app.include_router(routes_operator.router)
+    app.include_router(routes_delete.router)
     return app

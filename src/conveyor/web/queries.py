@@ -20,8 +20,10 @@ __all__ = [
     "audio_events_after",
     "backlog",
     "count_items",
+    "files_size",
     "halted_records",
     "halted_totals",
+    "items_size",
     "latest_audio_event_id",
     "place_in_queue",
     "record_counts",
@@ -120,6 +122,26 @@ def records_page(
 def count_items(conn: Connection, album_id: int) -> int:
     """How many items the album holds."""
     query = select(func.count()).select_from(media_items).where(media_items.c.album_id == album_id)
+    return int(conn.execute(query).scalar_one())
+
+
+def files_size(conn: Connection, file_ids: Sequence[int] | set[int]) -> int:
+    """Bytes of the given ``files`` rows together."""
+    if not file_ids:
+        return 0
+    query = select(func.coalesce(func.sum(files.c.size), 0)).where(files.c.id.in_(file_ids))
+    return int(conn.execute(query).scalar_one())
+
+
+def items_size(conn: Connection, item_ids: Sequence[int]) -> int:
+    """Bytes of every object of the given items (originals and variants)."""
+    if not item_ids:
+        return 0
+    query = (
+        select(func.coalesce(func.sum(files.c.size), 0))
+        .select_from(media_objects.join(files, files.c.id == media_objects.c.file_id))
+        .where(media_objects.c.item_id.in_(item_ids))
+    )
     return int(conn.execute(query).scalar_one())
 
 

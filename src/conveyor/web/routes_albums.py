@@ -58,11 +58,12 @@ def albums_page(
     state: State,
     viewer: Viewer,
     error: Annotated[str | None, Query(max_length=300)] = None,
+    deleted: Annotated[str | None, Query(max_length=300)] = None,
 ) -> Response:
     """Your albums, with a form to create one."""
     with state.runtime.engine.connect() as conn:
         albums = album_views.list_albums(conn, viewer.name)
-    return render(request, "albums.html", {"albums": albums, "error": error})
+    return render(request, "albums.html", {"albums": albums, "error": error, "deleted": deleted})
 
 
 @router.post("/albums")
@@ -87,6 +88,7 @@ def album_page(
     viewer: Viewer,
     album_id: AlbumId,
     before: Annotated[str | None, Query(max_length=60)] = None,
+    deleted: Annotated[str | None, Query(max_length=300)] = None,
 ) -> Response:
     """The grid, newest first, :data:`GRID_PAGE` tiles a page (``?before=`` the cursor of the
     last tile shown, keyset); tiles appear and fill in from the album's live stream."""
@@ -113,6 +115,7 @@ def album_page(
             "older": older,
             "first_page": after is None,
             "last_event_id": last_event_id,
+            "deleted": deleted,
         },
     )
 

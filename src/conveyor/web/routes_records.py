@@ -83,6 +83,7 @@ def records_page(
     before: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
     show: Show = None,
     stage: StageFilter = None,
+    deleted: Annotated[str | None, Query(max_length=300)] = None,
 ) -> Response:
     """Your recordings, newest first, :data:`PAGE_SIZE` a page (``?before=ID`` for older),
     filtered by ``show`` (``waiting``, ``done``, ``halted``) and ``stage``; the counts per
@@ -110,6 +111,7 @@ def records_page(
             "older": older,
             "first_page": before is None,
             "last_event_id": last_event_id,
+            "deleted": deleted,
             "show": show,
             "stage": stage,
             "filters": urlencode(filters),

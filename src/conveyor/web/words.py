@@ -5,7 +5,7 @@ from __future__ import annotations
 from conveyor.halts import known
 from conveyor.runtime import halt_reasons
 
-__all__ = ["duration_words", "halt_words", "stage_words"]
+__all__ = ["duration_words", "halt_words", "size_words", "stage_words"]
 
 _STAGES = {
     "audio": {
@@ -53,3 +53,13 @@ def duration_words(seconds: float | None) -> str:
         return f"{h} h {m} min" if m else f"{h} h"
     d, h = divmod(s // 3600, 24)
     return f"{d} d {h} h" if h else f"{d} d"
+
+
+def size_words(size: int) -> str:
+    """``512 bytes``, ``3.4 MB``, ``1.2 GB`` (decimal units, as phones and file managers say)."""
+    if size < 1000:
+        return f"{size} bytes"
+    for unit, scale in (("kB", 1e3), ("MB", 1e6), ("GB", 1e9)):
+        if size < scale * 1000 or unit == "GB":
+            return f"{size / scale:.1f} {unit}"
+    return f"{size} bytes"

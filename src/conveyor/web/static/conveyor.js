@@ -168,7 +168,13 @@
   function placeTile(tile) {
     var id = parseInt(tile.dataset.id, 10);
     var old = document.getElementById(tile.id);
-    if (old) { old.replaceWith(tile); return; }
+    if (old) {
+      /* A tile swapped in live keeps its tick. */
+      var was = old.querySelector("input[name=item]"), now = tile.querySelector("input[name=item]");
+      if (was && now) now.checked = was.checked;
+      old.replaceWith(tile);
+      return;
+    }
     /* A new upload is the newest: it belongs on the first page only. */
     if (grid.dataset.firstPage !== "true") return;
     var total = document.getElementById("grid-total");
@@ -189,6 +195,33 @@
         announce(tile.querySelector(".tile-name").textContent + ": " + tile.querySelector(".tile-status").textContent.replace(/\s+/g, " ").trim());
       }).catch(function () {});
     });
+  }
+
+  /* Choosing several tiles: the count says how many; Delete posts them to a page that names
+   * each; Download fetches each original in turn (the browser may ask once to allow it). */
+  var selection = document.getElementById("grid-select");
+  function chosenBoxes() {
+    return Array.prototype.filter.call(document.querySelectorAll("#grid input[name=item]"), function (b) { return b.checked; });
+  }
+  function showChosen() {
+    var n = chosenBoxes().length, count = document.getElementById("chosen-count");
+    count.textContent = n ? n + " chosen" : "Tick photos and videos to delete or download several.";
+    document.getElementById("delete-chosen").disabled = n === 0;
+    document.getElementById("download-chosen").hidden = n === 0;
+  }
+  if (selection && grid) {
+    grid.addEventListener("change", function (e) { if (e.target.name === "item") showChosen(); });
+    document.getElementById("download-chosen").addEventListener("click", function () {
+      chosenBoxes().forEach(function (b, i) {
+        if (!b.dataset.original) return;
+        setTimeout(function () {
+          var a = document.createElement("a");
+          a.href = b.dataset.original; a.download = b.dataset.name || "";
+          document.body.appendChild(a); a.click(); a.remove();
+        }, i * 400);
+      });
+    });
+    showChosen();
   }
 
   /* The viewer of one photo or video: its status, then its picture or video, swapped in as
