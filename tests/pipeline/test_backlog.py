@@ -32,13 +32,14 @@ def test_d3_backlog_counts_waiting_records_and_the_oldest_age_per_stage(
     try:
         assert (
             REGISTRY.get_sample_value(
-                "conveyor_backlog_records", {"domain": "jobs", "stage": "new"}
+                "conveyor_backlog_records", {"domain": "jobs", "stage": "new", "scope": "cluster"}
             )
             == 1
         )
         assert (
             REGISTRY.get_sample_value(
-                "conveyor_backlog_oldest_seconds", {"domain": "jobs", "stage": "waiting"}
+                "conveyor_backlog_oldest_seconds",
+                {"domain": "jobs", "stage": "waiting", "scope": "cluster"},
             )
             == 50.0
         )

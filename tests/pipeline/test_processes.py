@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from prometheus_client import REGISTRY
 from sqlalchemy import Engine, select
 
 from conveyor.clock import SystemClock
@@ -68,9 +69,14 @@ def test_a_process_registers_shows_its_claims_obeys_pauses_and_drains(
         assert sorted(h.record_id for h in view.holding) == ids
         assert {h.stage for h in view.holding} == {"new"}
         assert all(h.since is not None for h in view.holding)
+        # The same, per process, as Prometheus gauges.
+        assert REGISTRY.get_sample_value("conveyor_lane_workers", {"lane": "default"}) == 2
+        assert REGISTRY.get_sample_value("conveyor_lane_busy", {"lane": "default"}) == 2
+        assert REGISTRY.get_sample_value("conveyor_lane_paused", {"lane": "default"}) == 0
         # Paused cluster-wide: the running steps finish, nothing more is claimed.
         assert pause(db, clock, "default", known={"default"}, reason="provider outage")
         wait_for(lambda: "default" in registry.paused, "the pause never reached the process")
+        assert REGISTRY.get_sample_value("conveyor_lane_paused", {"lane": "default"}) == 1
         gate.set()
         wait_for(lambda: all(job(db, i)["stage"] == "waiting" for i in ids), "steps finished")
         time.sleep(10 * settings.poll_interval)
@@ -82,6 +88,7 @@ def test_a_process_registers_shows_its_claims_obeys_pauses_and_drains(
         assert drain(db, clock, "host-a") == [registry.id]
         assert registry.drain.wait(5), "the drain request never reached the process"
         assert not registry.may_claim("default")
+        assert REGISTRY.get_sample_value("conveyor_process_draining") == 1
         late = add_jobs(db, 1, time.time())
         time.sleep(10 * settings.poll_interval)
         assert job(db, late[0])["stage"] == "new"

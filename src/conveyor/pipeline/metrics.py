@@ -2,6 +2,9 @@
 
 Backlog (D3: waiting is shown, never halted) is read from the database at scrape time by
 :data:`BACKLOG`, for the domains an entry point asked it to :meth:`~BacklogCollector.watch`.
+It is the database's figure, the same in every process that reports it, so its series carry
+``scope="cluster"``: across scrape targets read them with ``max by (domain, stage)``, never
+``sum`` (which would count the backlog once per process).
 """
 
 from __future__ import annotations
@@ -97,17 +100,19 @@ class BacklogCollector(Collector):
             return
         waiting = GaugeMetricFamily(
             "conveyor_backlog_records",
-            "Records waiting for a worker or a retry, by domain and stage (not halted, unclaimed).",
-            labels=["domain", "stage"],
+            "Records waiting for a worker or a retry, by domain and stage (not halted, "
+            "unclaimed); cluster-wide, the same in every process: use max, not sum.",
+            labels=["domain", "stage", "scope"],
         )
         oldest = GaugeMetricFamily(
             "conveyor_backlog_oldest_seconds",
-            "Seconds the oldest waiting record has been in its stage, by domain and stage.",
-            labels=["domain", "stage"],
+            "Seconds the oldest waiting record has been in its stage, by domain and stage; "
+            "cluster-wide, the same in every process: use max.",
+            labels=["domain", "stage", "scope"],
         )
         for domain, stage, count, age in rows:
-            waiting.add_metric([domain, stage], count)
-            oldest.add_metric([domain, stage], age)
+            waiting.add_metric([domain, stage, "cluster"], count)
+            oldest.add_metric([domain, stage, "cluster"], age)
         yield waiting
         yield oldest
 

@@ -24,6 +24,7 @@ from sqlalchemy import Engine
 from conveyor.clock import Clock
 from conveyor.db import outage
 from conveyor.processes import queries
+from conveyor.processes.metrics import LANES
 
 __all__ = ["ProcessRegistry"]
 
@@ -84,6 +85,7 @@ class ProcessRegistry:
             )
             self._paused = frozenset(queries.paused_lanes(conn))
         log.info("registered as worker process %d on %s", self.id, self.host)
+        LANES.watch(self.lanes, self._busy, lambda: self._paused, self.drain)
         self._thread.start()
 
     def may_claim(self, lane: str) -> bool:
