@@ -5,6 +5,7 @@ quoted anywhere in the docs; every link between the pages."""
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 from typing import Any
@@ -12,9 +13,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from conveyor.api.errors import _CODES
 from conveyor.cli.exits import ExitCode
 from conveyor.config import Settings
+from conveyor.error_codes import ErrorCode
 from conveyor.halts import HaltReason
 from conveyor.runtime import DECLARATIONS, Runtime, halt_reasons
 from conveyor.web import create_app
@@ -163,18 +164,30 @@ def test_every_route_and_its_statuses_are_in_the_http_reference(openapi: dict[st
     )
 
 
-def _error_codes() -> set[str]:
-    codes = set(_CODES.values())
-    for text in _source().values():
-        codes.update(re.findall(r'ApiError\(\s*\d{3},\s*"([a-z_]+)"', text))
-        codes.update(re.findall(r'(?:RejectedInput|UnsupportedMedia)\(\s*"([a-z_]+)"', text))
-    return codes
-
-
-def test_every_error_code_is_in_the_http_reference() -> None:
+def test_the_error_table_is_every_error_code_with_its_status_both_ways() -> None:
+    """docs/http.md lists every code the API can answer with its status, and only those; the
+    codes only the CLI meets are marked not HTTP (``—``)."""
     table = _sections_by_title((DOCS / "http.md").read_text())["Errors"]
-    missing = sorted(c for c in _error_codes() if not re.search(rf"\| `{c}` \|", table))
-    assert missing == [], f"error codes missing from docs/http.md: {missing}"
+    rows = set(re.findall(r"^\| (\d{3}|—) \| `([a-z_]+)` \|", table, re.MULTILINE))
+    declared = {(str(c.status) if c.status else "—", c.value) for c in ErrorCode}
+    assert rows - declared == set(), "docs/http.md: codes or statuses the code does not answer"
+    assert declared - rows == set(), "docs/http.md: error codes missing from the table"
+
+
+def test_every_error_code_is_answered_somewhere() -> None:
+    """No code is declared that nothing raises: each member is named outside its enum."""
+    named = set()
+    for path, text in _source().items():
+        if path.name == "error_codes.py":
+            continue
+        for node in ast.walk(ast.parse(text)):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "ErrorCode"
+            ):
+                named.add(node.attr)
+    assert {c.name for c in ErrorCode} - named == set()
 
 
 def test_every_album_event_kind_is_in_the_http_reference() -> None:

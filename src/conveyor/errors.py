@@ -20,6 +20,7 @@ step can stop at once when its heartbeat finds the claim gone.
 
 from __future__ import annotations
 
+from conveyor.error_codes import ErrorCode
 from conveyor.halts import HaltReason
 
 __all__ = [
@@ -60,10 +61,10 @@ class RejectedInput(ConveyorError):
     """An upload refused at intake; nothing was written.
 
     Attributes:
-        reason: a short machine reason such as ``empty_file`` or ``too_large``.
+        reason: its machine word, e.g. ``ErrorCode.EMPTY_FILE`` (HTTP: its status).
     """
 
-    def __init__(self, reason: str, message: str) -> None:
+    def __init__(self, reason: ErrorCode, message: str) -> None:
         super().__init__(message)
         self.reason = reason
 

@@ -341,3 +341,28 @@ def test_an_upload_cut_by_a_server_stop_is_a_json_503_and_leaves_nothing(
         assert conn_db.execute(select(files.c.id)).first() is None
         assert conn_db.execute(select(audio_records.c.id)).first() is None
     assert object_keys(api.runtime.store) == []
+
+
+def test_a_request_that_is_not_valid_http_gets_the_json_error_shape(
+    make_api: MakeApi, live: Live
+) -> None:
+    """The server's own refusal (before any route runs) has the API's error shape, not
+    uvicorn's plain text: a Content-Length that is not a number is ``bad_request``."""
+    api = make_api()
+    with live(api.app) as server:
+        host, port = server.url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            sock.sendall(
+                b"POST /api/records HTTP/1.1\r\nHost: x\r\nContent-Length: ten\r\n\r\nhello"
+            )
+            answer = b""
+            while chunk := sock.recv(65536):
+                answer += chunk
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 400 ")
+        assert b"content-type: application/json" in head.lower()
+        error = json.loads(body)["error"]
+        assert (error["status"], error["code"]) == (400, "bad_request")
+        assert "Content-Length" in error["message"]
+        with server.client(api.alice) as client:
+            assert client.get("/healthz").status_code == 200

@@ -34,6 +34,7 @@ from sqlalchemy import Engine
 
 from conveyor.accounts import queries
 from conveyor.clock import Clock
+from conveyor.error_codes import ErrorCode
 from conveyor.errors import ConveyorError, NotFound, RejectedInput
 
 __all__ = [
@@ -103,9 +104,13 @@ def check_new_password(password: str) -> None:
         RejectedInput: ``weak_password`` (under 8 characters) or ``bad_password``.
     """
     if len(password) < MIN_PASSWORD:
-        raise RejectedInput("weak_password", f"a password has at least {MIN_PASSWORD} characters")
+        raise RejectedInput(
+            ErrorCode.WEAK_PASSWORD, f"a password has at least {MIN_PASSWORD} characters"
+        )
     if len(password) > _MAX_PASSWORD:
-        raise RejectedInput("bad_password", f"a password has at most {_MAX_PASSWORD} characters")
+        raise RejectedInput(
+            ErrorCode.BAD_PASSWORD, f"a password has at most {_MAX_PASSWORD} characters"
+        )
 
 
 def set_password(engine: Engine, name: str, password: str) -> None:

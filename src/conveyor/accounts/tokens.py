@@ -19,6 +19,7 @@ from sqlalchemy.exc import IntegrityError
 
 from conveyor.accounts import queries
 from conveyor.clock import Clock
+from conveyor.error_codes import ErrorCode
 from conveyor.errors import Conflict, NotFound, RejectedInput
 
 __all__ = [
@@ -75,10 +76,10 @@ def hash_token(token: str) -> str:
 def _clean_name(name: str) -> str:
     name = name.strip()
     if not name:
-        raise RejectedInput("no_name", "a user needs a name")
+        raise RejectedInput(ErrorCode.NO_NAME, "a user needs a name")
     if len(name) > _MAX_NAME or any(c.isspace() or not c.isprintable() for c in name):
         raise RejectedInput(
-            "bad_name", f"a user name is 1-{_MAX_NAME} printable characters without spaces"
+            ErrorCode.BAD_NAME, f"a user name is 1-{_MAX_NAME} printable characters without spaces"
         )
     return name
 

@@ -66,6 +66,7 @@ from conveyor.api.state import ApiState, State
 from conveyor.audio.recognizer_sweep import JobFolderSweeper
 from conveyor.db import outage
 from conveyor.db.album_signals import AlbumSignals
+from conveyor.error_codes import ErrorCode
 from conveyor.media.broadcast import AlbumBroadcast
 from conveyor.objects import Sweeper
 from conveyor.objects.outage import STORAGE
@@ -248,8 +249,7 @@ def create_app(runtime: Runtime, *, run_workers: bool = True) -> FastAPI:
             if not outage.DATABASE.failed(exc, "health check"):
                 log.warning("health check: database unreachable: %s", exc)
             return error_response(
-                503,
-                "unavailable",
+                ErrorCode.UNAVAILABLE,
                 "the database does not answer",
                 headers={"Retry-After": str(RETRY_AFTER_OUTAGE)},
             )
@@ -260,8 +260,7 @@ def create_app(runtime: Runtime, *, run_workers: bool = True) -> FastAPI:
             if not STORAGE.failed(exc, "health check"):
                 log.warning("health check: storage cannot be used: %s", exc)
             return error_response(
-                503,
-                "unavailable",
+                ErrorCode.UNAVAILABLE,
                 "the storage does not answer",
                 headers={"Retry-After": str(RETRY_AFTER_OUTAGE)},
             )

@@ -26,6 +26,7 @@ from conveyor.accounts import Account, authenticate
 from conveyor.api.errors import ApiError, error_response, unavailable_response
 from conveyor.api.state import ApiState, State
 from conveyor.db import outage
+from conveyor.error_codes import ErrorCode
 
 __all__ = ["AuthMiddleware", "Owner", "current_account"]
 
@@ -39,8 +40,7 @@ _SCOPE_KEY = "conveyor.account"
 
 def _missing() -> ApiError:
     return ApiError(
-        401,
-        "unauthorized",
+        ErrorCode.UNAUTHORIZED,
         "this route needs a bearer token: Authorization: Bearer <token>",
         headers={"WWW-Authenticate": 'Bearer realm="conveyor"'},
     )
@@ -48,8 +48,7 @@ def _missing() -> ApiError:
 
 def _unknown() -> ApiError:
     return ApiError(
-        401,
-        "invalid_token",
+        ErrorCode.INVALID_TOKEN,
         "the bearer token is unknown or revoked",
         headers={"WWW-Authenticate": 'Bearer realm="conveyor", error="invalid_token"'},
     )
@@ -108,9 +107,7 @@ class AuthMiddleware:
                 await self.app(scope, receive, send)
                 return
             refusal = _unknown()
-        response = error_response(
-            refusal.status, refusal.code, refusal.message, headers=refusal.headers
-        )
+        response = error_response(refusal.code, refusal.message, headers=refusal.headers)
         await response(scope, receive, send)
 
 

@@ -41,7 +41,8 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from conveyor.db import outage
-from conveyor.errors import Conflict, NotFound, RejectedInput, UnsupportedMedia
+from conveyor.error_codes import ErrorCode
+from conveyor.errors import Conflict, NotFound, RejectedInput
 from conveyor.objects.outage import STORAGE
 
 __all__ = [
@@ -55,25 +56,20 @@ __all__ = [
 
 log = logging.getLogger("conveyor.api")
 
-# RejectedInput reasons that are about size; every other reason is 422 (unprocessable).
-_TOO_LARGE = {"too_large"}
-
-_CODES = {
-    400: "bad_request",
-    401: "unauthorized",
-    403: "forbidden",
-    404: "not_found",
-    405: "method_not_allowed",
-    406: "not_acceptable",
-    # Only a web form's body that did not arrive in time (conveyor.web.gate).
-    408: "form_timeout",
-    409: "conflict",
-    413: "too_large",
-    415: "not_media",
-    416: "range_not_satisfiable",
-    422: "invalid_request",
-    500: "internal",
-    503: "unavailable",
+# The code Starlette's own refusals (no route, wrong method, an unparsable form) are answered with.
+_BY_STATUS = {
+    code.status: code
+    for code in (
+        ErrorCode.BAD_REQUEST,
+        ErrorCode.NOT_FOUND,
+        ErrorCode.METHOD_NOT_ALLOWED,
+        # Only a web form's body that did not arrive in time (conveyor.web.gate).
+        ErrorCode.FORM_TIMEOUT,
+        ErrorCode.TOO_LARGE,
+        ErrorCode.INVALID_REQUEST,
+        ErrorCode.INTERNAL,
+        ErrorCode.UNAVAILABLE,
+    )
 }
 
 
@@ -81,31 +77,32 @@ class ApiError(Exception):
     """A refusal raised inside the API layer itself (bad cursor, malformed multipart, 401).
 
     Args:
-        status: the HTTP status.
-        code: a stable machine word.
+        code: a stable machine word; its HTTP status is ``code.status``.
         message: a sentence for people.
         headers: extra response headers (``WWW-Authenticate``, ``Content-Range``).
     """
 
     def __init__(
-        self, status: int, code: str, message: str, headers: dict[str, str] | None = None
+        self, code: ErrorCode, message: str, headers: dict[str, str] | None = None
     ) -> None:
         super().__init__(message)
-        self.status = status
+        self.status = code.status or 400
         self.code = code
         self.message = message
         self.headers = headers or {}
 
 
 def error_response(
-    status: int,
-    code: str,
+    code: ErrorCode,
     message: str,
     *,
+    status: int | None = None,
     headers: dict[str, str] | None = None,
     details: list[dict[str, Any]] | None = None,
 ) -> JSONResponse:
-    """The JSON error body with ``status``."""
+    """The JSON error body of ``code``, with its status (or ``status``, for a refusal of
+    Starlette's own that no code names)."""
+    status = status or code.status or 422
     body: dict[str, Any] = {"status": status, "code": code, "message": message}
     if details is not None:
         body["details"] = details
@@ -122,34 +119,28 @@ def _details(exc: RequestValidationError) -> list[dict[str, Any]]:
 
 async def _on_api_error(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ApiError)
-    return error_response(exc.status, exc.code, exc.message, headers=exc.headers)
+    return error_response(exc.code, exc.message, headers=exc.headers)
 
 
 async def _on_not_found(_request: Request, exc: Exception) -> JSONResponse:
-    return error_response(404, "not_found", str(exc))
+    return error_response(ErrorCode.NOT_FOUND, str(exc))
 
 
 async def _on_conflict(_request: Request, exc: Exception) -> JSONResponse:
-    return error_response(409, "conflict", str(exc))
+    return error_response(ErrorCode.CONFLICT, str(exc))
 
 
 async def _on_rejected(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RejectedInput)
-    if isinstance(exc, UnsupportedMedia):
-        status = 415
-    elif exc.reason in _TOO_LARGE:
-        status = 413
-    else:
-        status = 422
-    return error_response(status, exc.reason, str(exc))
+    return error_response(exc.reason, str(exc))
 
 
 async def _on_validation(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     if any(e.get("type") == "json_invalid" for e in exc.errors()):
-        return error_response(400, "bad_json", "the request body is not valid JSON")
+        return error_response(ErrorCode.BAD_JSON, "the request body is not valid JSON")
     return error_response(
-        422, "invalid_request", "the request has invalid fields", details=_details(exc)
+        ErrorCode.INVALID_REQUEST, "the request has invalid fields", details=_details(exc)
     )
 
 
@@ -173,25 +164,23 @@ async def _on_http(request: Request, exc: Exception) -> JSONResponse:
     if exc.status_code == 405:
         allowed = _allowed_methods(request)
         return error_response(
-            405,
-            "method_not_allowed",
+            ErrorCode.METHOD_NOT_ALLOWED,
             f"this route takes {allowed}",
             headers={"Allow": allowed},
         )
     status = exc.status_code
-    message = exc.detail if isinstance(exc.detail, str) else _CODES.get(status, "error")
+    code = _BY_STATUS.get(status, ErrorCode.BAD_REQUEST if status < 500 else ErrorCode.INTERNAL)
+    message = exc.detail if isinstance(exc.detail, str) else code.value
     if status == 404 and message == "Not Found":
         message = "no such route"
-    return error_response(
-        status, _CODES.get(status, "error"), message, headers=dict(exc.headers or {})
-    )
+    return error_response(code, message, status=status, headers=dict(exc.headers or {}))
 
 
 async def _on_data_error(request: Request, exc: Exception) -> JSONResponse:
     # A value the database refuses (NUL in text, a number out of range) that validation let
     # through: the request's fault, not ours, but logged so the validation can be tightened.
     log.warning("%s %s: the database refused a value: %s", request.method, request.url.path, exc)
-    return error_response(422, "invalid_request", "a value in the request cannot be stored")
+    return error_response(ErrorCode.INVALID_REQUEST, "a value in the request cannot be stored")
 
 
 #: Seconds a client is asked to wait before retrying while the database is unreachable.
@@ -201,8 +190,7 @@ RETRY_AFTER_OUTAGE = 5
 def unavailable_response() -> JSONResponse:
     """503 ``database_unavailable`` with ``Retry-After``: the database does not answer."""
     return error_response(
-        503,
-        "database_unavailable",
+        ErrorCode.DATABASE_UNAVAILABLE,
         "the database does not answer right now; nothing was changed, try again shortly",
         headers={"Retry-After": str(RETRY_AFTER_OUTAGE)},
     )
@@ -218,8 +206,7 @@ async def _on_database_error(request: Request, exc: Exception) -> JSONResponse:
 def storage_unavailable_response() -> JSONResponse:
     """503 ``storage_unavailable`` with ``Retry-After``: the object store does not answer."""
     return error_response(
-        503,
-        "storage_unavailable",
+        ErrorCode.STORAGE_UNAVAILABLE,
         "the storage does not answer right now; nothing was kept, try again shortly",
         headers={"Retry-After": str(RETRY_AFTER_OUTAGE)},
     )
@@ -235,7 +222,7 @@ async def _on_storage_error(request: Request, exc: Exception) -> JSONResponse:
 
 async def _on_unexpected(request: Request, exc: Exception) -> JSONResponse:
     log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
-    return error_response(500, "internal", "the server failed; the operator's log has details")
+    return error_response(ErrorCode.INTERNAL, "the server failed; the operator's log has details")
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -13,6 +13,7 @@ import re
 from typing import Final
 
 from conveyor.api.errors import ApiError
+from conveyor.error_codes import ErrorCode
 
 __all__ = ["MAX_DIGITS", "header_int", "last_event_id"]
 
@@ -55,8 +56,7 @@ def last_event_id(header: str) -> int:
     value = header_int(header.strip())
     if value is None or value > 2**63 - 1:
         raise ApiError(
-            400,
-            "bad_last_event_id",
+            ErrorCode.BAD_LAST_EVENT_ID,
             "Last-Event-ID must be the decimal id of an event this stream sent (ASCII digits)",
         )
     return value

@@ -27,6 +27,7 @@ from sqlalchemy.exc import IntegrityError
 from conveyor.api import queries
 from conveyor.api.errors import ApiError
 from conveyor.clock import Clock
+from conveyor.error_codes import ErrorCode
 
 __all__ = ["HEADER", "IDEMPOTENCY_KEY", "KEY_PATTERN", "REPLAYED", "IdempotentUpload"]
 
@@ -69,8 +70,7 @@ class IdempotentUpload:
             key = raw.strip()
             if _VALID.fullmatch(key) is None:
                 raise ApiError(
-                    400,
-                    "bad_idempotency_key",
+                    ErrorCode.BAD_IDEMPOTENCY_KEY,
                     f"{HEADER} must be 1-255 visible ASCII characters (a UUID is a good one)",
                 )
             self.key = key

@@ -18,6 +18,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from conveyor.api.errors import error_response
 from conveyor.api.headers import header_int
+from conveyor.error_codes import ErrorCode
 
 __all__ = ["MAX_BODY_BYTES", "BodyLimitMiddleware", "is_upload"]
 
@@ -62,7 +63,9 @@ class BodyLimitMiddleware:
             if name == b"content-length":
                 declared = header_int(value.strip())
                 if declared is not None and declared > limit:
-                    response = error_response(413, "too_large", _too_large(limit), headers=_CLOSE)
+                    response = error_response(
+                        ErrorCode.TOO_LARGE, _too_large(limit), headers=_CLOSE
+                    )
                     await response(scope, receive, send)
                     return
         seen = 0

@@ -33,6 +33,7 @@ from conveyor.accounts import active_tokens
 from conveyor.api.errors import ApiError
 from conveyor.db.album_signals import AlbumSignals
 from conveyor.db.notify import Notifier
+from conveyor.error_codes import ErrorCode
 from conveyor.media.broadcast import AlbumBroadcast, AlbumEvent
 
 __all__ = ["AlbumFeed", "LiveHub", "StreamSlot"]
@@ -213,8 +214,7 @@ class LiveHub:
         held = self.streams_by_token.get(token_id, 0)
         if held >= self.streams_per_token:
             raise ApiError(
-                429,
-                "too_many_streams",
+                ErrorCode.TOO_MANY_STREAMS,
                 f"this token has {held} event streams open (the limit is "
                 f"{self.streams_per_token}); close one first",
                 headers={"Retry-After": "5"},

@@ -29,6 +29,7 @@ from starlette.responses import RedirectResponse, Response, StreamingResponse
 
 from conveyor.api.errors import error_response
 from conveyor.api.headers import header_int
+from conveyor.error_codes import ErrorCode
 from conveyor.errors import NotFound
 from conveyor.objects import ListedObject, ObjectStore
 
@@ -164,8 +165,7 @@ def object_response(
         decided = parse_range(wanted, size)
         if decided is False:
             return error_response(
-                416,
-                "range_not_satisfiable",
+                ErrorCode.RANGE_NOT_SATISFIABLE,
                 f"the range {wanted!r} is outside the file ({size} bytes)",
                 headers={"Content-Range": f"bytes */{size}", "Accept-Ranges": "bytes"},
             )

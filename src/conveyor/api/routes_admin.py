@@ -14,6 +14,7 @@ from conveyor.api.errors import ApiError
 from conveyor.api.schemas import ErrorBody
 from conveyor.api.state import State
 from conveyor.clock import iso_utc
+from conveyor.error_codes import ErrorCode
 
 __all__ = ["router"]
 
@@ -22,7 +23,7 @@ async def _admin(state: State, owner: Owner) -> None:
     from conveyor.accounts import is_admin
 
     if not await anyio.to_thread.run_sync(is_admin, state.runtime.engine, owner.name):
-        raise ApiError(403, "forbidden", "only an administrator may see or steer the workers")
+        raise ApiError(ErrorCode.FORBIDDEN, "only an administrator may see or steer the workers")
 
 
 router = APIRouter(prefix="/api/admin", tags=["operations"], dependencies=[Depends(_admin)])

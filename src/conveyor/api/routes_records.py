@@ -37,6 +37,7 @@ from conveyor.audio.deletion import delete_record
 from conveyor.audio.intake import MAX_HINTS, accept_audio, clean_language
 from conveyor.audio.texts import export_text
 from conveyor.clock import iso_utc
+from conveyor.error_codes import ErrorCode
 from conveyor.errors import NotFound, RejectedInput
 from conveyor.objects import file_by_id
 from conveyor.pipeline import resume
@@ -154,16 +155,16 @@ def _decode_cursor(cursor: str) -> int:
         return value
     except (ValueError, binascii.Error, UnicodeDecodeError):
         raise ApiError(
-            400, "bad_cursor", "the cursor is malformed; pass the `next_cursor` of a page"
+            ErrorCode.BAD_CURSOR, "the cursor is malformed; pass the `next_cursor` of a page"
         ) from None
 
 
 def _field(upload: Upload, name: str, given: str | None, limit: int) -> str | None:
     value = given if given is not None else upload.fields.get(name)
     if value is not None and len(value) > limit:
-        raise RejectedInput("invalid_request", f"{name} is longer than {limit} characters")
+        raise RejectedInput(ErrorCode.INVALID_REQUEST, f"{name} is longer than {limit} characters")
     if value is not None and "\x00" in value:
-        raise RejectedInput("invalid_request", f"{name} contains a NUL character")
+        raise RejectedInput(ErrorCode.INVALID_REQUEST, f"{name} contains a NUL character")
     return value
 
 
@@ -206,7 +207,7 @@ def record_choices(
     given = language if language is not None else upload.fields.get("language")
     lang = _field(upload, "language", clean_language(given), 3)
     if lang is not None and not (lang.isascii() and lang.isalpha() and lang.islower()):
-        raise RejectedInput("invalid_request", "language is an ISO 639-1 code such as `en`")
+        raise RejectedInput(ErrorCode.INVALID_REQUEST, "language is an ISO 639-1 code such as `en`")
     return RecordChoices(
         title=_field(upload, "title", title, 300),
         language=lang,
@@ -435,7 +436,7 @@ def get_text(
             if row["halted_at"] is not None
             else f"it is at stage {row['stage']}"
         )
-        raise ApiError(404, "no_text", f"record {record_id} has no text yet; {where}")
+        raise ApiError(ErrorCode.NO_TEXT, f"record {record_id} has no text yet; {where}")
     segments: list[dict[str, Any]] = list(text["segments"] or [])
     if format == "json":
         body = TextJson(

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from types import FrameType
 
 import uvicorn
 from fastapi import FastAPI
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from conveyor.api.state import ApiState
+from conveyor.error_codes import ErrorCode
 
 __all__ = ["GRACEFUL_SHUTDOWN", "MAX_REQUEST_HEAD", "ConveyorServer", "make_server"]
 
@@ -16,6 +19,37 @@ GRACEFUL_SHUTDOWN = 10
 # The most a request line and its headers may take before the server refuses the request
 # (h11 buffers no more; httptools has no such bound, so the h11 parser is chosen).
 MAX_REQUEST_HEAD = 32 * 1024
+
+
+def _refusal(default_headers: list[tuple[bytes, bytes]], msg: str) -> bytes:
+    """The whole 400 response to a request that is not valid HTTP, in the API's error shape."""
+    body = json.dumps(
+        {
+            "error": {
+                "status": 400,
+                "code": ErrorCode.BAD_REQUEST.value,
+                "message": f"the request is not valid HTTP ({msg.rstrip('.')}), e.g. a "
+                "Content-Length that is not a number",
+            }
+        }
+    ).encode()
+    head = [b"HTTP/1.1 400 Bad Request\r\n"]
+    head += [name + b": " + value + b"\r\n" for name, value in default_headers]
+    head += [
+        b"content-type: application/json\r\n",
+        b"content-length: " + str(len(body)).encode() + b"\r\n",
+        b"connection: close\r\n\r\n",
+    ]
+    return b"".join(head) + body
+
+
+class _H11(H11Protocol):
+    """uvicorn's h11 protocol, answering what it cannot parse in the API's JSON error shape
+    instead of plain text (docs/http.md, Errors)."""
+
+    def send_400_response(self, msg: str) -> None:
+        self.transport.write(_refusal(self.server_state.default_headers, msg))
+        self.transport.close()
 
 
 class ConveyorServer(uvicorn.Server):
@@ -56,7 +90,7 @@ def make_server(app: FastAPI, host: str, port: int, *, log_level: str = "info") 
         # Open requests get this long after SIGTERM; uploads still arriving are refused with
         # 503 a little earlier (ApiState.upload_stop_grace), so none is cut off without a word.
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN,
-        http="h11",
+        http=_H11,
         h11_max_incomplete_event_size=MAX_REQUEST_HEAD,
     )
     return ConveyorServer(config)

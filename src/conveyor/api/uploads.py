@@ -53,6 +53,7 @@ from conveyor.api.errors import ApiError
 from conveyor.api.headers import header_int
 from conveyor.api.schemas import ErrorBody
 from conveyor.api.state import ApiState, state_of
+from conveyor.error_codes import ErrorCode
 from conveyor.errors import RejectedInput
 from conveyor.objects.outage import STORAGE
 
@@ -133,11 +134,11 @@ def check_length(request: Request, max_bytes: int) -> None:
         return
     length = header_int(declared.strip())
     if length is None:
-        raise ApiError(400, "bad_request", "Content-Length is not a number")
+        raise ApiError(ErrorCode.BAD_REQUEST, "Content-Length is not a number")
     allowed = max_bytes + (_MULTIPART_OVERHEAD if _is_multipart(request) else 0)
     if length > allowed:
         raise RejectedInput(
-            "too_large", f"the upload is larger than the limit of {max_bytes} bytes"
+            ErrorCode.TOO_LARGE, f"the upload is larger than the limit of {max_bytes} bytes"
         )
 
 
@@ -189,8 +190,7 @@ class BodyChunks:
         wanted = self._min_rate * (now - self._window_start)
         if self._window_bytes < wanted:
             raise ApiError(
-                408,
-                "upload_timeout",
+                ErrorCode.UPLOAD_TIMEOUT,
                 f"the upload sent {self._window_bytes} bytes in {now - self._window_start:.0f} s, "
                 f"below the minimum of {self._min_rate:g} bytes/s; nothing was kept, send it "
                 "again",
@@ -212,8 +212,7 @@ class BodyChunks:
                 # A connection that holds an upload slot and sends nothing would keep it
                 # forever; the intake removes what was stored so far.
                 raise ApiError(
-                    408,
-                    "upload_timeout",
+                    ErrorCode.UPLOAD_TIMEOUT,
                     f"the upload sent nothing for {self._idle_timeout:g} s; nothing was kept, "
                     "send it again",
                     headers={"Connection": "close"},
@@ -224,8 +223,7 @@ class BodyChunks:
                 left = self._stop_at - time.monotonic()
                 if left <= 0:
                     raise ApiError(
-                        503,
-                        "shutting_down",
+                        ErrorCode.SHUTTING_DOWN,
                         "the server is stopping and the upload did not finish in time; "
                         "nothing was kept, send it again",
                     )
@@ -256,7 +254,7 @@ class BodyChunks:
             # The intake bounds the file; this bounds what surrounds it (multipart parts).
             if self._seen > self._limit:
                 raise RejectedInput(
-                    "too_large", f"the request body is larger than {self._limit} bytes"
+                    ErrorCode.TOO_LARGE, f"the request body is larger than {self._limit} bytes"
                 )
             if chunk:
                 yield chunk
@@ -301,7 +299,7 @@ class _MultipartFile:
         self._parts += 1
         if self._parts > _MAX_PARTS:
             raise ApiError(
-                400, "bad_multipart", f"more than {_MAX_PARTS} parts in one multipart upload"
+                ErrorCode.BAD_MULTIPART, f"more than {_MAX_PARTS} parts in one multipart upload"
             )
         self._headers = {}
         self._part = None
@@ -321,14 +319,14 @@ class _MultipartFile:
     def _on_headers_finished(self) -> None:
         disposition, options = parse_options_header(self._headers.get("content-disposition", ""))
         if disposition != b"form-data" or b"name" not in options:
-            raise ApiError(400, "bad_multipart", "a multipart part has no form-data name")
+            raise ApiError(ErrorCode.BAD_MULTIPART, "a multipart part has no form-data name")
         name = options[b"name"].decode("utf-8", "replace")
         # A part with a filename is a file (`curl -F name=@path`, a browser's file input).
         is_file = b"filename" in options
         if name == "file":
             self._check_unknown()
             if self._file_seen:
-                raise ApiError(400, "bad_multipart", "send one part named `file` per upload")
+                raise ApiError(ErrorCode.BAD_MULTIPART, "send one part named `file` per upload")
             self._file_seen = True
             self._part = "file"
             filename = options.get(b"filename")
@@ -340,19 +338,16 @@ class _MultipartFile:
             # refusal leaves nothing behind.
             if is_file:
                 raise ApiError(
-                    400,
-                    "bad_multipart",
+                    ErrorCode.BAD_MULTIPART,
                     f"send one file per upload: a second file part {name!r} follows `file`",
                 )
             raise ApiError(
-                400,
-                "bad_multipart",
+                ErrorCode.BAD_MULTIPART,
                 f"text fields must come before the file part; {name!r} came after it",
             )
         elif is_file:
             raise ApiError(
-                400,
-                "no_file",
+                ErrorCode.NO_FILE,
                 f"send the file as a part named `file` (this file part is named {name!r})",
             )
         elif name not in self._allowed:
@@ -360,7 +355,7 @@ class _MultipartFile:
             self._unknown.append(name)
             self._part = None
         elif name in self.upload.fields or name == self._part:
-            raise ApiError(400, "bad_multipart", f"form field {name!r} is sent twice")
+            raise ApiError(ErrorCode.BAD_MULTIPART, f"form field {name!r} is sent twice")
         else:
             self._part = name
 
@@ -369,8 +364,7 @@ class _MultipartFile:
             names = ", ".join(repr(n) for n in dict.fromkeys(self._unknown))
             known = ", ".join(f"`{n}`" for n in sorted(self._allowed)) or "none"
             raise ApiError(
-                400,
-                "unknown_field",
+                ErrorCode.UNKNOWN_FIELD,
                 f"unknown form field(s) {names}; the text fields of this upload are: {known} "
                 "(then the part named `file`)",
             )
@@ -381,7 +375,7 @@ class _MultipartFile:
         elif self._part is not None:
             self._field_data += data[start:end]
             if len(self._field_data) > _MAX_FIELD_BYTES:
-                raise ApiError(400, "bad_multipart", f"form field {self._part!r} is too long")
+                raise ApiError(ErrorCode.BAD_MULTIPART, f"form field {self._part!r} is too long")
 
     def _on_part_end(self) -> None:
         if self._part == "file":
@@ -391,7 +385,7 @@ class _MultipartFile:
                 self.upload.fields[self._part] = self._field_data.decode("utf-8")
             except UnicodeDecodeError:
                 raise ApiError(
-                    400, "bad_multipart", f"form field {self._part!r} is not UTF-8"
+                    ErrorCode.BAD_MULTIPART, f"form field {self._part!r} is not UTF-8"
                 ) from None
         self._part = None
 
@@ -401,7 +395,7 @@ class _MultipartFile:
             self._parser.write(chunk)
         except MultipartParseError as exc:
             raise ApiError(
-                400, "bad_multipart", f"the multipart body is malformed: {exc}"
+                ErrorCode.BAD_MULTIPART, f"the multipart body is malformed: {exc}"
             ) from None
 
     def _finish(self) -> None:
@@ -412,13 +406,13 @@ class _MultipartFile:
             self._parser.finalize()
         except MultipartParseError as exc:
             raise ApiError(
-                400, "bad_multipart", f"the multipart body is malformed: {exc}"
+                ErrorCode.BAD_MULTIPART, f"the multipart body is malformed: {exc}"
             ) from None
         self._check_unknown()
         if not self._file_seen:
-            raise ApiError(400, "no_file", "the multipart body has no part named `file`")
+            raise ApiError(ErrorCode.NO_FILE, "the multipart body has no part named `file`")
         if not self._file_done:
-            raise ApiError(400, "bad_multipart", "the multipart body ends inside the file part")
+            raise ApiError(ErrorCode.BAD_MULTIPART, "the multipart body ends inside the file part")
 
     def read_headers(self) -> Upload:
         """Parse up to the start of the file part's content; returns the fields seen so far."""
@@ -448,7 +442,7 @@ def _boundary(request: Request) -> bytes:
     _kind, options = parse_options_header(request.headers.get("content-type", ""))
     boundary = options.get(b"boundary")
     if not boundary or len(boundary) > 200:
-        raise ApiError(400, "bad_multipart", "multipart/form-data without a usable boundary")
+        raise ApiError(ErrorCode.BAD_MULTIPART, "multipart/form-data without a usable boundary")
     return boundary
 
 
@@ -547,8 +541,7 @@ async def receive_upload(
     arriving = state.uploads_by_owner.get(owner, 0)
     if arriving >= settings.uploads_per_owner:
         raise ApiError(
-            429,
-            "too_many_uploads",
+            ErrorCode.TOO_MANY_UPLOADS,
             f"you have {arriving} uploads arriving already (the limit is "
             f"{settings.uploads_per_owner}); send this one when one of them has finished",
             headers={"Retry-After": "5"},
@@ -558,7 +551,9 @@ async def receive_upload(
         try:
             borrower, first = await _wait_for_slot(request, state)
         except ClientDisconnect:
-            raise ApiError(400, "client_disconnected", "the client left before sending") from None
+            raise ApiError(
+                ErrorCode.CLIENT_DISCONNECTED, "the client left before sending"
+            ) from None
         try:
             body = BodyChunks(
                 request,
@@ -575,7 +570,7 @@ async def receive_upload(
             STORAGE.succeeded()  # the upload reached the store: part of ending an outage
             return accepted
         except ClientDisconnect:
-            raise ApiError(400, "client_disconnected", "the upload was cut off") from None
+            raise ApiError(ErrorCode.CLIENT_DISCONNECTED, "the upload was cut off") from None
         finally:
             state.upload_slots.release_on_behalf_of(borrower)
     finally:

@@ -11,6 +11,7 @@ from sqlalchemy import Connection, Engine
 from conveyor.audio import queries
 from conveyor.clock import Clock
 from conveyor.db.tables import audio_records
+from conveyor.error_codes import ErrorCode
 from conveyor.errors import RejectedInput, UnsupportedMedia
 from conveyor.objects import ObjectStore, new_key, put_file_row
 from conveyor.objects.sniff import (
@@ -79,18 +80,18 @@ def accept_audio(
         UnsupportedMedia: with ``strict``, content that is not audio or video.
     """
     if not owner or not owner.strip():
-        raise RejectedInput("no_owner", "every record needs an owner")
+        raise RejectedInput(ErrorCode.NO_OWNER, "every record needs an owner")
     language = clean_language(language)
     if language is not None and languages is not None and language not in languages:
         raise RejectedInput(
-            "unknown_language",
+            ErrorCode.UNKNOWN_LANGUAGE,
             f"{language!r} is not a language code the recognizer knows; use an ISO 639-1 code "
             "such as en, de or ru, or leave it out to detect the language",
         )
     hints = clean_hints(hints)
     if channels is not None and channels not in CHANNEL_CHOICES:
         raise RejectedInput(
-            "bad_channels",
+            ErrorCode.BAD_CHANNELS,
             f"channels must be one of {', '.join(CHANNEL_CHOICES)}, not {channels!r}",
         )
     key = new_key("uploads/audio")
@@ -99,7 +100,7 @@ def accept_audio(
     stored = store.put(key, source, max_bytes=max_bytes)
     try:
         if stored.size == 0:
-            raise RejectedInput("empty_file", "the upload is empty (0 bytes)")
+            raise RejectedInput(ErrorCode.EMPTY_FILE, "the upload is empty (0 bytes)")
         sniffed, head = sniff_object(store, key)
         if strict:
             _check_content(head, sniffed, raw_pcm=raw_pcm)
@@ -162,7 +163,7 @@ def _check_content(head: bytes, sniffed: Sniffed, *, raw_pcm: bool) -> None:
     if raw_pcm:
         if is_document(sniffed):
             raise UnsupportedMedia(
-                "not_media",
+                ErrorCode.NOT_MEDIA,
                 f"the upload says raw_pcm=true but its content is {sniffed.mime}, not "
                 "headerless PCM samples",
             )
@@ -173,7 +174,7 @@ def _check_content(head: bytes, sniffed: Sniffed, *, raw_pcm: bool) -> None:
             found, name = container
             what = f"{name} {found.kind}" if found.kind in ("audio", "video") else name
             raise UnsupportedMedia(
-                "not_media",
+                ErrorCode.NOT_MEDIA,
                 f"this file is {what}, not headerless PCM: send it again without raw_pcm=true "
                 "(HTTP), or ingest it without --raw-pcm (conveyor ingest)",
             )
@@ -183,13 +184,13 @@ def _check_content(head: bytes, sniffed: Sniffed, *, raw_pcm: bool) -> None:
     pcm_like = sniffed.mime == OCTET_STREAM and looks_like_pcm(head)
     if pcm_like:
         raise UnsupportedMedia(
-            "not_media",
+            ErrorCode.NOT_MEDIA,
             "the upload has no audio header but looks like headerless PCM samples; if it is "
             "16 kHz mono signed 16-bit little-endian PCM, send it again with raw_pcm=true "
             "(HTTP) or --raw-pcm (conveyor ingest)",
         )
     raise UnsupportedMedia(
-        "not_media", f"the upload is not audio (its content looks like {sniffed.mime})"
+        ErrorCode.NOT_MEDIA, f"the upload is not audio (its content looks like {sniffed.mime})"
     )
 
 
@@ -222,14 +223,14 @@ def clean_hints(hints: str | None, *, vocabulary: bool = False) -> str | None:
     cleaned = " ".join(hints.split())
     if len(cleaned) > MAX_HINTS:
         raise RejectedInput(
-            "bad_hints",
+            ErrorCode.BAD_HINTS,
             f"vocabulary is longer than {MAX_HINTS:,} characters"
             if vocabulary
             else f"hints are longer than {MAX_HINTS} characters",
         )
     if any(ord(ch) < 32 for ch in cleaned):
         raise RejectedInput(
-            "bad_hints",
+            ErrorCode.BAD_HINTS,
             "vocabulary contains control characters"
             if vocabulary
             else "hints contain control characters",

@@ -18,6 +18,7 @@ from sqlalchemy import Connection, Engine, RowMapping
 
 from conveyor.audio import queries
 from conveyor.clock import Clock
+from conveyor.error_codes import ErrorCode
 from conveyor.errors import Conflict, NotFound, RejectedInput
 
 __all__ = [
@@ -82,13 +83,15 @@ def save_proofread(
             timed = [{"start": 0.0, "end": 0.0, "text": str(transcript["body"])}]
         if len(segments) != len(timed):
             raise RejectedInput(
-                "invalid_request",
+                ErrorCode.INVALID_REQUEST,
                 f"the transcript has {len(timed)} segments; send one text for each",
             )
         fixed = []
         for seg, text in zip(timed, segments, strict=True):
             if len(text) > _MAX_SEGMENT or "\x00" in text:
-                raise RejectedInput("invalid_request", "a segment's text is too long or has NUL")
+                raise RejectedInput(
+                    ErrorCode.INVALID_REQUEST, "a segment's text is too long or has NUL"
+                )
             fixed.append({"start": seg["start"], "end": seg["end"], "text": " ".join(text.split())})
         body = " ".join(s["text"] for s in fixed if s["text"])
         queries.upsert_text(
@@ -133,12 +136,14 @@ def _clean_topics(names: Sequence[str]) -> list[str]:
             continue
         if len(text) > _MAX_TOPIC or not text.isprintable():
             raise RejectedInput(
-                "invalid_request", f"a topic is 1-{_MAX_TOPIC} printable characters"
+                ErrorCode.INVALID_REQUEST, f"a topic is 1-{_MAX_TOPIC} printable characters"
             )
         if text.casefold() not in (c.casefold() for c in cleaned):
             cleaned.append(text)
     if len(cleaned) > MAX_TOPICS:
-        raise RejectedInput("too_many_topics", f"a record has at most {MAX_TOPICS} topics (D9)")
+        raise RejectedInput(
+            ErrorCode.TOO_MANY_TOPICS, f"a record has at most {MAX_TOPICS} topics (D9)"
+        )
     return cleaned
 
 

@@ -13,6 +13,7 @@ from sqlalchemy import Connection, Engine, RowMapping
 from sqlalchemy.exc import IntegrityError
 
 from conveyor.clock import Clock, iso_utc, seconds
+from conveyor.error_codes import ErrorCode
 from conveyor.errors import Conflict, NotFound, RejectedInput
 from conveyor.media import queries
 
@@ -38,9 +39,9 @@ def create_album(engine: Engine, clock: Clock, *, owner: str, name: str) -> int:
     """
     owner, name = owner.strip(), name.strip()
     if not owner:
-        raise RejectedInput("no_owner", "every album needs an owner")
+        raise RejectedInput(ErrorCode.NO_OWNER, "every album needs an owner")
     if not name:
-        raise RejectedInput("no_name", "an album needs a name")
+        raise RejectedInput(ErrorCode.NO_NAME, "an album needs a name")
     try:
         with engine.begin() as conn:
             return queries.insert_album(conn, owner=owner, name=name, created_at=clock.now())

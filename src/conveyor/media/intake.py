@@ -26,8 +26,10 @@ from sqlalchemy import Connection, Engine
 
 from conveyor.clock import Clock
 from conveyor.db.tables import media_items
+from conveyor.error_codes import ErrorCode
 from conveyor.errors import MediaError, NotFound, RejectedInput, UnsupportedMedia
 from conveyor.media import queries
+from conveyor.media.halts import MediaHalt
 from conveyor.media.images import probe_image
 from conveyor.media.video import probe_video
 from conveyor.objects import ObjectStore, new_key, put_file_row
@@ -88,7 +90,7 @@ def probe_upload(path: Path, *, max_pixels: int, name: str | None = None) -> Pro
         UnsupportedMedia: ``not_media``: not an image or a video (text, audio, unknown).
     """
     if path.stat().st_size == 0:
-        raise RejectedInput("empty_file", "the upload is empty (0 bytes)")
+        raise RejectedInput(ErrorCode.EMPTY_FILE, "the upload is empty (0 bytes)")
     sniffed = sniff(path)
     try:
         if sniffed.kind == "image":
@@ -113,13 +115,19 @@ def probe_upload(path: Path, *, max_pixels: int, name: str | None = None) -> Pro
             )
     except MediaError as exc:
         message = owner_message(exc.message, path, name)
-        if exc.reason in ("unsupported_media", "not_video"):
+        if exc.reason in (MediaHalt.UNSUPPORTED_MEDIA, MediaHalt.NOT_VIDEO):
             raise UnsupportedMedia(
-                "not_media", f"the upload is not a photo or video: {message}"
+                ErrorCode.NOT_MEDIA, f"the upload is not a photo or video: {message}"
             ) from None
-        raise RejectedInput(exc.reason, message) from None
+        code = (
+            ErrorCode.TOO_MANY_PIXELS
+            if exc.reason is MediaHalt.TOO_MANY_PIXELS
+            else ErrorCode.UNDECODABLE
+        )
+        raise RejectedInput(code, message) from None
     raise UnsupportedMedia(
-        "not_media", f"the upload is not a photo or video (its content looks like {sniffed.mime})"
+        ErrorCode.NOT_MEDIA,
+        f"the upload is not a photo or video (its content looks like {sniffed.mime})",
     )
 
 
@@ -162,7 +170,7 @@ def accept_media(
         NotFound: no album ``album_id`` of ``owner``.
     """
     if not owner or not owner.strip():
-        raise RejectedInput("no_owner", "every item needs an owner")
+        raise RejectedInput(ErrorCode.NO_OWNER, "every item needs an owner")
     owner = owner.strip()
     with engine.connect() as conn:
         if queries.album_by_id(conn, album_id, owner) is None:

@@ -18,6 +18,7 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
+from conveyor.error_codes import ErrorCode
 from conveyor.errors import RejectedInput
 from conveyor.objects.store import (
     ListedObject,
@@ -122,7 +123,7 @@ class LocalStore:
                     written += len(chunk)
                     if max_bytes is not None and written > max_bytes:
                         raise RejectedInput(
-                            "too_large",
+                            ErrorCode.TOO_LARGE,
                             f"the upload is larger than the limit of {max_bytes} bytes",
                         )
                     digest.update(chunk)

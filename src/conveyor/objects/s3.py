@@ -29,6 +29,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
+from conveyor.error_codes import ErrorCode
 from conveyor.errors import RejectedInput
 from conveyor.objects.local import CHUNK, chunks_of, verify
 from conveyor.objects.outage import is_storage_outage
@@ -216,7 +217,8 @@ class S3Store:
                 written += len(chunk)
                 if max_bytes is not None and written > max_bytes:
                     raise RejectedInput(
-                        "too_large", f"the upload is larger than the limit of {max_bytes} bytes"
+                        ErrorCode.TOO_LARGE,
+                        f"the upload is larger than the limit of {max_bytes} bytes",
                     )
                 digest.update(chunk)
                 buffer += chunk

@@ -12,6 +12,7 @@ from sqlalchemy import Engine, RowMapping, Table
 
 from conveyor.clock import Clock, iso_utc, seconds
 from conveyor.db.tables import audio_records, media_items
+from conveyor.error_codes import ErrorCode
 from conveyor.errors import NotFound, RejectedInput
 from conveyor.processes import queries
 
@@ -224,7 +225,8 @@ def _check_lane(lane: str, known: set[str]) -> str:
     lane = lane.strip()
     if lane not in known:
         raise RejectedInput(
-            "unknown_lane", f"unknown lane {lane!r}; the lanes are {', '.join(sorted(known))}"
+            ErrorCode.UNKNOWN_LANE,
+            f"unknown lane {lane!r}; the lanes are {', '.join(sorted(known))}",
         )
     return lane
 

@@ -37,6 +37,7 @@ from starlette.responses import Response
 
 from conveyor.api.app import create_app as create_api
 from conveyor.api.errors import error_response
+from conveyor.error_codes import ErrorCode
 from conveyor.runtime import Runtime
 from conveyor.web import (
     routes_albums,
@@ -102,14 +103,14 @@ async def _on_sign_in_required(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, SignInRequired)
     if exc.page:
         return RedirectResponse(sign_in_url(exc.next_path), status_code=303)
-    return error_response(401, "unauthorized", "sign in first")
+    return error_response(ErrorCode.UNAUTHORIZED, "sign in first")
 
 
 async def _on_csrf(request: Request, exc: Exception) -> Response:
     message = f"{exc}. Reload the page and try again."
     if _is_page(request):
         return _error_page(request, 403, message)
-    return error_response(403, "csrf", message)
+    return error_response(ErrorCode.CSRF, message)
 
 
 def create_app(runtime: Runtime, *, run_workers: bool = True) -> FastAPI:

@@ -29,6 +29,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from conveyor.api.errors import error_response
 from conveyor.api.limits import is_upload
+from conveyor.error_codes import ErrorCode
 from conveyor.web.auth import current_viewer
 
 __all__ = ["FORM_READ_TIMEOUT", "MAX_HEADERS", "MAX_HEADER_BYTES", "WebGate"]
@@ -62,8 +63,7 @@ class WebGate:
         size = sum(len(name) + len(value) for name, value in headers)
         if len(headers) > MAX_HEADERS or size > MAX_HEADER_BYTES:
             response = error_response(
-                431,
-                "headers_too_large",
+                ErrorCode.HEADERS_TOO_LARGE,
                 f"the request's headers are larger than {MAX_HEADER_BYTES} bytes or more "
                 f"than {MAX_HEADERS} lines",
                 headers=_CLOSE,
@@ -79,7 +79,7 @@ class WebGate:
             state = scope["app"].state.conveyor
             viewer = await anyio.to_thread.run_sync(current_viewer, request, state)
             if viewer is None:
-                response = error_response(401, "unauthorized", "sign in first", headers=_CLOSE)
+                response = error_response(ErrorCode.UNAUTHORIZED, "sign in first", headers=_CLOSE)
                 await response(scope, receive, send)
                 return
         deadline = time.monotonic() + FORM_READ_TIMEOUT

@@ -17,6 +17,7 @@ from sqlalchemy.sql import operators
 from sqlalchemy.sql.elements import UnaryExpression
 
 from conveyor.api.errors import ApiError
+from conveyor.error_codes import ErrorCode
 
 __all__ = ["Order", "comes_after", "comes_before", "cursor_text", "order_terms", "parse_cursor"]
 
@@ -79,7 +80,7 @@ def parse_cursor(text: str) -> tuple[float, int]:
             raise ValueError(text)
         value, row_id = float(value_text), int(id_text)
     except ValueError:
-        raise ApiError(400, "bad_cursor", "that page link is malformed") from None
+        raise ApiError(ErrorCode.BAD_CURSOR, "that page link is malformed") from None
     if not math.isfinite(value) or not 1 <= row_id < 2**31:
-        raise ApiError(400, "bad_cursor", "that page link is malformed")
+        raise ApiError(ErrorCode.BAD_CURSOR, "that page link is malformed")
     return value, row_id

@@ -21,6 +21,7 @@ from starlette.responses import Response
 from conveyor.api.state import ApiState, State
 from conveyor.audio import queries as audio_queries
 from conveyor.audio.deletion import delete_record
+from conveyor.error_codes import ErrorCode
 from conveyor.errors import NotFound, RejectedInput
 from conveyor.media import queries as media_queries
 from conveyor.media.deletion import delete_album, delete_item
@@ -169,12 +170,14 @@ def _selected(state: ApiState, album_id: int, owner: str, form: Any) -> list[Any
     ids: list[int] = []
     for value in form.getlist("item"):
         if not isinstance(value, str) or not value.isdigit() or len(value) > 10:
-            raise RejectedInput("invalid_request", "an item in the selection is not a number")
+            raise RejectedInput(
+                ErrorCode.INVALID_REQUEST, "an item in the selection is not a number"
+            )
         ids.append(int(value))
     if not ids:
-        raise RejectedInput("invalid_request", "choose at least one photo or video")
+        raise RejectedInput(ErrorCode.INVALID_REQUEST, "choose at least one photo or video")
     if len(ids) > MAX_SELECTED:
-        raise RejectedInput("invalid_request", f"choose at most {MAX_SELECTED} at once")
+        raise RejectedInput(ErrorCode.INVALID_REQUEST, f"choose at most {MAX_SELECTED} at once")
     rows = []
     with state.runtime.engine.connect() as conn:
         for item_id in dict.fromkeys(ids):

@@ -17,6 +17,7 @@ from starlette.responses import RedirectResponse, Response
 from conveyor.accounts import SessionAccount
 from conveyor.api.state import ApiState, State
 from conveyor.clock import iso_utc
+from conveyor.error_codes import ErrorCode
 from conveyor.errors import RejectedInput
 from conveyor.pipeline import Domain, halted_ids, resume_many
 from conveyor.web import queries
@@ -40,7 +41,7 @@ def _domain(state: ApiState, name: str) -> Domain:
         return state.runtime.audio
     if name == "media":
         return state.runtime.media
-    raise RejectedInput("invalid_request", f"no such kind of record: {name!r}")
+    raise RejectedInput(ErrorCode.INVALID_REQUEST, f"no such kind of record: {name!r}")
 
 
 @router.get("/operator")
@@ -114,7 +115,7 @@ def operator_lane(
     elif action == "resume":
         resume(runtime.engine, lane, known=known)
     else:
-        raise RejectedInput("invalid_request", f"no such action {action!r}")
+        raise RejectedInput(ErrorCode.INVALID_REQUEST, f"no such action {action!r}")
     return RedirectResponse("/operator", status_code=303)
 
 
@@ -207,7 +208,7 @@ def operator_resume(
     try:
         frozen = [int(x) for x in ids.split(",") if x.strip()]
     except ValueError:
-        raise RejectedInput("invalid_request", "the set of ids is malformed") from None
+        raise RejectedInput(ErrorCode.INVALID_REQUEST, "the set of ids is malformed") from None
     report = resume_many(runtime.engine, _domain(state, domain), frozen, clock=runtime.clock)
     runtime.notifier.publish()
     return render(

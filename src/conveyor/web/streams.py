@@ -30,6 +30,7 @@ from conveyor.api.sse import format_event
 from conveyor.api.state import ApiState
 from conveyor.clock import iso_utc
 from conveyor.db.notify import Notifier
+from conveyor.error_codes import ErrorCode
 from conveyor.media.broadcast import AlbumBroadcast
 from conveyor.web import queries
 
@@ -175,8 +176,7 @@ def page_stream_response(
     limit = runtime.settings.api.streams_per_token
     if held.get(session_id, 0) >= limit:
         raise ApiError(
-            429,
-            "too_many_streams",
+            ErrorCode.TOO_MANY_STREAMS,
             f"this session has {held[session_id]} live streams open (the limit is {limit}); "
             "close a tab of this site",
             headers={"Retry-After": "5"},
