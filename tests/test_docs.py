@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel
+from typer.core import TyperOption
 
 from conveyor.cli.exits import ExitCode
 from conveyor.config import Settings
@@ -89,7 +90,8 @@ def test_every_command_argument_option_and_default_is_in_the_cli_reference() -> 
             if param.param_type_name == "argument":
                 assert f"`{param.metavar}" in body, f"{name}: argument {param.metavar}"
                 continue
-            for opt in [*param.opts, *getattr(param, "secondary_opts", [])]:
+            assert isinstance(param, TyperOption)
+            for opt in [*param.opts, *param.secondary_opts]:
                 assert f"`{opt}" in body, f"conveyor {name} {opt} is not in docs/cli.md"
             if not param.is_flag:
                 value = f"`{param.opts[0]} {param.metavar}"

@@ -102,7 +102,7 @@ def test_cli_users_add_and_tokens_create(
     assert "laptop" in listed.stdout and token not in listed.stdout
     assert runner.invoke(cli, ["tokens", "create", "nobody"]).exit_code == ExitCode.NOT_FOUND
 
-    runtime = Runtime(Settings(storage={"root": tmp_path / "data"}), engine=engine)
+    runtime = Runtime(Settings(storage={"root": tmp_path / "data"}), engine=engine)  # type: ignore[arg-type]
     with TestClient(create_app(runtime, run_workers=False)) as client:
         answer = client.get("/api/records", headers={"Authorization": f"Bearer {token}"})
         assert answer.status_code == 200

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from fastapi.testclient import TestClient
 
@@ -53,11 +54,8 @@ def test_keys_belong_to_their_owner_and_route(api: Api, client: TestClient, corp
 def test_a_malformed_key_is_refused(api: Api, client: TestClient, corpus: Path) -> None:
     wav = (corpus / "audio" / "jfk.wav").read_bytes()
     for bad in ("", "x" * 256, "with space", "ключ"):
-        response = client.post(
-            "/api/records",
-            content=wav,
-            headers={**api.alice, "Idempotency-Key": bad.encode("utf-8")},  # type: ignore[dict-item]
-        )
+        headers: dict[str, Any] = {**api.alice, "Idempotency-Key": bad.encode("utf-8")}
+        response = client.post("/api/records", content=wav, headers=headers)
         assert response.status_code in (400, 422), (bad, response.text)
     assert counts(api.runtime.engine)[1] == 0
     assert stored_objects(api) == []

@@ -90,7 +90,7 @@ def test_serve_no_workers_stops_on_sigterm_with_a_stream_open(
 
 def test_healthz_is_503_when_the_database_is_gone(tmp_path: Path) -> None:
     broken = make_engine("postgresql://nobody@127.0.0.1:1/nothing")  # nothing listens on port 1
-    runtime = Runtime(Settings(storage={"root": tmp_path / "data"}), engine=broken)
+    runtime = Runtime(Settings(storage={"root": tmp_path / "data"}), engine=broken)  # type: ignore[arg-type]
     with TestClient(create_app(runtime, run_workers=False)) as client:
         response = client.get("/healthz")
     broken.dispose()

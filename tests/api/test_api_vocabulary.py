@@ -4,8 +4,8 @@ a recording's channel choice at upload, kept on its card."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-import httpx
 import pytest
 from fastapi.testclient import TestClient
 
@@ -53,7 +53,7 @@ def wav(corpus: Path) -> bytes:
 def test_a_recordings_channel_choice_is_kept_on_its_card(
     api: Api, client: TestClient, wav: bytes, how: str
 ) -> None:
-    def upload(channels: str | None) -> httpx.Response:
+    def upload(channels: str | None) -> Any:
         if how == "form":
             parts = [("channels", None, channels.encode())] if channels else []
             body, kind = multipart(*parts, ("file", "a.wav", wav))

@@ -73,9 +73,9 @@ def make_runtime(
     engine: Engine, tmp_path: Path, storage: dict[str, Any] | None = None, **pipeline: Any
 ) -> Runtime:
     settings = Settings(
-        storage={"root": tmp_path / "data", **(storage or {})},
-        pipeline={"workers": 2, "poll_interval": 0.1, "retry_base": 0.2, **pipeline},
-        transcription={"poll_delay": 0.3},
+        storage={"root": tmp_path / "data", **(storage or {})},  # type: ignore[arg-type]
+        pipeline={"workers": 2, "poll_interval": 0.1, "retry_base": 0.2, **pipeline},  # type: ignore[arg-type]
+        transcription={"poll_delay": 0.3},  # type: ignore[arg-type]
     )
     return Runtime(settings, engine=engine)
 
@@ -339,7 +339,7 @@ def test_d2_raw_response_is_a_stored_object_and_never_re_requested(
         if row["stage"] == "done" or row["halted_at"] is not None:
             break
         time.sleep(0.2)
-    assert row["stage"] == "done"
+    assert row is not None and row["stage"] == "done"
     with runtime.engine.connect() as conn:
         (attempt,) = queries.attempts_of(conn, rid)
         raw_row = (
@@ -368,9 +368,9 @@ def test_collect_sees_the_local_result_at_once_whatever_the_poll_delay(
     with a poll delay of 25 s, jfk.wav moves from ``submitted`` to ``transcribed`` within a
     second of its recognition ending, and a stopping pool is not held by the wait."""
     settings = Settings(
-        storage={"root": tmp_path / "data"},
-        pipeline={"workers": 2, "poll_interval": 0.1},
-        transcription={"poll_delay": 25.0},
+        storage={"root": tmp_path / "data"},  # type: ignore[arg-type]
+        pipeline={"workers": 2, "poll_interval": 0.1},  # type: ignore[arg-type]
+        transcription={"poll_delay": 25.0},  # type: ignore[arg-type]
     )
     runtime = Runtime(settings, engine=engine)
     pool = runtime.pool()

@@ -43,7 +43,7 @@ def test_sigkill_mid_step_then_restart_loses_nothing(
     engine: Engine, tmp_path: Path, corpus: Path
 ) -> None:
     root = tmp_path / "data"
-    runtime = Runtime(Settings(storage={"root": root}), engine=engine)
+    runtime = Runtime(Settings(storage={"root": root}), engine=engine)  # type: ignore[arg-type]
     names = ["jfk.wav", "LDC93S1.flac", "sense_and_sensibility_0880.wav", "cards_005.wav"]
     ids = [
         accept_audio(engine, runtime.store, runtime.clock, corpus / "audio" / n, owner="ann")

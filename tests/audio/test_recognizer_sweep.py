@@ -40,9 +40,9 @@ def test_job_folders_of_deleted_and_stuck_records_are_swept_and_resume_recognise
     engine: Engine, tmp_path: Path, corpus: Path
 ) -> None:
     settings = Settings(
-        storage={"root": tmp_path / "data"},
-        pipeline={"workers": 1, "poll_interval": 0.1, "retry_base": 0.2},
-        transcription={"poll_delay": 0.2, "processes": 1, "idle_exit": 30},
+        storage={"root": tmp_path / "data"},  # type: ignore[arg-type]
+        pipeline={"workers": 1, "poll_interval": 0.1, "retry_base": 0.2},  # type: ignore[arg-type]
+        transcription={"poll_delay": 0.2, "processes": 1, "idle_exit": 30},  # type: ignore[arg-type]
     )
     runtime = Runtime(settings, engine=engine)
     provider = runtime.provider

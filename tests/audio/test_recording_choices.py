@@ -64,7 +64,7 @@ def test_every_recording_of_the_owner_gets_the_vocabulary_merged_with_its_own_hi
     engine: Engine, tmp_path: Path, corpus: Path, clock: FakeClock
 ) -> None:
     provider = FakeProvider()
-    settings = Settings(storage={"root": tmp_path / "data"}, pipeline={"workers": 1})
+    settings = Settings(storage={"root": tmp_path / "data"}, pipeline={"workers": 1})  # type: ignore[arg-type]
     runtime = Runtime(settings, clock, engine=engine, provider=provider)
     set_owner_vocabulary(engine, clock, "ann", "Kubernetes, Anya Petrova")
     audio = corpus / "audio" / "jfk.wav"
@@ -100,9 +100,9 @@ def test_each_recordings_channel_choice_overrides_the_default(
 ) -> None:
     provider = ChannelHearingProvider()
     settings = Settings(
-        storage={"root": tmp_path / "data"},
-        pipeline={"workers": 1},
-        transcription={"channels": default},
+        storage={"root": tmp_path / "data"},  # type: ignore[arg-type]
+        pipeline={"workers": 1},  # type: ignore[arg-type]
+        transcription={"channels": default},  # type: ignore[arg-type]
     )
     runtime = Runtime(settings, clock, engine=engine, provider=provider)
     stereo = corpus / "audio" / "stereo_two_speakers.wav"
@@ -125,7 +125,7 @@ def test_a_separate_choice_a_provider_cannot_honour_is_said_on_the_record(
     engine: Engine, tmp_path: Path, corpus: Path, clock: FakeClock
 ) -> None:
     provider = FakeProvider()  # hears one mix only, like SpeechKit and OpenAI-compatible servers
-    settings = Settings(storage={"root": tmp_path / "data"}, pipeline={"workers": 1})
+    settings = Settings(storage={"root": tmp_path / "data"}, pipeline={"workers": 1})  # type: ignore[arg-type]
     runtime = Runtime(settings, clock, engine=engine, provider=provider)
     stereo = corpus / "audio" / "stereo_two_speakers.wav"
     rid = accept_audio(engine, runtime.store, clock, stereo, owner="ann", channels="separate")

@@ -46,9 +46,9 @@ def write_wav(path: Path, channels: list[npt.NDArray[np.float64]]) -> Path:
 
 def make_runtime(engine: Engine, tmp_path: Path, **transcription: Any) -> Runtime:
     settings = Settings(
-        storage={"root": tmp_path / "data"},
-        pipeline={"workers": 1, "poll_interval": 0.1, "retry_base": 0.2},
-        transcription={"poll_delay": 0.2, **transcription},
+        storage={"root": tmp_path / "data"},  # type: ignore[arg-type]
+        pipeline={"workers": 1, "poll_interval": 0.1, "retry_base": 0.2},  # type: ignore[arg-type]
+        transcription={"poll_delay": 0.2, **transcription},  # type: ignore[arg-type]
     )
     return Runtime(settings, engine=engine)
 
@@ -160,7 +160,7 @@ def test_every_audio_track_is_heard(engine: Engine, tmp_path: Path, corpus: Path
     row = run_to_end(runtime, rid)
     assert row["stage"] == "done", dict(row)
     with runtime.engine.connect() as conn:
-        body = (transcript_of(conn, rid) or {})["body"].lower()
+        body = str((transcript_of(conn, rid) or {"body": ""})["body"]).lower()
         notes = " ".join(e["outcome_text"] or "" for e in queries.events_of(conn, rid))
     assert "country" in body and "young man" in body
     assert "2 audio tracks mixed" in notes
@@ -204,7 +204,7 @@ def test_channels_in_opposite_phase_are_transcribed_not_called_silence(
     row = run_to_end(runtime, rid)
     assert row["stage"] == "done" and not row["no_speech"], dict(row)
     with runtime.engine.connect() as conn:
-        body = (transcript_of(conn, rid) or {})["body"].lower()
+        body = str((transcript_of(conn, rid) or {"body": ""})["body"]).lower()
         notes = " ".join(e["outcome_text"] or "" for e in queries.events_of(conn, rid))
     assert "ask not what your country" in body
     assert "cancel each other when mixed" in notes and "digital silence" not in notes

@@ -84,7 +84,7 @@ def test_a_compute_type_the_device_cannot_run_stops_the_worker_before_any_record
         {"float16", "bfloat16", "int8_float16"} - ctranslate2.get_supported_compute_types("cpu")
     )
     assert unsupported, "this CPU supports every half-precision type; pick another"
-    problem = device_problem(TranscriptionSettings(compute_type=unsupported[0]))  # type: ignore[arg-type]
+    problem = device_problem(TranscriptionSettings(compute_type=unsupported[0]))
     assert problem is not None and unsupported[0] in problem and "int8" in problem
     assert device_problem(TranscriptionSettings()) is None
     cuda = device_problem(TranscriptionSettings(device="cuda"))

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from typer.core import TyperArgument, TyperOption
 from typer.testing import CliRunner
 
 from conveyor import __version__
@@ -49,7 +50,7 @@ def test_boolean_options_are_flags_that_take_no_value() -> None:
         shown = runner.invoke(app, [*name.split(), "--help"], terminal_width=200).output
         assert "<bool>" not in shown and "\\[" not in shown, (name, shown)
         for param in command.params:
-            if param.param_type_name != "option":
+            if not isinstance(param, TyperOption):
                 continue
             if param.type_descriptor.annotation is bool:
                 assert param.is_flag, f"{name} {param.opts} looks like it takes a value"
@@ -94,7 +95,7 @@ def _id_params() -> list[tuple[str, str]]:
     found = []
     for name, command in ALL.items():
         for param in command.params:
-            if param.param_type_name != "argument":
+            if not isinstance(param, TyperArgument):
                 continue
             annotation = param.type_descriptor.annotation
             if annotation in (int, list[int], list[int] | None) or param.name == "album":

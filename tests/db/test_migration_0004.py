@@ -45,7 +45,7 @@ def test_0004_keeps_every_record_and_adds_sign_in(old_engine: Engine) -> None:
         before_audio = conn.execute(select(*AUDIO_COLUMNS).order_by(audio_records.c.id)).all()
         before_media = conn.execute(select(media_items).order_by(media_items.c.id)).all()
     upgrade(old_engine)
-    assert current_revision(old_engine) is not None and current_revision(old_engine) >= "0004"
+    assert (revision := current_revision(old_engine)) is not None and revision >= "0004"
     with old_engine.connect() as conn:
         assert (
             conn.execute(select(*AUDIO_COLUMNS).order_by(audio_records.c.id)).all() == before_audio

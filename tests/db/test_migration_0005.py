@@ -60,7 +60,7 @@ def test_0005_keeps_every_record_and_session_and_adds_sign_in_addresses(
         before_users = conn.execute(select(users)).all()
         before_sessions = conn.execute(select(web_sessions)).all()
     upgrade(old_engine)
-    assert current_revision(old_engine) is not None and current_revision(old_engine) >= "0005"
+    assert (revision := current_revision(old_engine)) is not None and revision >= "0005"
     with old_engine.connect() as conn:
         assert (
             conn.execute(select(*AUDIO_COLUMNS).order_by(audio_records.c.id)).all() == before_audio

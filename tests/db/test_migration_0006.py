@@ -42,7 +42,7 @@ def test_0006_keeps_every_record_and_adds_vocabulary_and_channels(old_engine: En
         before_audio = conn.execute(select(*AUDIO_COLUMNS).order_by(audio_records.c.id)).all()
         before_media = conn.execute(select(media_items).order_by(media_items.c.id)).all()
     upgrade(old_engine)
-    assert current_revision(old_engine) is not None and current_revision(old_engine) >= "0006"
+    assert (revision := current_revision(old_engine)) is not None and revision >= "0006"
     with old_engine.connect() as conn:
         after = conn.execute(select(audio_records).order_by(audio_records.c.id)).mappings().all()
         # Every record kept as it was, in its stage (the halted one still halted); the new

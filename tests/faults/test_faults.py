@@ -17,6 +17,7 @@ import random
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -184,7 +185,7 @@ def kill_workers(run: Run, kills: int, seed_value: int = 8) -> None:
         run.fleet.restart(victim)
         # Every claim of the moment of the kill — the killed process's ones only expire after
         # their lease — finished or taken over.
-        wait_until(lambda h=held: taken_over(run.engine, h), 120, what="claims taken over")
+        wait_until(partial(taken_over, run.engine, held), 120, what="claims taken over")
         takeovers.append(time.monotonic() - killed_at)
     finish(
         run,

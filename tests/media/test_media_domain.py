@@ -7,6 +7,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -500,6 +501,10 @@ def _expires_at(engine: Engine, item_id: int) -> float | None:
     return None if value is None else float(value)
 
 
+def _heartbeat_at(engine: Engine, item_id: int, at: float) -> bool:
+    return _expires_at(engine, item_id) == at
+
+
 def _until(predicate: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
     """Wait for an event that must come (a heartbeat, a thread); the timeout only ends a hang."""
     deadline = time.monotonic() + timeout
@@ -536,7 +541,7 @@ def test_m8_transcode_holds_its_claim_by_heartbeat(
         for _ in range(rounds):
             clock.advance(lease * 2 / 3)
             now = clock.now()
-            _until(lambda now=now: _expires_at(engine, item) == now + lease, "a heartbeat")
+            _until(partial(_heartbeat_at, engine, item, now + lease), "a heartbeat")
             rival_claims.append(rival.claim(domain, LONG_LANE))
     finally:
         rivals_done.set()

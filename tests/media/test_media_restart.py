@@ -114,7 +114,7 @@ def test_m4_sigkill_during_transcode_then_restart(
     assert state["stage"] == "transcoding" and state["claim_token"] is not None
     assert partials()  # the kill left debris
 
-    dead_token, dead_lease_end = state["claim_token"], float(state["claim_expires_at"])
+    dead_token, dead_lease_end = state["claim_token"], float(str(state["claim_expires_at"]))
     second = start_worker(root)
     # Who held the item, sampled until it is done: every sample read wholly before the dead
     # claim's lease end (the heartbeat had extended it) still shows the dead claim.

@@ -26,7 +26,7 @@ def test_a_bad_url_is_refused(url: str) -> None:
 
 def test_root_alone_keeps_working(tmp_path: Path) -> None:
     """Existing configurations name only ``[storage] root``: the objects stay in that folder."""
-    store = open_store(Settings(storage={"root": tmp_path / "data"}).storage)
+    store = open_store(Settings(storage={"root": tmp_path / "data"}).storage)  # type: ignore[arg-type]
     assert isinstance(store, LocalStore) and store.root == (tmp_path / "data").resolve()
     store.put("uploads/audio/x", [b"x"])
     assert (tmp_path / "data" / "uploads" / "audio" / "x").read_bytes() == b"x"

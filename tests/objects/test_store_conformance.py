@@ -71,9 +71,9 @@ def test_mismatch_keeps_nothing_and_the_old_object(object_store: ObjectStore, wr
     data = b"new bytes"
     declared = {"size": len(data) + 1} if wrong == "size" else {"sha256": _sha(b"other")}
     with pytest.raises(ObjectMismatch):
-        object_store.put("m/x", [data], **declared)  # type: ignore[arg-type]
+        object_store.put("m/x", [data], **declared)
     with pytest.raises(ObjectMismatch):
-        object_store.put("m/y", [data], **declared)  # type: ignore[arg-type]
+        object_store.put("m/y", [data], **declared)
     assert _read(object_store, "m/x") == b"old"
     assert not object_store.exists("m/y")
     assert [o.key for o in object_store.list("m")] == ["m/x"]

@@ -83,7 +83,7 @@ def test_a_step_that_halts_after_storing_removes_what_it_stored(
 ) -> None:
     # 50 samples of "raw PCM" (3 ms): normalize writes normalized.wav, then halts empty_audio.
     clock = FakeClock()
-    runtime = Runtime(Settings(storage={"root": tmp_path / "data"}), clock, engine=engine)
+    runtime = Runtime(Settings(storage={"root": tmp_path / "data"}), clock, engine=engine)  # type: ignore[arg-type]
     record_id = accept_audio(
         engine, runtime.store, clock, [bytes(range(100))], owner="alice", raw_pcm=True
     )

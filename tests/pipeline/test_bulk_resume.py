@@ -31,7 +31,7 @@ def halt(engine: Engine, record_id: int, stage: str, reason: str) -> None:
 
 def test_p9_resume_many_resumes_exactly_the_frozen_set(engine: Engine, tmp_path: Path) -> None:
     clock = FakeClock()
-    runtime = Runtime(Settings(storage={"root": tmp_path / "data"}), clock, engine=engine)
+    runtime = Runtime(Settings(storage={"root": tmp_path / "data"}), clock, engine=engine)  # type: ignore[arg-type]
     ids = [accept_audio(engine, runtime.store, clock, WAV, owner="a") for _ in range(7)]
     plan = {
         ids[0]: ("uploaded", "stuck"),
@@ -81,7 +81,7 @@ def test_p9_records_resume_takes_reason_stage_all_and_dry_run(
     monkeypatch.setenv("CONVEYOR_STORAGE__ROOT", str(tmp_path / "data"))
     monkeypatch.setenv("COLUMNS", "200")
     monkeypatch.chdir(tmp_path)
-    settings = Settings(database={"url": url}, storage={"root": tmp_path / "data"})
+    settings = Settings(database={"url": url}, storage={"root": tmp_path / "data"})  # type: ignore[arg-type]
     runtime = Runtime(settings)
     runtime.migrate()
     engine = runtime.engine

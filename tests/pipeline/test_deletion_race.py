@@ -43,9 +43,9 @@ MEDIA = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "medi
 
 def runtime_for(engine: Engine, tmp_path: Path) -> Runtime:
     settings = Settings(
-        storage={"root": tmp_path / "data"},
-        pipeline={"workers": 0, "poll_interval": 0.05, "retry_base": 0.05, "retry_max": 0.1},
-        media={"short_workers": 0, "long_workers": 0},
+        storage={"root": tmp_path / "data"},  # type: ignore[arg-type]
+        pipeline={"workers": 0, "poll_interval": 0.05, "retry_base": 0.05, "retry_max": 0.1},  # type: ignore[arg-type]
+        media={"short_workers": 0, "long_workers": 0},  # type: ignore[arg-type]
     )
     return Runtime(settings, engine=engine)
 

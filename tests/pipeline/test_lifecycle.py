@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from sqlalchemy import Engine, select, update
@@ -25,7 +26,7 @@ def test_d3_advance_resets_failures_pause_and_the_time_in_stage(
 ) -> None:
     """A record that failed once, then advanced, starts the next stage afresh: its failure count
     does not carry over (two failures there do not exhaust three attempts)."""
-    first = iter([Fail("flaky"), Advance({"result": "new ok"})])
+    first: Iterator[Outcome] = iter([Fail("flaky"), Advance({"result": "new ok"})])
     domain = make_domain(new=lambda ctx: next(first), waiting=lambda ctx: Fail("still busy"))
     (jid,) = add_jobs(db, 1, clock.now())
     entered = job(db, jid)["state_entered_at"]
@@ -174,7 +175,7 @@ def test_d3_resume_of_a_stuck_record_restarts_its_countdown(
 ) -> None:
     """Halted ``stuck``, then resumed: the next claim runs the step instead of finding the old
     countdown over the limit again (resume re-sets the time in stage, P9)."""
-    outcomes = iter([Fail("slow provider"), Advance({"result": "after resume"})])
+    outcomes: Iterator[Outcome] = iter([Fail("slow provider"), Advance({"result": "after resume"})])
     domain = make_domain(new=lambda ctx: next(outcomes))
     (jid,) = add_jobs(db, 1, clock.now())
     executor = Executor(db, clock, settings)

@@ -5,12 +5,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from prometheus_client import REGISTRY
-from sqlalchemy import Engine, event, select, update
+from sqlalchemy import Connection, Engine, event, select, update
 
 from conveyor.config import PipelineSettings, Settings
 from conveyor.db.tables import record_events
@@ -183,10 +184,11 @@ def test_p6_step_that_lost_its_claim_writes_nothing(
         other = Executor(db, clock, settings).claim(domain, "default")
         assert other is not None
         stolen.set()
-        return Advance(
-            {"result": "from the first holder"},
-            writes=lambda conn: conn.execute(jobs.update().values(title="side write")) and None,
-        )
+
+        def side_write(conn: Connection) -> None:
+            conn.execute(jobs.update().values(title="side write"))
+
+        return Advance({"result": "from the first holder"}, writes=side_write)
 
     domain = make_domain(new=slow, new_lease=60)
     (jid,) = add_jobs(db, 1, clock.now())
@@ -297,7 +299,7 @@ def test_p10_halted_records_are_never_claimed_and_no_failed_stage_exists(
     row = job(db, jid)
     assert (row["halted_at"], row["halt_reason"], row["stage"]) == (halted_at, "nope", "new")
     # The real domains have no failed or dead stage: their stages are exactly these.
-    runtime = Runtime(Settings(storage={"root": tmp_path}), engine=db)
+    runtime = Runtime(Settings(storage={"root": tmp_path}), engine=db)  # type: ignore[arg-type]
     assert [s.name for s in runtime.audio.stages] == [
         "uploaded",
         "normalized",
@@ -402,7 +404,7 @@ def test_d6_hundred_postpones_keep_state_entered_at_and_the_stuck_countdown(
     db: Engine, clock: FakeClock, settings: PipelineSettings
 ) -> None:
     # A failure first, so that the postpones have a failure count to reset.
-    outcomes = iter([Fail("provider busy"), *[Postpone(30.0)] * 100])
+    outcomes: Iterator[Outcome] = iter([Fail("provider busy"), *[Postpone(30.0)] * 100])
     domain = make_domain(new=lambda ctx: next(outcomes))
     (jid,) = add_jobs(db, 1, clock.now())
     entered = job(db, jid)["state_entered_at"]
@@ -521,7 +523,7 @@ def test_d13_metrics_are_labelled_by_stage_and_outcome_not_worker(
 def test_d14_event_journal_keeps_history_with_origins(
     db: Engine, clock: FakeClock, settings: PipelineSettings
 ) -> None:
-    outcomes = iter([Fail("flaky"), Advance()])
+    outcomes: Iterator[Outcome] = iter([Fail("flaky"), Advance()])
     domain = make_domain(new=lambda ctx: next(outcomes), waiting=lambda ctx: Halt(JobHalt.X, "y"))
     (jid,) = add_jobs(db, 1, clock.now())
     executor = Executor(db, clock, settings)

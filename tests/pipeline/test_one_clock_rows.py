@@ -76,8 +76,8 @@ def test_d17_rows_written_by_intake_and_steps_carry_the_database_time(
     engine: Engine, tmp_path: Path, corpus: Path, offset: float
 ) -> None:
     settings = Settings(
-        storage={"root": tmp_path / "data"},
-        pipeline={"workers": 0, "poll_interval": 0.05, "retry_base": 0.05, "retry_max": 0.1},
+        storage={"root": tmp_path / "data"},  # type: ignore[arg-type]
+        pipeline={"workers": 0, "poll_interval": 0.05, "retry_base": 0.05, "retry_max": 0.1},  # type: ignore[arg-type]
     )
     # The asynchronous fake provider: a submit, a "running" poll, then the answer, so the
     # attempt row is written, finished and its raw response journalled.

@@ -15,6 +15,7 @@ from sqlalchemy import Engine, select
 
 from conveyor.clock import SystemClock
 from conveyor.config import PipelineSettings
+from conveyor.db.tables import worker_processes
 from conveyor.pipeline import Advance, StepContext, WorkerPool
 from conveyor.processes import ProcessRegistry, drain, list_processes, pause, resume
 from conveyor.processes import queries as process_queries
@@ -119,4 +120,4 @@ def test_a_silent_process_is_shown_lost(db: Engine) -> None:
     [silent] = list_processes(db, clock, lost_after=0.5)
     assert silent.state == "lost" and silent.seen_ago >= 0.5
     with db.connect() as conn:
-        assert conn.execute(select(process_queries.worker_processes.c.state)).scalar() == "running"
+        assert conn.execute(select(worker_processes.c.state)).scalar() == "running"

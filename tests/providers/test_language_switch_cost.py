@@ -86,7 +86,10 @@ def test_a_switch_away_and_back_past_the_first_30_s_is_heard(
     from faster_whisper import decode_audio
 
     def clip(name: str) -> np.ndarray[Any, np.dtype[np.float32]]:
-        return decode_audio(str(AUDIO_CORPUS / name), sampling_rate=16_000)
+        audio: np.ndarray[Any, np.dtype[np.float32]] = decode_audio(
+            str(AUDIO_CORPUS / name), sampling_rate=16_000
+        )
+        return audio
 
     pause = np.zeros(16_000, dtype=np.float32)
     english = ["jfk.wav", "sense_and_sensibility_0880.wav", "jfk.wav", "cards_005.wav"]

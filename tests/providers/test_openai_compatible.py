@@ -46,7 +46,7 @@ def provider_for(
     server: Loopback, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **extra: object
 ) -> OpenAICompatibleProvider:
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    settings = OpenAISettings(base_url=server.url + "/v1", timeout=10.0, **extra)
+    settings = OpenAISettings(base_url=server.url + "/v1", timeout=10.0, **extra)  # type: ignore[arg-type]
     return OpenAICompatibleProvider(settings, whisper_languages(), tmp_path / "openai")
 
 

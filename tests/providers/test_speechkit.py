@@ -51,7 +51,10 @@ def provider_for(
 ) -> SpeechKitProvider:
     monkeypatch.setenv("SPEECHKIT_API_KEY", KEY)
     settings = SpeechKitSettings(
-        endpoint=server.url, operation_endpoint=server.url, timeout=5.0, **extra
+        endpoint=server.url,
+        operation_endpoint=server.url,
+        timeout=5.0,
+        **extra,  # type: ignore[arg-type]
     )
     return SpeechKitProvider(settings, tmp_path / "sk", clock=clock)
 

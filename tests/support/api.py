@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 from fastapi import FastAPI
+from fastapi.testclient import TestClient
 from sqlalchemy import Engine, func, select
 
 from conveyor.db.tables import audio_records, files, media_items, record_events
@@ -123,7 +124,7 @@ class SseReader:
         raise AssertionError("no event in time")
 
 
-def upload_media(client: httpx.Client, album_id: int, path: Path) -> dict[str, Any]:
+def upload_media(client: httpx.Client | TestClient, album_id: int, path: Path) -> dict[str, Any]:
     with path.open("rb") as handle:
         response = client.post(
             f"/api/albums/{album_id}/items", files={"file": (path.name, handle, "image/jpeg")}
@@ -132,7 +133,7 @@ def upload_media(client: httpx.Client, album_id: int, path: Path) -> dict[str, A
     return dict(response.json())
 
 
-def check_ranges(client: httpx.Client, playback: dict[str, Any]) -> None:
+def check_ranges(client: httpx.Client | TestClient, playback: dict[str, Any]) -> None:
     url, size = playback["url"], playback["size"]
     whole = client.get(url)
     assert whole.status_code == 200

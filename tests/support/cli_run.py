@@ -46,11 +46,12 @@ def commands() -> Iterator[tuple[str, TyperCommand]]:
     """Every leaf command as (``records show``, the command), generated from the code."""
     root = typer.main.get_command(app)
 
-    def walk(prefix: str, command: TyperCommand | TyperGroup) -> Iterator[tuple[str, TyperCommand]]:
+    def walk(prefix: str, command: object) -> Iterator[tuple[str, TyperCommand]]:
         if isinstance(command, TyperGroup):
             for name, sub in sorted(command.commands.items()):
                 yield from walk(f"{prefix} {name}".strip(), sub)
         else:
+            assert isinstance(command, TyperCommand), (prefix, command)
             yield prefix, command
 
     yield from walk("", root)

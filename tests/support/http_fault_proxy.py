@@ -56,7 +56,7 @@ class HttpFaultProxy:
 
             def _body(self) -> bytes:
                 if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-                    chunks = []
+                    chunks: list[bytes] = []
                     while True:
                         size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
                         if size == 0:

@@ -414,7 +414,7 @@ class OpenAIHandler(_Handler):
         if not name.endswith((".ogg", ".oga", ".wav", ".mp3", ".flac", ".webm", ".m4a")):
             self.send_json(400, _openai_error("Invalid file format."))
             return
-        with av.open(io.BytesIO(audio)) as container:
+        with av.open(io.BytesIO(audio), "r") as container:
             stream = container.streams.audio[0]
             samples = sum(frame.samples for frame in container.decode(stream))
             duration = samples / stream.codec_context.sample_rate
@@ -510,7 +510,8 @@ def _multipart(
     for part in message.iter_parts():
         name = part.get_param("name", header="content-disposition")
         filename = part.get_filename()
-        payload = part.get_payload(decode=True) or b""
+        raw = part.get_payload(decode=True)
+        payload = raw if isinstance(raw, bytes) else b""
         if filename is not None:
             upload = (filename, part.get_content_type(), payload)
         elif isinstance(name, str):

@@ -49,6 +49,7 @@ def make_video(
     base[..., 1] = (y * 255 // max(1, height - 1)).astype(np.uint8)
     with av.open(str(path), "w", format="mp4") as out:
         stream = out.add_stream(codec, rate=fps)
+        assert isinstance(stream, av.VideoStream)
         stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
         stream.bit_rate = 4_000_000
         for index in range(round(seconds * fps)):

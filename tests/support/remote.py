@@ -23,8 +23,8 @@ def make_runtime(
     engine: Engine, tmp_path: Path, provider: RecognitionProvider, clock: FakeClock
 ) -> Runtime:
     settings = Settings(
-        storage={"root": tmp_path / "data"},
-        pipeline={"workers": 1, "retry_base": 2.0, "retry_max": 60.0, "max_attempts": 3},
+        storage={"root": tmp_path / "data"},  # type: ignore[arg-type]
+        pipeline={"workers": 1, "retry_base": 2.0, "retry_max": 60.0, "max_attempts": 3},  # type: ignore[arg-type]
     )
     return Runtime(settings, clock, engine=engine, provider=provider)
 

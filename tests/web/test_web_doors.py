@@ -14,7 +14,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from conveyor.web import gate
-from tests.support.browser import LiveServer
+from tests.support.servers import LiveServer
 from tests.support.web import HTML, MakeSite, sign_in
 
 

@@ -22,7 +22,7 @@ def _fill(site: Any, n: int) -> dict[str, set[int]]:
     """``n`` records of alice cycling through the stages, every seventh halted; 5 of bob's.
     Returns alice's ids per state."""
     now = 1_800_000_000.0
-    rows = []
+    rows: list[dict[str, Any]] = []
     for i in range(1, n + 6):
         rows.append(
             {

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from fastapi.testclient import TestClient
 
@@ -24,7 +26,8 @@ def test_a_last_event_id_that_is_not_ascii_digits_is_400_on_every_page_stream(
         paths = ["/records/events", f"/albums/{album.json()['id']}/events"]
         answered = []
         for path in paths:
-            response = client.get(path, headers={"Last-Event-ID": odd.encode()})
+            headers: dict[str, Any] = {"Last-Event-ID": odd.encode()}
+            response = client.get(path, headers=headers)
             assert response.status_code == 400, (path, response.status_code, response.text)
             assert response.json()["error"]["code"] == "bad_last_event_id"
             answered.append(path)

@@ -179,10 +179,10 @@ def test_record_page_edits_topics_and_correction(make_site: MakeSite, corpus: Pa
             data={"segment": ["And so, my fellow Americans,", "ask not."], "csrf_token": csrf},
             headers=HTML,
         )
-        page = client.get(f"/records/{record_id}", headers=HTML).text
-        assert "<h1>Inaugural</h1>" in page and ">1961</textarea>" in page
-        assert re.search(r'value="speeches" checked', page)
-        assert "And so, my fellow Americans," in page and "corrected" in page
+        shown = client.get(f"/records/{record_id}", headers=HTML).text
+        assert "<h1>Inaugural</h1>" in shown and ">1961</textarea>" in shown
+        assert re.search(r'value="speeches" checked', shown)
+        assert "And so, my fellow Americans," in shown and "corrected" in shown
         vtt = client.get(f"/records/{record_id}/download/vtt")
         assert vtt.status_code == 200 and "ask not." in vtt.text
         assert "attachment" in vtt.headers["content-disposition"]
