@@ -15,6 +15,7 @@ import typer
 
 from conveyor import __version__
 from conveyor.cli import media, records, users
+from conveyor.cli.backup import backup, restore
 from conveyor.cli.exits import SUMMARY, ExitCode
 from conveyor.cli.ingest import ingest
 from conveyor.cli.output import err_console, fail, note, setup_logging
@@ -51,6 +52,8 @@ app.add_typer(lanes_app, name="lanes")
 app.add_typer(db_app, name="db")
 app.command()(ingest)
 app.command()(serve)
+app.command()(backup)
+app.command()(restore)
 
 
 def _print_version(value: bool) -> None:

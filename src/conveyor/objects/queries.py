@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator
 from typing import Any
 
-from sqlalchemy import Connection, RowMapping, delete, insert, select, update
+from sqlalchemy import Connection, RowMapping, delete, func, insert, select, update
 
 from conveyor.db.tables import files
 
@@ -16,6 +16,7 @@ __all__ = [
     "delete_file_rows",
     "file_by_id",
     "file_by_key",
+    "journal_count",
     "journal_sizes",
     "journaled_keys",
     "put_file_row",
@@ -82,6 +83,11 @@ def journaled_keys(conn: Connection, keys: Collection[str]) -> set[str]:
         batch = ordered[start : start + _BATCH]
         found.update(conn.execute(select(files.c.key).where(files.c.key.in_(batch))).scalars())
     return found
+
+
+def journal_count(conn: Connection) -> int:
+    """Rows in the object journal."""
+    return int(conn.execute(select(func.count()).select_from(files)).scalar_one())
 
 
 def journal_sizes(
