@@ -135,10 +135,20 @@ def test_postgresql_schema_changes_only_by_db_upgrade(
     assert upgraded.exit_code == 0, upgraded.stderr
     assert f"upgraded from revision none to {head_revision()}" in upgraded.stdout
     assert cli("records", "list").exit_code == 0
+    # A newer schema that still works with this code (it only added): a rolling upgrade, this
+    # process runs and says so.
     with pg_engine.begin() as conn:
         conn.execute(text("UPDATE cli_schema_check.alembic_version SET version_num = '9999'"))
+    compatible = cli("records", "list")
+    assert compatible.exit_code == 0, compatible.stderr
+    assert "newer than this version" in compatible.stderr and "runs until" in compatible.stderr
+    # A newer schema that removed what this code uses: refused with exit 6, saying why.
+    with pg_engine.begin() as conn:
+        conn.execute(text("UPDATE cli_schema_check.schema_compat SET oldest_code = '9998'"))
     newer = cli("records", "list")
     assert newer.exit_code == ExitCode.SCHEMA and "newer than this version" in newer.stderr
+    assert "needs code from revision 9998 on" in newer.stderr
+    assert cli("worker").exit_code == ExitCode.SCHEMA
     assert cli("db", "upgrade").exit_code == ExitCode.SCHEMA
 
 

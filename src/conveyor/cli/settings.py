@@ -125,16 +125,27 @@ def check_schema(runtime: Runtime) -> None:
     from sqlalchemy.exc import SQLAlchemyError
 
     from conveyor.db.engine import is_postgresql
-    from conveyor.db.migrate import current_revision, head_revision, known_revision
+    from conveyor.db.migrate import current_revision, head_revision, known_revision, oldest_code
 
     where = describe_database(runtime.settings)
     try:
         current = current_revision(runtime.engine)
         head = head_revision()
         if current is not None and not known_revision(current):
+            # A newer schema: this process may still run if the schema says code this old
+            # works with it (migrations add before they remove; a rolling upgrade).
+            floor = oldest_code(runtime.engine)
+            if floor is not None and known_revision(floor):
+                note(
+                    f"the database {where} has schema revision {current}, newer than this "
+                    f"version's {head}; it works with code from revision {floor} on, so this "
+                    "process runs until its host is upgraded"
+                )
+                return
+            needs = f" (it needs code from revision {floor} on)" if floor is not None else ""
             raise fail(
                 f"the database {where} has schema revision {current}, newer than this version "
-                f"of Conveyor knows (its newest is {head}); upgrade Conveyor",
+                f"of Conveyor knows (its newest is {head}){needs}; upgrade Conveyor",
                 ExitCode.SCHEMA,
             )
         if current == head:

@@ -9,7 +9,14 @@ from alembic.config import Config
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, inspect
 
-__all__ = ["alembic_config", "current_revision", "head_revision", "known_revision", "upgrade"]
+__all__ = [
+    "alembic_config",
+    "current_revision",
+    "head_revision",
+    "known_revision",
+    "oldest_code",
+    "upgrade",
+]
 
 _MIGRATIONS = Path(__file__).with_name("migrations")
 
@@ -36,6 +43,16 @@ def current_revision(engine: Engine) -> str | None:
         return None
     with engine.connect() as conn:
         row = conn.exec_driver_sql("SELECT version_num FROM alembic_version").first()
+    return None if row is None else str(row[0])
+
+
+def oldest_code(engine: Engine) -> str | None:
+    """The oldest code revision the database's schema says it still works with
+    (``schema_compat``, revision 0008 on); None for a schema that does not say."""
+    if not inspect(engine).has_table("schema_compat"):
+        return None
+    with engine.connect() as conn:
+        row = conn.exec_driver_sql("SELECT oldest_code FROM schema_compat WHERE id = 1").first()
     return None if row is None else str(row[0])
 
 

@@ -43,6 +43,7 @@ __all__ = [
     "recognition_attempts",
     "record_events",
     "record_topics",
+    "schema_compat",
     "sign_in_addresses",
     "texts",
     "topics",
@@ -218,6 +219,15 @@ worker_processes = Table(
     Column("drain_requested_at", Double, nullable=True),
     Column("stopped_at", Double, nullable=True),
     Index(None, "last_seen_at"),
+)
+
+schema_compat = Table(
+    "schema_compat",
+    metadata,
+    # One row: the oldest code revision that may run against this schema (rolling upgrades;
+    # see revision 0008 and docs/operations.md, Upgrades).
+    Column("id", Integer, primary_key=True),
+    Column("oldest_code", String(32), nullable=False),
 )
 
 lane_pauses = Table(

@@ -1,0 +1,39 @@
+"""Revision 0008 (schema_compat) upgrades a database made by 0007 with records in every stage
+and says the schema still works with code from revision 0006 on (it only adds)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, insert, select
+
+from conveyor.db.migrate import current_revision, oldest_code, upgrade
+from conveyor.db.tables import audio_records, media_items, users
+from tests.support.old_database import AUDIO_STAGES, database_at, fill_every_stage
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def old_engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
+    """A database at revision 0007."""
+    yield from database_at("0007", request, tmp_path)
+
+
+def test_0008_keeps_every_record_and_says_which_code_still_works(old_engine: Engine) -> None:
+    now = 1_800_000_000.0
+    with old_engine.begin() as conn:
+        conn.execute(insert(users).values(id=1, name="alice", created_at=now))
+        fill_every_stage(conn, now, owner="alice")
+    with old_engine.connect() as conn:
+        before_audio = conn.execute(select(audio_records).order_by(audio_records.c.id)).all()
+        before_media = conn.execute(select(media_items).order_by(media_items.c.id)).all()
+    assert oldest_code(old_engine) is None
+    upgrade(old_engine)
+    assert (current_revision(old_engine) or "") >= "0008"
+    assert oldest_code(old_engine) == "0006"
+    with old_engine.connect() as conn:
+        after = conn.execute(select(audio_records).order_by(audio_records.c.id)).all()
+        assert after == before_audio
+        assert [r.stage for r in after] == [*AUDIO_STAGES, "submitted"]
+        assert conn.execute(select(media_items).order_by(media_items.c.id)).all() == before_media
