@@ -37,7 +37,7 @@ def test_d11_a_declared_stage_without_a_step_or_lane_fails_at_start_up() -> None
         name="x",
         table=AUDIO.table,
         stages=[Stage("a", lane="l"), Stage("b", lane="l"), Stage("end")],
-        lanes=[Lane("l", "pipeline.workers")],
+        lanes=[Lane("l", lambda s: s.pipeline.workers)],
         order_by=[AUDIO.table.c.id],
         owned_fields=frozenset(),
     )

@@ -183,8 +183,7 @@ class Runtime:
         counts: dict[str, int] = {}
         for declaration in DECLARATIONS:
             for lane in declaration.lanes:
-                section, key = lane.workers_key.split(".")
-                counts[lane.name] = int(getattr(getattr(self.settings, section), key))
+                counts[lane.name] = lane.workers(self.settings)
         if serve is None:
             return counts
         unknown = sorted(set(serve) - set(counts))

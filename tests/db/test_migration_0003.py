@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy import Engine, insert, select, text
 
+from conveyor.audio.stages import AUDIO
 from conveyor.db.engine import is_postgresql
 from conveyor.db.migrate import current_revision, upgrade
 from conveyor.db.tables import (
@@ -18,6 +19,7 @@ from conveyor.db.tables import (
     media_objects,
     metadata,
 )
+from conveyor.media.stages import MEDIA
 
 # The columns this revision knows (0005 added `channels`).
 AUDIO_COLUMNS = [c for c in audio_records.c if c.name != "channels"]
@@ -42,8 +44,8 @@ def _queue(stage: str, **extra: Any) -> dict[str, Any]:
 
 def test_0003_upgrade_keeps_records_in_every_stage(engine: Engine) -> None:
     _at_revision_0002(engine)
-    audio_stages = ["uploaded", "normalized", "submitted", "transcribed", "done"]
-    media_stages = ["uploaded", "transcoding", "done"]
+    audio_stages = list(AUDIO.stage_names)
+    media_stages = list(MEDIA.stage_names)
     with engine.begin() as conn:
         file_id = conn.execute(
             insert(files).values(

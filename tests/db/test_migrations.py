@@ -9,11 +9,13 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, inspect, text
 
+from conveyor.audio.stages import AUDIO
 from conveyor.db.engine import make_engine
 from conveyor.db.migrate import current_revision, upgrade
+from conveyor.media.stages import MEDIA
 
-AUDIO_STAGES = ["uploaded", "normalized", "submitted", "transcribed", "done"]
-MEDIA_STAGES = ["uploaded", "transcoding", "done"]
+AUDIO_STAGES = list(AUDIO.stage_names)
+MEDIA_STAGES = list(MEDIA.stage_names)
 T0 = 1_800_000_000.0
 
 

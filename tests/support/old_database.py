@@ -8,15 +8,17 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Connection, Engine, insert, text
 
+from conveyor.audio.stages import AUDIO
 from conveyor.db.engine import make_engine
 from conveyor.db.migrate import upgrade
 from conveyor.db.tables import albums, audio_records, files, media_items, texts
+from conveyor.media.stages import MEDIA
 
 __all__ = ["AUDIO_STAGES", "MEDIA_STAGES", "database_at", "fill_every_stage"]
 
 #: The stages the filled records stand in: audio (the last one again, halted) and media.
-AUDIO_STAGES = ["uploaded", "normalized", "submitted", "transcribed", "done"]
-MEDIA_STAGES = ["uploaded", "transcoding", "done"]
+AUDIO_STAGES = list(AUDIO.stage_names)
+MEDIA_STAGES = list(MEDIA.stage_names)
 
 
 def database_at(revision: str, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:

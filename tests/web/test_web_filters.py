@@ -10,12 +10,13 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import insert
 
+from conveyor.audio.stages import AUDIO
 from conveyor.db.tables import audio_records, files
 from conveyor.web.routes_records import PAGE_SIZE
 from tests.support.web import HTML, MakeSite, sign_in
 
 ROW = r'<li class="record-row[^"]*" id="record-(\d+)"'
-STAGES = ["uploaded", "normalized", "submitted", "transcribed", "done"]
+STAGES = list(AUDIO.stage_names)
 
 
 def _fill(site: Any, n: int) -> dict[str, set[int]]:

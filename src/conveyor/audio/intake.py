@@ -9,8 +9,8 @@ from typing import BinaryIO
 from sqlalchemy import Connection, Engine
 
 from conveyor.audio import queries
+from conveyor.audio.stages import AUDIO
 from conveyor.clock import Clock
-from conveyor.db.tables import audio_records
 from conveyor.error_codes import ErrorCode
 from conveyor.errors import RejectedInput, UnsupportedMedia
 from conveyor.objects import ObjectStore, new_key, put_file_row
@@ -116,9 +116,7 @@ def accept_audio(
             )
             record_id = admit(
                 conn,
-                audio_records,
-                domain="audio",
-                stage="uploaded",
+                AUDIO,
                 fields={
                     "owner": owner.strip(),
                     "title": title,

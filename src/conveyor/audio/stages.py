@@ -17,11 +17,16 @@ are the owner's (P7). Nothing here contacts the sender (P11).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from conveyor.audio.halts import AudioHalt
-from conveyor.audio.steps import AudioSteps
 from conveyor.db.tables import audio_records
 from conveyor.pipeline import Declaration, Domain, Lane, Stage
 from conveyor.providers.halts import ProviderHalt
+
+if TYPE_CHECKING:
+    # Only for the type: the declaration is read without loading the steps (PyAV, providers).
+    from conveyor.audio.steps import AudioSteps
 
 __all__ = ["AUDIO", "AUDIO_LANE", "OWNED_FIELDS", "build_audio_domain"]
 
@@ -38,7 +43,7 @@ AUDIO = Declaration(
         Stage("transcribed", lane=AUDIO_LANE, work="own", lease=120),
         Stage("done"),
     ],
-    lanes=[Lane(AUDIO_LANE, "pipeline.workers")],
+    lanes=[Lane(AUDIO_LANE, lambda s: s.pipeline.workers)],
     halts=(AudioHalt, ProviderHalt),
     order_by=[audio_records.c.created_at],
     owned_fields=OWNED_FIELDS,

@@ -46,16 +46,16 @@ import pyvips
 from sqlalchemy import Connection, Engine
 
 from conveyor.config import MediaSettings
-from conveyor.db.tables import media_items
 from conveyor.errors import MediaError
 from conveyor.media import queries
 from conveyor.media.albums import roles_of
 from conveyor.media.halts import MediaHalt
 from conveyor.media.images import make_image_variants, probe_image
 from conveyor.media.intake import owner_message
+from conveyor.media.stages import LONG_LANE, LONG_LEASE, MEDIA, OWNED_FIELDS, SHORT_LANE
 from conveyor.media.video import Playback, extract_poster, make_playback, probe_video
 from conveyor.objects import ObjectStore, discard_unjournaled, file_by_id, put_file_row
-from conveyor.pipeline import Advance, Declaration, Domain, Halt, Lane, Stage, StepContext
+from conveyor.pipeline import Advance, Domain, Halt, StepContext
 from conveyor.pipeline.outcomes import Outcome, Writes
 
 __all__ = [
@@ -70,17 +70,8 @@ __all__ = [
     "build_media_domain",
 ]
 
-SHORT_LANE = "short"
-LONG_LANE = "long"
-OWNED_FIELDS = frozenset({"captured_at", "width", "height", "duration"})
 IMAGE_ROLES = ("thumb", "medium", "preview")
 ROLES = ("original", *IMAGE_ROLES, "poster", "playback")
-
-# A transcode holds its claim by heartbeat (every lease / 3), so the lease only bounds how long
-# a killed worker's item waits before another worker takes it over: keep it short.
-LONG_LEASE = 15.0
-# Image work is seconds; the heartbeat covers a huge poster seek or HDR tone map.
-SHORT_LEASE = 60.0
 
 
 @dataclass(frozen=True)
@@ -348,25 +339,6 @@ class MediaSteps:
 
 def _epoch(when: Any) -> float | None:
     return None if when is None else float(when.timestamp())
-
-
-MEDIA = Declaration(
-    name="media",
-    noun="item",
-    table=media_items,
-    stages=[
-        Stage("uploaded", lane=SHORT_LANE, work="own", lease=SHORT_LEASE, heartbeat=True),
-        Stage("transcoding", lane=LONG_LANE, work="own", lease=LONG_LEASE, heartbeat=True),
-        Stage("done"),
-    ],
-    lanes=[Lane(SHORT_LANE, "media.short_workers"), Lane(LONG_LANE, "media.long_workers")],
-    halts=(MediaHalt,),
-    # Newest upload first, then the newer id among equal upload times (M6); the id here is
-    # the engine's tie-break too (P5).
-    order_by=[media_items.c.uploaded_at.desc(), media_items.c.id.desc()],
-    owned_fields=OWNED_FIELDS,
-)
-"""The photo/video domain, declared once (D11): image work short, playback long (M7, M8)."""
 
 
 def build_media_domain(steps: MediaSteps, *, long_lease: float = LONG_LEASE) -> Domain:

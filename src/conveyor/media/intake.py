@@ -25,12 +25,12 @@ from typing import BinaryIO, Literal
 from sqlalchemy import Connection, Engine
 
 from conveyor.clock import Clock
-from conveyor.db.tables import media_items
 from conveyor.error_codes import ErrorCode
 from conveyor.errors import MediaError, NotFound, RejectedInput, UnsupportedMedia
 from conveyor.media import queries
 from conveyor.media.halts import MediaHalt
 from conveyor.media.images import probe_image
+from conveyor.media.stages import MEDIA
 from conveyor.media.video import probe_video
 from conveyor.objects import ObjectStore, new_key, put_file_row
 from conveyor.objects.sniff import sniff
@@ -202,9 +202,7 @@ def accept_media(
             )
             item_id = admit(
                 conn,
-                media_items,
-                domain="media",
-                stage="uploaded",
+                MEDIA,
                 fields={
                     "owner": owner,
                     "album_id": album_id,

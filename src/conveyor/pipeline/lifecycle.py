@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Table
+from sqlalchemy import Connection, Engine
 from sqlalchemy.sql import ColumnElement
 
 from conveyor.clock import Clock
@@ -29,7 +29,7 @@ from conveyor.pipeline.claims import Claim
 from conveyor.pipeline.halts import EngineHalt
 from conveyor.pipeline.outcomes import Advance, Fail, Halt, Outcome, Postpone, Writes
 from conveyor.pipeline.redact import redact
-from conveyor.pipeline.stages import Domain
+from conveyor.pipeline.stages import Declaration, Domain
 
 __all__ = [
     "Applied",
@@ -117,23 +117,23 @@ def database_now(conn: Connection, clock: Clock) -> float:
 
 def admit(
     conn: Connection,
-    table: Table,
+    declaration: Declaration | Domain,
     *,
-    domain: str,
-    stage: str,
     fields: Mapping[str, Any],
     clock: Clock,
     note: str,
 ) -> int:
-    """Admit a new record at ``stage``, in the caller's open transaction: the one way in.
+    """Admit a new record at its domain's first stage, in the caller's open transaction: the
+    one way in.
 
-    Writes the record (``fields`` plus unclaimed, unhalted queue columns dated by the
-    database's clock, D17), its ``accepted`` journal row with origin ``human`` (D14), and tells
-    idle workers of other processes (PostgreSQL, at commit).
+    Writes the record into the declaration's table (``fields`` plus unclaimed, unhalted queue
+    columns dated by the database's clock, D17), its ``accepted`` journal row with origin
+    ``human`` (D14), and tells idle workers of other processes (PostgreSQL, at commit).
 
     Returns:
         The new record's id.
     """
+    table, domain, stage = declaration.table, declaration.name, declaration.stages[0].name
     now = queries.now_of(clock)
     record_id = queries.insert_record(conn, table, {**fields, **entry_values(stage, now)})
     queries.insert_event(

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Literal
 
 from sqlalchemy import ColumnElement, Engine, Table
 
+from conveyor.config import Settings
 from conveyor.errors import DeclarationError
 from conveyor.halts import HaltReason
 from conveyor.pipeline.halts import EngineHalt
@@ -164,12 +165,12 @@ class Lane:
 
     Args:
         name: the lane's name (``audio``, ``short``, ``long``).
-        workers_key: the setting that gives its worker count, ``section.key``
-            (e.g. ``pipeline.workers``).
+        workers: its worker count from the settings, e.g. ``lambda s: s.pipeline.workers``
+            (typed: mypy checks the setting exists).
     """
 
     name: str
-    workers_key: str
+    workers: Callable[[Settings], int]
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from conveyor.api.text_formats import srt, vtt
 from conveyor.api.uploads import Upload, receive_upload
 from conveyor.audio import queries as audio_queries
 from conveyor.audio.intake import CHANNEL_CHOICES, MAX_HINTS, accept_audio
+from conveyor.audio.stages import AUDIO
 from conveyor.audio.texts import (
     MAX_TOPICS,
     PROOFREAD,
@@ -64,9 +65,8 @@ def home() -> Response:
 
 # The filter form sends an empty value for "all" / "any".
 Show = Annotated[str | None, Query(pattern="^(waiting|done|halted)?$")]
-StageFilter = Annotated[
-    str | None, Query(pattern="^(uploaded|normalized|submitted|transcribed|done)?$")
-]
+# Derived from the audio declaration (D11): a new stage is in the dropdown and accepted here.
+StageFilter = Annotated[str | None, Query(pattern=f"^({'|'.join(AUDIO.stage_names)})?$")]
 
 
 _CHANNEL_WORDS = {
