@@ -32,8 +32,14 @@ def test_d15_one_schema_step(engine: Engine) -> None:
 
 def test_migrated_schema_equals_tables(engine: Engine) -> None:
     def ours(_obj: object, name: str | None, type_: str, *_a: object) -> bool:
-        # Engine tests add tables of their own (test_jobs); they are not the schema.
-        return not (type_ == "table" and name is not None and name.startswith("test_"))
+        # Engine tests add tables of their own (test_jobs); they are not the schema. SQLite's
+        # FTS5 index of search_texts (a virtual table and its shadow tables, made by the
+        # migration) has no place in the metadata, and its GIN index is PostgreSQL's only.
+        if type_ == "index" and name == "ix_search_texts_tsv":
+            return engine.dialect.name == "postgresql"
+        if type_ != "table" or name is None:
+            return True
+        return not name.startswith(("test_", "search_texts_fts"))
 
     with engine.connect() as conn:
         context = MigrationContext.configure(conn, opts={"include_object": ours})

@@ -35,6 +35,7 @@ from conveyor.audio import queries
 from conveyor.audio.cards import provider_wait, provider_waits, record_card
 from conveyor.audio.deletion import delete_record
 from conveyor.audio.intake import MAX_HINTS, accept_audio, clean_language
+from conveyor.audio.search import MAX_QUERY, search_records
 from conveyor.audio.texts import export_text
 from conveyor.clock import iso_utc
 from conveyor.error_codes import ErrorCode
@@ -342,8 +343,21 @@ def list_records(
             description="`next_cursor` of the previous page (a malformed one is 400).",
         ),
     ] = None,
+    q: Annotated[
+        str | None,
+        Query(
+            max_length=MAX_QUERY,
+            description="Search titles, briefs, transcripts and corrections: the best "
+            "`limit` matches, best first, with `hits` (no `cursor`).",
+        ),
+    ] = None,
 ) -> dict[str, Any]:
-    """Your records, newest first, a page at a time."""
+    """Your records, newest first, a page at a time; with ``q``, the ones that match it,
+    best first, each with its snippet and the moment it is said (``hits``)."""
+    if q is not None:
+        if cursor is not None:
+            raise ApiError(400, "bad_request", "a search (q) has no further pages; drop cursor")
+        return _search(state, owner.name, q, limit, stage, halted)
     after = _decode_cursor(cursor) if cursor is not None else None
     with state.runtime.engine.connect() as conn:
         rows = queries.list_records(
@@ -356,6 +370,33 @@ def list_records(
         "items": [card_of(r, waits.get(int(r["id"]))) for r in page],
         "next_cursor": _encode_cursor(int(page[-1]["id"])) if more else None,
     }
+
+
+def _search(
+    state: ApiState, owner: str, q: str, limit: int, stage: str | None, halted: bool | None
+) -> dict[str, Any]:
+    hits = search_records(state.runtime.engine, owner, q, limit=limit)
+    items, found = [], []
+    with state.runtime.engine.connect() as conn:
+        for hit in hits:
+            row = queries.record_by_id(conn, hit.record_id, owner)
+            if row is None:
+                continue
+            if stage is not None and row["stage"] != stage:
+                continue
+            if halted is not None and (row["halted_at"] is not None) != halted:
+                continue
+            items.append(card_of(row, provider_wait(conn, row)))
+            found.append(
+                {
+                    "record_id": hit.record_id,
+                    "kind": hit.kind,
+                    "rank": hit.rank,
+                    "snippet": [{"text": t, "match": m} for t, m in hit.snippet],
+                    "start": hit.start,
+                }
+            )
+    return {"items": items, "next_cursor": None, "hits": found}
 
 
 @router.get("/{record_id}", response_model=RecordCard, summary="A record's card", responses=_ERRORS)

@@ -150,12 +150,37 @@ class RecordCard(BaseModel):
     links: RecordLinks
 
 
+class SnippetPart(BaseModel):
+    """A piece of a search snippet; ``match`` marks a word the query matched."""
+
+    text: str
+    match: bool
+
+
+class SearchHit(BaseModel):
+    """Why a record was found by ``?q=``: where, how well, and the words around it."""
+
+    record_id: int
+    kind: Literal["title", "brief", "transcript", "proofread"] = Field(
+        description="Where the best match is."
+    )
+    rank: float = Field(description="Higher is better; comparable within one answer only.")
+    snippet: list[SnippetPart]
+    start: float | None = Field(
+        description="Seconds into the recording where the matched line starts (null for a "
+        "title or brief)."
+    )
+
+
 class RecordPage(BaseModel):
-    """One page of records, newest first."""
+    """One page of records, newest first; with ``?q=``, the best matches first."""
 
     items: list[RecordCard]
     next_cursor: str | None = Field(
         description="Pass as `cursor` for the next page; null at the end."
+    )
+    hits: list[SearchHit] | None = Field(
+        default=None, description="With `?q=`: one per item, in the same order."
     )
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy import Connection, RowMapping, delete, func, insert, select, update
 
+from conveyor.audio.search.queries import SEARCHED_KINDS, index_record
 from conveyor.db.tables import (
     audio_records,
     owner_vocabulary,
@@ -47,7 +48,10 @@ def insert_record(conn: Connection, **values: Any) -> int:
     """Insert an ``audio_records`` row; returns its id."""
     result = conn.execute(insert(audio_records).values(**values))
     assert result.inserted_primary_key is not None
-    return int(result.inserted_primary_key[0])
+    record_id = int(result.inserted_primary_key[0])
+    if values.get("title") or values.get("brief"):
+        index_record(conn, record_id)
+    return record_id
 
 
 def record_by_id(conn: Connection, record_id: int, owner: str | None = None) -> RowMapping | None:
@@ -93,6 +97,8 @@ def update_owner_fields(
         .where(audio_records.c.id == record_id, audio_records.c.owner == owner)
         .values(**allowed)
     )
+    if result.rowcount == 1:
+        index_record(conn, record_id)
     return result.rowcount == 1
 
 
@@ -127,6 +133,8 @@ def upsert_text(
             created_at=now,
         )
     )
+    if kind in SEARCHED_KINDS:
+        index_record(conn, record_id)
 
 
 def insert_attempt(conn: Connection, **values: Any) -> int:
@@ -313,6 +321,8 @@ def replace_record_topics(conn: Connection, record_id: int, topic_ids: Sequence[
 def delete_text(conn: Connection, record_id: int, kind: str) -> bool:
     """Remove the record's text of ``kind``; True when there was one."""
     result = conn.execute(delete(texts).where(texts.c.record_id == record_id, texts.c.kind == kind))
+    if result.rowcount > 0 and kind in SEARCHED_KINDS:
+        index_record(conn, record_id)
     return result.rowcount > 0
 
 

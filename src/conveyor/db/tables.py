@@ -25,6 +25,7 @@ from sqlalchemy import (
     UniqueConstraint,
     and_,
 )
+from sqlalchemy.dialects.postgresql import TSVECTOR
 from sqlalchemy.sql import ColumnElement
 
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "record_events",
     "record_topics",
     "schema_compat",
+    "search_texts",
     "sign_in_addresses",
     "texts",
     "topics",
@@ -263,6 +265,33 @@ texts = Table(
     Column("language", String(16), nullable=True),
     Column("created_at", Double, nullable=False),
     UniqueConstraint("record_id", "kind"),
+)
+
+# What search reads: one row per record and kind (``title``, ``brief``, ``transcript``,
+# ``proofread``), written with the texts (conveyor.audio.search). ``config`` is the text search
+# dictionary of the record's language (``simple`` without one). PostgreSQL matches ``tsv``
+# (GIN); SQLite matches the FTS5 table ``search_texts_fts`` over ``body`` (made by the
+# migration, kept in step by triggers), and ``tsv`` stays empty there.
+search_texts = Table(
+    "search_texts",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column(
+        "record_id",
+        Integer,
+        ForeignKey("audio_records.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("owner", String(100), nullable=False),
+    Column("kind", String(32), nullable=False),
+    Column("config", String(32), nullable=False),
+    Column("body", Text, nullable=False),
+    Column("tsv", TSVECTOR().with_variant(Text(), "sqlite"), nullable=True),
+    UniqueConstraint("record_id", "kind"),
+    Index("ix_search_texts_owner", "owner", "config"),
+)
+Index("ix_search_texts_tsv", search_texts.c.tsv, postgresql_using="gin").ddl_if(
+    dialect="postgresql"
 )
 
 # Everything that changes with the recognition provider lives here (D1, D12).

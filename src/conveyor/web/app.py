@@ -11,6 +11,7 @@ Pages::
     GET  /records[?show=&stage=&before=ID]           your recordings, live counts, filters, paged
     GET  /records/{id}                               player, live transcript, edits, exports
     POST /records/upload                             one recording (language, hints, channels)
+    GET  /search?q=                                  recordings that say it, best first
     GET  /vocabulary, POST /vocabulary               your standing names and terms
     GET  /albums, /albums/{id}[?before=CURSOR]       albums, the live grid (keyset pages)
     GET  /items/{id}                                 the viewer, filled in live
@@ -44,6 +45,7 @@ from conveyor.web import (
     routes_delete,
     routes_operator,
     routes_records,
+    routes_search,
     routes_session,
     routes_vocabulary,
 )
@@ -130,4 +132,5 @@ def create_app(runtime: Runtime, *, run_workers: bool = True) -> FastAPI:
     app.include_router(routes_albums.router)
     app.include_router(routes_operator.router)
     app.include_router(routes_delete.router)
+    app.include_router(routes_search.router)
     return app

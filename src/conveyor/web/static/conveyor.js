@@ -374,6 +374,17 @@
   /* The transcript: choose a line to play from there; the line being played is marked. The
    * lines may arrive after the page (swapped in live), so both look them up when needed. */
   var player = document.getElementById("player");
+  /* Opened from a search hit (?t=seconds): the player starts where the words are said, and
+   * that line is shown and focused. */
+  var startAt = player ? parseFloat(new URLSearchParams(location.search).get("t")) : NaN;
+  if (player && startAt >= 0) {
+    var seek = function () { player.currentTime = startAt; };
+    if (player.readyState >= 1) seek(); else player.addEventListener("loadedmetadata", seek, { once: true });
+    var line = Array.prototype.find.call(document.querySelectorAll("#transcript .seg"), function (b) {
+      return Math.abs(parseFloat(b.dataset.start) - startAt) < 0.01;
+    });
+    if (line) { line.classList.add("current"); line.scrollIntoView({ block: "center" }); line.focus(); }
+  }
   if (player) {
     document.addEventListener("click", function (e) {
       var b = e.target.closest ? e.target.closest("#transcript .seg") : null;

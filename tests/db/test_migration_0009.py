@@ -1,0 +1,45 @@
+"""Revision 0009 (search_texts, with SQLite's FTS5 index or PostgreSQL's GIN index) upgrades a
+database made by 0008 with records in every stage, and what was there is found at once."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, insert, select
+
+from conveyor.audio.search import search_records
+from conveyor.db.migrate import current_revision, upgrade
+from conveyor.db.tables import audio_records, media_items, users
+from tests.support.old_database import AUDIO_STAGES, database_at, fill_every_stage
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def old_engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
+    """A database at revision 0008."""
+    yield from database_at("0008", request, tmp_path)
+
+
+def test_0009_keeps_every_record_and_indexes_their_titles_and_texts(old_engine: Engine) -> None:
+    now = 1_800_000_000.0
+    with old_engine.begin() as conn:
+        conn.execute(insert(users).values(id=1, name="alice", created_at=now))
+        fill_every_stage(conn, now, owner="alice")
+    with old_engine.connect() as conn:
+        before_audio = conn.execute(select(audio_records).order_by(audio_records.c.id)).all()
+        before_media = conn.execute(select(media_items).order_by(media_items.c.id)).all()
+    upgrade(old_engine)
+    assert (current_revision(old_engine) or "") >= "0009"
+    with old_engine.connect() as conn:
+        after_audio = conn.execute(select(audio_records).order_by(audio_records.c.id)).all()
+        assert after_audio == before_audio
+        assert [r.stage for r in after_audio] == [*AUDIO_STAGES, "submitted"]
+        assert conn.execute(select(media_items).order_by(media_items.c.id)).all() == before_media
+    # Record 5's transcript and every title were there before: search finds them now.
+    hello = search_records(old_engine, "alice", "hello")
+    assert [(h.record_id, h.kind) for h in hello] == [(5, "transcript")]
+    assert [(h.record_id, h.kind) for h in search_records(old_engine, "alice", "t3")] == [
+        (3, "title")
+    ]
+    assert search_records(old_engine, "bob", "hello") == []
