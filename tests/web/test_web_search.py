@@ -122,7 +122,7 @@ def test_titles_briefs_and_corrections_are_indexed_as_they_are_written(
     ]
     assert search_records(engine, "alice", "zanzibar")[0].kind == "brief"
     # The owner's correction is found at once; its words replace none of the transcript's.
-    corrected = [s["text"] for s in MEETING]
+    corrected = [str(s["text"]) for s in MEETING]
     corrected[2] = "Margarethe Okonkwo-Smith will present the figures."
     save_proofread(engine, runtime.clock, meeting, "alice", corrected)
     hit = search_records(engine, "alice", "figures")

@@ -356,7 +356,7 @@ def list_records(
     best first, each with its snippet and the moment it is said (``hits``)."""
     if q is not None:
         if cursor is not None:
-            raise ApiError(400, "bad_request", "a search (q) has no further pages; drop cursor")
+            raise ApiError(ErrorCode.BAD_REQUEST, "a search (q) has no further pages; drop cursor")
         return _search(state, owner.name, q, limit, stage, halted)
     after = _decode_cursor(cursor) if cursor is not None else None
     with state.runtime.engine.connect() as conn:

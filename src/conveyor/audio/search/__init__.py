@@ -18,6 +18,7 @@ from sqlalchemy import Engine
 
 from conveyor.audio.search import queries
 from conveyor.audio.search.queries import MARK_END, MARK_START
+from conveyor.error_codes import ErrorCode
 from conveyor.errors import RejectedInput
 
 __all__ = ["MAX_QUERY", "Hit", "search_records"]
@@ -94,7 +95,7 @@ def search_records(engine: Engine, owner: str, query: str, *, limit: int = 20) -
     """
     if len(query) > MAX_QUERY or "\x00" in query:
         raise RejectedInput(
-            "invalid_request", f"a search has at most {MAX_QUERY} characters and no NUL"
+            ErrorCode.INVALID_REQUEST, f"a search has at most {MAX_QUERY} characters and no NUL"
         )
     words = query_words(query)
     if not words:
