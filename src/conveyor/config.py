@@ -344,6 +344,10 @@ class ApiSettings(_Section):
     """Uploads one owner may have arriving at once in one process; more get 429."""
     streams_per_token: int = Field(default=8, ge=1)
     """Album event streams one token may hold open at once in one process; more get 429."""
+    transcription_wait: float = Field(default=600.0, gt=0)
+    """Seconds ``POST /v1/audio/transcriptions`` waits for its record to be transcribed before
+    it answers 504 with the record's id and address (the record goes on; fetch its text
+    later)."""
     trusted_proxies: list[str] = []
     """Addresses or networks of reverse proxies whose ``X-Forwarded-For`` names the client
     (the web sign-in's pause per address); empty: the TCP peer is the client."""

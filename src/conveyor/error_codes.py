@@ -37,6 +37,9 @@ class ErrorCode(StrEnum):
     BAD_IDEMPOTENCY_KEY = "bad_idempotency_key", 400
     NO_FILE = "no_file", 400
     CLIENT_DISCONNECTED = "client_disconnected", 400
+    # POST /v1/audio/transcriptions answers as OpenAI does: a refused field is 400.
+    INVALID_FIELD = "invalid_field", 400
+    NOT_TRANSCRIBABLE = "not_transcribable", 400
     # 401, 403: who is asking.
     UNAUTHORIZED = "unauthorized", 401
     INVALID_TOKEN = "invalid_token", 401
@@ -72,6 +75,8 @@ class ErrorCode(StrEnum):
     DATABASE_UNAVAILABLE = "database_unavailable", 503
     STORAGE_UNAVAILABLE = "storage_unavailable", 503
     SHUTTING_DOWN = "shutting_down", 503
+    TRANSCRIPTION_FAILED = "transcription_failed", 502
+    TRANSCRIPTION_PENDING = "transcription_pending", 504
     # Never over HTTP: the API refuses these inputs earlier (a schema, the token's user as the
     # owner) or has no route that takes them (users and passwords are the CLI's).
     NO_OWNER = "no_owner", None

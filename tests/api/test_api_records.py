@@ -273,7 +273,7 @@ def test_text_in_every_format(api: Api, client: TestClient, corpus: Path) -> Non
     assert "uploaded" in error["message"]
     segments = [
         {"start": 0.0, "end": 2.5, "text": " And so my fellow Americans,"},
-        {"start": 2.5, "end": 3661.25, "text": " ask not --> what"},
+        {"start": 3660.25, "end": 3661.25, "text": " ask not --> what"},
     ]
     with api.runtime.engine.begin() as conn:
         conn.execute(
@@ -301,19 +301,19 @@ def test_text_in_every_format(api: Api, client: TestClient, corpus: Path) -> Non
         "text": "And so my fellow Americans, ask not --> what",
         # Channel and language of a segment are shown when known (channels heard apart, a
         # recording that switches language), null otherwise.
-        "segments": [{**s, "channel": None, "language": None} for s in segments],
+        "segments": [{**s, "channel": None, "language": None, "words": []} for s in segments],
     }
     srt = client.get(f"{url}?format=srt", headers=api.alice)
     assert srt.headers["content-type"].startswith("application/x-subrip")
     assert srt.text == (
         "1\n00:00:00,000 --> 00:00:02,500\nAnd so my fellow Americans,\n\n"
-        "2\n00:00:02,500 --> 01:01:01,250\nask not --> what\n"
+        "2\n01:01:00,250 --> 01:01:01,250\nask not --> what\n"
     )
     vtt = client.get(f"{url}?format=vtt", headers=api.alice)
     assert vtt.headers["content-type"].startswith("text/vtt")
     assert vtt.text == (
         "WEBVTT\n\n00:00:00.000 --> 00:00:02.500\nAnd so my fellow Americans,\n\n"
-        "00:00:02.500 --> 01:01:01.250\nask not -> what\n"
+        "01:01:00.250 --> 01:01:01.250\nask not -> what\n"
     )
     assert_error(client.get(f"{url}?format=doc", headers=api.alice), 422)
 

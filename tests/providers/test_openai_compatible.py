@@ -7,6 +7,7 @@ its own, and chunks already recognised are never paid for again; D16: the key is
 
 from __future__ import annotations
 
+import itertools
 import wave
 from collections.abc import Iterator
 from pathlib import Path
@@ -88,7 +89,7 @@ def test_d2_d16_happy_path_drops_segments_flagged_by_the_response(
     (upload,) = state_of(server).uploads
     assert upload["model"] == "whisper-1"
     assert upload["response_format"] == "verbose_json"
-    assert upload["timestamp_granularities[]"] == "segment"
+    assert upload["timestamp_granularities[]"] == "segment,word"
     assert upload["language"] == "en"
     assert upload["filename"] == "audio.ogg" and upload["content_type"] == "audio/ogg"
     assert upload["bytes"] < 60_000  # Opus, not 352 kB of WAV
@@ -271,3 +272,97 @@ def test_vocabulary_hints_of_the_record_reach_the_recognizer_as_its_prompt(
     assert row["stage"] == "done"
     (upload,) = state_of(server).uploads
     assert upload["prompt"] == "Kennedy, Sorensen"
+
+
+def _speech_runs(audio: bytes) -> list[tuple[float, float]]:
+    """Where a chunk the server received holds sound: (start, end) seconds, runs of 20 ms
+    frames above the noise floor, apart when quiet for more than half a second."""
+    import io
+
+    import av
+
+    with av.open(io.BytesIO(audio), mode="r") as container:
+        stream = container.streams.audio[0]
+        rate = stream.codec_context.sample_rate
+        samples = np.concatenate(
+            [f.to_ndarray().reshape(-1) for f in container.decode(stream)]
+        ).astype(np.float64)
+    frame = rate // 50
+    loud = np.abs(samples[: samples.size // frame * frame]).reshape(-1, frame).max(axis=1)
+    heard = np.nonzero(loud > 0.05 * max(float(loud.max()), 1e-9))[0]
+    runs: list[tuple[float, float]] = []
+    for index in heard:
+        at = index / 50
+        if runs and at - runs[-1][1] <= 0.5:
+            runs[-1] = (runs[-1][0], at + 0.02)
+        else:
+            runs.append((at, at + 0.02))
+    return runs
+
+
+def test_word_times_map_through_chunks_and_split_segments_at_pauses(
+    engine: Engine,
+    tmp_path: Path,
+    corpus: Path,
+    server: Loopback,
+    clock: FakeClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The server times words where the speech of its chunk really is and answers with one
+    segment per chunk spanning the pauses (as a server without its own pause handling
+    does); the adapter asks for word times, shifts them by the chunk's start, and splits
+    segments at every pause: each segment starts and ends with the speech it holds."""
+    source = tmp_path / "pauses.wav"
+    speech_with_pauses(corpus, source, copies=3, pause=6.0)
+    with wave.open(str(corpus / "audio" / "jfk.wav"), "rb") as clip:
+        length = clip.getnframes() / 16000
+    state = state_of(server)
+    state.flagged = False
+
+    def recognise(audio: bytes) -> list[dict[str, object]]:
+        runs = _speech_runs(audio)
+        words = [
+            {"word": f" w{i}{half}", "start": round(a, 3), "end": round(b, 3)}
+            for i, (start, end) in enumerate(runs)
+            for half, (a, b) in enumerate([(start, (start + end) / 2), ((start + end) / 2, end)])
+        ]
+        text = "".join(str(w["word"]) for w in words)
+        return [{"start": 0.0, "end": runs[-1][1], "text": text, "words": words}]
+
+    state.recognise = recognise
+    state.max_bytes = 65_536
+    provider = provider_for(server, tmp_path, monkeypatch, max_request_bytes=65_536)
+    runtime = make_runtime(engine, tmp_path, provider, clock)
+    rid = ingest(runtime, source)
+    row, _ = drive(runtime, clock, rid)
+    assert row["stage"] == "done", dict(row)
+    assert len(state.uploads) > 1  # chunks, each timed from its own start
+    with runtime.engine.connect() as conn:
+        text = transcript_of(conn, rid)
+    assert text is not None
+    # Where the speech is: jfk.wav's own runs, at each copy's place.
+    with wave.open(str(source), "rb") as whole:
+        pcm = whole.readframes(whole.getnframes())
+    buffer = tmp_path / "whole.wav"
+    with wave.open(str(buffer), "wb") as sink:
+        sink.setnchannels(1)
+        sink.setsampwidth(2)
+        sink.setframerate(16000)
+        sink.writeframes(pcm)
+    truth = _speech_runs(buffer.read_bytes())
+    segments = text["segments"]
+    starts, ends = [a for a, _ in truth], [b for _, b in truth]
+    for segment in segments:
+        # Each segment starts and ends where a run of speech does (0.25 s at most away).
+        assert min(abs(segment["start"] - a) for a in starts) <= 0.25, (segment, truth)
+        assert min(abs(segment["end"] - b) for b in ends) <= 0.25, (segment, truth)
+        assert segment["words"] and segment["words"][0]["start"] == segment["start"]
+    # Every run after a pause of clearly more than a second begins a segment.
+    for (_, before), (start, _) in itertools.pairwise(truth):
+        if start - before > 1.2:
+            assert min(abs(s["start"] - start) for s in segments) <= 0.25, (start, segments)
+    # No segment spans a pause of more than a second between its words.
+    for segment in segments:
+        words = segment["words"]
+        assert all(b["start"] - a["end"] <= 1.0 for a, b in itertools.pairwise(words))
+    assert segments[-1]["start"] > 2 * (length + 6.0)  # the third copy, after two pauses

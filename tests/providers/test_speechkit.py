@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
+from conveyor.audio.cards import transcript_of
 from conveyor.config import SpeechKitSettings
 from conveyor.errors import ConfigError
 from conveyor.pipeline import resume
@@ -423,3 +424,54 @@ def test_cancel_reads_the_operation_the_service_answers(
     assert unanswered.state == "running" and "no answer" in (unanswered.error or "")
     server.up()
     assert state.cancels == 0
+
+
+@pytest.mark.parametrize("refine", [False, True])
+def test_word_times_split_a_final_at_its_pause_and_time_each_part(
+    engine: Engine,
+    tmp_path: Path,
+    corpus: Path,
+    server: Loopback,
+    clock: FakeClock,
+    monkeypatch: pytest.MonkeyPatch,
+    refine: bool,
+) -> None:
+    """SpeechKit's own word times (``startTimeMs``/``endTimeMs``) land in the transcript: a final
+    whose words pause for 9 s becomes two segments timed by their words, each word kept;
+    a normalised refinement of a final that needs no split keeps its text and its words' span."""
+    runtime = make_runtime(
+        engine, tmp_path, provider_for(server, tmp_path, clock, monkeypatch), clock
+    )
+    state = state_of(server)
+    state.refine = refine
+    state.finals = [(0, 11000, "and so my fellow", "en-US"), (11500, 14000, "ask not", "en-US")]
+
+    def said(text: str, start: int, end: int) -> dict[str, str]:
+        return {"text": text, "startTimeMs": str(start), "endTimeMs": str(end)}
+
+    state.words = {
+        0: [
+            said("and", 320, 600),
+            said("so", 600, 900),
+            said("my", 10100, 10300),
+            said("fellow", 10300, 10900),
+        ],
+        1: [said("ask", 12_000, 12_400), said("not", 12_400, 13_100)],
+    }
+    rid = ingest(runtime, corpus / "audio" / "jfk.wav")
+    row, _ = drive(runtime, clock, rid)
+    assert row["stage"] == "done", dict(row)
+    with runtime.engine.connect() as conn:
+        text = transcript_of(conn, rid)
+    assert text is not None
+    timed = [(s["start"], s["end"], s["text"]) for s in text["segments"]]
+    last = "Ask not." if refine else "ask not"
+    assert timed == [(0.32, 0.9, "and so"), (10.1, 10.9, "my fellow"), (12.0, 13.1, last)]
+    assert [w["text"] for w in text["segments"][0]["words"]] == ["and", "so"]
+    assert text["segments"][1]["words"][0] == {
+        "start": 10.1,
+        "end": 10.3,
+        "text": "my",
+        "probability": None,
+    }
+    assert [w["text"] for w in text["segments"][2]["words"]] == ([] if refine else ["ask", "not"])

@@ -148,6 +148,10 @@ class SpeechKitState:
     result_expired: bool = False
     malformed_stream: bool = False
     two_channels: bool = False
+    # Words of final i (SpeechKit's ``{"text", "startTimeMs", "endTimeMs"}``), and whether a
+    # normalised ``finalRefinement`` follows each final.
+    words: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    refine: bool = True
     cancellable: bool = True  # False: Cancel answers FAILED_PRECONDITION, the operation runs on
     cancels: int = 0  # cancel requests received
     operations: dict[str, SpeechKitOp] = field(default_factory=dict)
@@ -304,7 +308,7 @@ def _recognition_stream(state: SpeechKitState) -> bytes:
         for index, (start, end, text, language) in enumerate(state.finals):
             said = text if channel == "0" else f"{text} (right)"
             alternative = {
-                "words": [],
+                "words": state.words.get(index, []),
                 "text": said,
                 "startTimeMs": str(start),
                 "endTimeMs": str(end),
@@ -332,6 +336,8 @@ def _recognition_stream(state: SpeechKitState) -> bytes:
                 }
             )
             events.append({"result": {"channelTag": channel, "eouUpdate": {"timeMs": str(end)}}})
+            if not state.refine:
+                continue
             events.append(
                 {
                     "result": {
@@ -479,6 +485,9 @@ class OpenAIHandler(_Handler):
             self.lose_answer()
             return
         text = "".join(s["text"] for s in full).strip()
+        # Word times, when asked for, are one list for the whole response (as OpenAI's API
+        # gives them); a segment made by ``recognise`` may carry its own ``words``.
+        words = [w for s in full for w in s.pop("words", [])]
         if fields.get("response_format") == "verbose_json":
             document: dict[str, Any] = {
                 "task": "transcribe",
@@ -488,6 +497,8 @@ class OpenAIHandler(_Handler):
                 "segments": full,
                 "usage": {"type": "duration", "duration": round(duration)},
             }
+            if "word" in fields.get("timestamp_granularities[]", "").split(","):
+                document["words"] = words
         else:
             document = {"text": text}
         self.send_json(200, document)
@@ -515,7 +526,9 @@ def _multipart(
         if filename is not None:
             upload = (filename, part.get_content_type(), payload)
         elif isinstance(name, str):
-            fields[name] = payload.decode()
+            # A repeated field (``timestamp_granularities[]``) keeps every value, comma-joined.
+            value = payload.decode()
+            fields[name] = f"{fields[name]},{value}" if name in fields else value
     return fields, upload
 
 

@@ -131,6 +131,15 @@ def test_upload_jfk_until_transcript_shows_then_play_correct_and_export(
         "s => Math.abs(document.getElementById('player').currentTime - s) < 1.5", arg=start
     )
     page.locator("#transcript .seg.current").wait_for()
+    # Each word is a target too: click one and the player jumps to it; the word being said is
+    # marked as it plays.
+    word = page.locator("#transcript .word").nth(5)
+    at = float(word.get_attribute("data-start") or 0)
+    word.click()
+    page.wait_for_function(
+        "s => Math.abs(document.getElementById('player').currentTime - s) < 0.5", arg=at
+    )
+    page.locator("#transcript .word.said").first.wait_for()
     # Correct the first line; it survives a reload and the exports carry it.
     page.fill("#seg-1", "And so, my fellow Americans (corrected):")
     page.click("text=Save correction")

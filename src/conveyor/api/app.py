@@ -29,6 +29,8 @@ Routes (all ``/api`` routes need ``Authorization: Bearer <token>``)::
     GET   /api/items/{id}                an item                     200 401 404
     POST  /api/items/{id}/resume         resume a halted item        200 401 404 409
     GET   /api/files/{key}               an object (ETag, Range)     200 206 304 401 404 416
+    POST  /v1/audio/transcriptions       OpenAI's route: transcribe  200 400 401 413 415 422 502 504
+    GET   /v1/models                     OpenAI's route: models      200 401
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from conveyor.api import (
     routes_admin,
     routes_albums,
     routes_files,
+    routes_openai,
     routes_records,
     routes_texts,
     routes_vocabulary,
@@ -228,6 +231,7 @@ def create_app(runtime: Runtime, *, run_workers: bool = True) -> FastAPI:
     app.include_router(routes_albums.router)
     app.include_router(routes_files.router)
     app.include_router(routes_admin.router)
+    app.include_router(routes_openai.router)
 
     @app.get(
         "/healthz",

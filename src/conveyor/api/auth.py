@@ -69,11 +69,13 @@ def _is_api(scope: Scope) -> bool:
     root = str(scope.get("root_path", ""))
     if root and path.startswith(root):
         path = path[len(root) :]
-    return path == "/api" or path.startswith("/api/")
+    # /v1: the OpenAI-compatible routes, on the same tokens.
+    return path in ("/api", "/v1") or path.startswith(("/api/", "/v1/"))
 
 
 class AuthMiddleware:
-    """Authenticate every ``/api`` request before the route (or anything else) reads its body.
+    """Authenticate every ``/api`` and ``/v1`` request before the route (or anything else)
+    reads its body.
 
     The account is left in the request scope for :func:`current_account`; a refusal is the one
     JSON error shape with 401. Other paths (``/healthz``, ``/metrics``, the schema) pass.

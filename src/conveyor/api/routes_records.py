@@ -32,7 +32,7 @@ from conveyor.api.state import ApiState, State
 from conveyor.api.text_formats import srt, vtt
 from conveyor.api.uploads import Upload, clean_filename, receive_upload, upload_responses
 from conveyor.audio import queries
-from conveyor.audio.cards import provider_wait, provider_waits, record_card
+from conveyor.audio.cards import hints_of, provider_wait, provider_waits, record_card
 from conveyor.audio.deletion import delete_record
 from conveyor.audio.intake import MAX_HINTS, accept_audio, clean_language
 from conveyor.audio.search import MAX_QUERY, search_records
@@ -103,10 +103,14 @@ UPLOAD_BODY: dict[str, Any] = {
 }
 
 
-def card_of(row: RowMapping, wait: Mapping[str, Any] | None) -> dict[str, Any]:
+def card_of(
+    row: RowMapping, wait: Mapping[str, Any] | None, hints: str | None = None
+) -> dict[str, Any]:
     """The card of a record row, with links; ``wait`` is what
-    :func:`~conveyor.audio.cards.provider_wait` read for it."""
+    :func:`~conveyor.audio.cards.provider_wait` read for it, ``hints`` the record's own
+    vocabulary hints."""
     card = record_card(row, wait)
+    card["hints"] = hints
     base = f"/api/records/{card['id']}"
     card["links"] = {
         "self": base,
@@ -135,7 +139,7 @@ def _own_card(state: ApiState, record_id: int, owner: str) -> dict[str, Any]:
         row = queries.record_by_id(conn, record_id, owner)
         if row is None:
             raise NotFound(f"record {record_id} does not exist")
-        return card_of(row, provider_wait(conn, row))
+        return card_of(row, provider_wait(conn, row), hints_of(conn, int(row["id"])))
 
 
 # A cursor is the last id of the page, base64-wrapped; it is not signed. Any well-formed cursor
@@ -365,9 +369,10 @@ def list_records(
         )
         page = rows[:limit]
         waits = provider_waits(conn, page)
+        hints = queries.bodies_of_kind(conn, [int(r["id"]) for r in page], "hints")
     more = len(rows) > limit
     return {
-        "items": [card_of(r, waits.get(int(r["id"]))) for r in page],
+        "items": [card_of(r, waits.get(int(r["id"])), hints.get(int(r["id"]))) for r in page],
         "next_cursor": _encode_cursor(int(page[-1]["id"])) if more else None,
     }
 
@@ -426,7 +431,7 @@ def patch_record(
         row = queries.record_by_id(conn, record_id, owner.name)
         if row is None:  # deleted between the update and the read
             raise NotFound(f"record {record_id} does not exist")
-        return card_of(row, provider_wait(conn, row))
+        return card_of(row, provider_wait(conn, row), hints_of(conn, int(row["id"])))
 
 
 _TEXT_TYPES = {

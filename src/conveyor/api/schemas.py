@@ -40,6 +40,7 @@ __all__ = [
     "RoleObject",
     "TextJson",
     "TextSegment",
+    "TextWord",
     "Topics",
 ]
 
@@ -142,6 +143,9 @@ class RecordCard(BaseModel):
         description="How channels and audio tracks are recognised: as one `mix`, or each "
         "`separate`ly with labelled segments (chosen at upload).",
     )
+    hints: str | None = Field(
+        default=None, description="The recording's own vocabulary hints (names, terms)."
+    )
     duration: float | None = Field(description="Seconds of audio, once normalized.")
     no_speech: bool | None = Field(description="True when the recording holds no speech.")
     created_at: datetime
@@ -193,8 +197,19 @@ class RecordPatch(BaseModel):
     brief: str | None = Field(default=None, max_length=20_000, pattern=PLAIN_TEXT)
 
 
+class TextWord(BaseModel):
+    """One word with its times (seconds from the start); a word a proofread changed has none."""
+
+    start: float | None = Field(description="Seconds from the start; null for a changed word.")
+    end: float | None = Field(description="Seconds from the start; null for a changed word.")
+    text: str
+    probability: float | None = Field(
+        default=None, description="The recognizer's confidence, 0-1, when it gives one."
+    )
+
+
 class TextSegment(BaseModel):
-    """A stretch of speech."""
+    """A stretch of speech, never spanning a pause of more than about a second."""
 
     start: float = Field(description="Seconds from the start.")
     end: float = Field(description="Seconds from the start.")
@@ -203,6 +218,10 @@ class TextSegment(BaseModel):
         default=None, description="The channel or audio track it was heard on, when apart."
     )
     language: str | None = Field(default=None, description="ISO 639-1 code of this stretch.")
+    words: list[TextWord] = Field(
+        default_factory=list,
+        description="Its words with their own times, when the recognizer gives them.",
+    )
 
 
 class TextJson(BaseModel):

@@ -14,7 +14,8 @@ Two body shapes:
   a file part under another name (``no_file`` when it comes first), a second file part, a text
   part after the file (by then the file is streaming to storage; applying later fields would
   mean holding the whole file back), a text field the route does not know (``unknown_field``,
-  naming each), one sent twice, more than 16 parts in all;
+  naming each), one sent twice (but a list field, named ``...[]``, whose values are kept
+  comma-joined), more than 16 parts in all;
 * anything else: the body is the file itself (``curl --data-binary @x``); the content type is
   never trusted, the content is sniffed by the intake.
 
@@ -354,7 +355,8 @@ class _MultipartFile:
             # Named in the 400 once the file part begins (or the body ends), all together.
             self._unknown.append(name)
             self._part = None
-        elif name in self.upload.fields or name == self._part:
+        elif (name in self.upload.fields or name == self._part) and not name.endswith("[]"):
+            # A name ending in [] is a list (``timestamp_granularities[]``): it may repeat.
             raise ApiError(ErrorCode.BAD_MULTIPART, f"form field {name!r} is sent twice")
         else:
             self._part = name
@@ -382,7 +384,10 @@ class _MultipartFile:
             self._file_done = True
         elif self._part is not None:
             try:
-                self.upload.fields[self._part] = self._field_data.decode("utf-8")
+                value = self._field_data.decode("utf-8")
+                earlier = self.upload.fields.get(self._part)
+                # The values of a repeated list field are kept comma-joined, in order.
+                self.upload.fields[self._part] = value if earlier is None else f"{earlier},{value}"
             except UnicodeDecodeError:
                 raise ApiError(
                     ErrorCode.BAD_MULTIPART, f"form field {self._part!r} is not UTF-8"

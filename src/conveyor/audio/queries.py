@@ -22,6 +22,7 @@ __all__ = [
     "attempt_runs",
     "attempts_by_operation",
     "attempts_of",
+    "bodies_of_kind",
     "count_attempts",
     "delete_text",
     "events_of",
@@ -109,6 +110,18 @@ def texts_of(conn: Connection, record_id: int) -> Sequence[RowMapping]:
         .mappings()
         .all()
     )
+
+
+def bodies_of_kind(conn: Connection, record_ids: Sequence[int], kind: str) -> dict[int, str]:
+    """The body of each record's ``texts`` row of ``kind`` (one statement), by record id."""
+    if not record_ids:
+        return {}
+    rows = conn.execute(
+        select(texts.c.record_id, texts.c.body).where(
+            texts.c.record_id.in_(list(record_ids)), texts.c.kind == kind
+        )
+    )
+    return {int(record_id): str(body) for record_id, body in rows}
 
 
 def upsert_text(

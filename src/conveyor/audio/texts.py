@@ -11,6 +11,7 @@ owner does not have yet adds it to their dictionary.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,6 +28,7 @@ __all__ = [
     "TRANSCRIPT",
     "clear_proofread",
     "export_text",
+    "kept_words",
     "owner_topics",
     "record_topics",
     "save_proofread",
@@ -66,7 +68,9 @@ def save_proofread(
     """Save the owner's correction: one corrected text per transcript segment, times kept.
 
     Returns:
-        ``{"kind": "proofread", "text": str, "segments": [{"start", "end", "text"}]}``.
+        ``{"kind": "proofread", "text": str, "segments": [{"start", "end", "text", "words"}]}``;
+        each segment's words are the corrected text's, with the times of the transcript's words
+        it left unchanged (see :func:`kept_words`).
 
     Raises:
         NotFound: no such record of ``owner``.
@@ -92,7 +96,16 @@ def save_proofread(
                 raise RejectedInput(
                     ErrorCode.INVALID_REQUEST, "a segment's text is too long or has NUL"
                 )
-            fixed.append({"start": seg["start"], "end": seg["end"], "text": " ".join(text.split())})
+            corrected = " ".join(text.split())
+            fixed.append(
+                {
+                    "start": seg["start"],
+                    "end": seg["end"],
+                    "text": corrected,
+                    "words": kept_words(seg.get("words") or [], corrected),
+                    **{k: seg[k] for k in ("channel", "language") if seg.get(k) is not None},
+                }
+            )
         body = " ".join(s["text"] for s in fixed if s["text"])
         queries.upsert_text(
             conn,
@@ -173,3 +186,24 @@ def set_topics(engine: Engine, record_id: int, owner: str, names: Sequence[str])
             ids.append(tid)
         queries.replace_record_topics(conn, record_id, ids)
         return queries.record_topic_names(conn, record_id)
+
+
+def kept_words(timed: Sequence[dict[str, Any]], corrected: str) -> list[dict[str, Any]]:
+    """The words of ``corrected``, each with the times (and confidence) of the transcript word
+    it leaves unchanged, and ``start``/``end`` null for a word the correction changed or added.
+
+    Words are matched in order (:class:`difflib.SequenceMatcher` over the words as written);
+    a segment without timed words gives no words.
+    """
+    if not timed:
+        return []
+    said = [str(w["text"]) for w in timed]
+    written = corrected.split()
+    words: list[dict[str, Any]] = [
+        {"start": None, "end": None, "text": text, "probability": None} for text in written
+    ]
+    matcher = difflib.SequenceMatcher(a=said, b=written, autojunk=False)
+    for block in matcher.get_matching_blocks():
+        for i in range(block.size):
+            words[block.b + i] = dict(timed[block.a + i])
+    return words

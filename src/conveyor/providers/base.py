@@ -49,9 +49,24 @@ __all__ = [
     "Submission",
     "SubmitOutcomeUnknown",
     "Transcript",
+    "Word",
 ]
 
 PollState = Literal["running", "done", "failed", "unknown"]
+
+
+@dataclass(frozen=True)
+class Word:
+    """One recognised word; ``start`` and ``end`` are seconds from the start of the recording.
+
+    ``text`` is the word as written, with its punctuation and without surrounding blanks;
+    ``probability`` is the recognizer's confidence (0-1) when it gives one.
+    """
+
+    start: float
+    end: float
+    text: str
+    probability: float | None = None
 
 
 @dataclass(frozen=True)
@@ -59,7 +74,9 @@ class Segment:
     """One recognised stretch of speech; ``start`` and ``end`` are seconds from the start.
 
     ``channel`` labels the audio track or channel it was heard on (``None`` for a single one);
-    ``language`` is the segment's ISO 639-1 code when the recording switches language.
+    ``language`` is the segment's ISO 639-1 code when the recording switches language;
+    ``words`` are its words with their own times, when the provider gives them (a segment's
+    start is its first word's start, its end its last word's end).
     """
 
     start: float
@@ -67,6 +84,7 @@ class Segment:
     text: str
     channel: str | None = None
     language: str | None = None
+    words: tuple[Word, ...] = ()
 
 
 @dataclass(frozen=True)

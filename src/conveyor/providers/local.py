@@ -53,6 +53,7 @@ from conveyor.providers.supervisor import (
     result_written,
     write_job_file,
 )
+from conveyor.providers.timing import split_at_pauses, words_of
 from conveyor.providers.whisper_model import resolve_model
 
 __all__ = [
@@ -250,15 +251,19 @@ class LocalWhisperProvider:
             texts = [str(s["text"]) for s in kept]
             language = document["language"]
             segments = tuple(
-                Segment(
-                    start=float(s["start"]),
-                    end=float(s["end"]),
-                    text=text.strip(),
-                    channel=s.get("channel"),
-                    language=s.get("language", language),
-                )
+                part
                 for s, text in zip(kept, texts, strict=True)
                 if text.strip()
+                for part in split_at_pauses(
+                    Segment(
+                        start=float(s["start"]),
+                        end=float(s["end"]),
+                        text=text.strip(),
+                        channel=s.get("channel"),
+                        language=s.get("language", language),
+                        words=words_of(s.get("words") or ()),
+                    )
+                )
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"not a local recognizer result: {type(exc).__name__}: {exc}") from exc

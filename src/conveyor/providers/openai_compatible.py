@@ -22,6 +22,7 @@ import json
 import math
 import shutil
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,7 @@ from conveyor.providers.gates import decoded_speech, only_filler, only_markup
 from conveyor.providers.halts import ProviderHalt
 from conveyor.providers.http import classify_submit, read_secret, scrub
 from conveyor.providers.opus import encode_opus, plan_chunks
+from conveyor.providers.timing import split_at_pauses, words_of, words_within
 
 __all__ = ["OpenAICompatibleProvider", "language_code"]
 
@@ -222,12 +224,13 @@ class OpenAICompatibleProvider:
         return not self.model.startswith("gpt-4o")
 
     def _transcribe(self, encoded: Path, request: RecognitionRequest) -> dict[str, Any]:
-        data: dict[str, str] = {
+        data: dict[str, str | list[str]] = {
             "model": self.model,
             "response_format": "verbose_json" if self._verbose() else "json",
         }
         if self._verbose():
-            data["timestamp_granularities[]"] = "segment"
+            # Word times as well: segments are timed by their words and split at pauses.
+            data["timestamp_granularities[]"] = ["segment", "word"]
         if request.language:
             data["language"] = request.language
         if request.hints:
@@ -274,6 +277,8 @@ class OpenAICompatibleProvider:
             return [Segment(offset, offset + length, text, language=language)] if text else []
         # LocalAI reports nanoseconds; seconds never exceed the chunk's length by this much.
         scale = 1e-9 if any(float(s["end"]) > (length + 60) * 1000 for s in raw_segments) else 1.0
+        # Word times: OpenAI lists them for the whole response, some servers per segment.
+        words = words_of(response.get("words") or (), offset, scale)
         kept = []
         for s in raw_segments:
             text = str(s["text"]).strip()
@@ -281,5 +286,8 @@ class OpenAICompatibleProvider:
                 continue
             start = offset + float(s["start"]) * scale
             end = offset + float(s["end"]) * scale
-            kept.append(Segment(start, end, text, language=language))
+            segment = Segment(start, end, text, language=language)
+            own = words_of(s.get("words") or (), offset, scale)
+            segment = replace(segment, words=own) if own else words_within(segment, words)
+            kept += split_at_pauses(segment)
         return kept

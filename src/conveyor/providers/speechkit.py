@@ -23,6 +23,7 @@ import collections
 import json
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -39,10 +40,12 @@ from conveyor.providers.base import (
     Submission,
     SubmitOutcomeUnknown,
     Transcript,
+    Word,
 )
 from conveyor.providers.halts import ProviderHalt
 from conveyor.providers.http import classify_submit, get_or_busy, read_secret, scrub
 from conveyor.providers.opus import encode_opus
+from conveyor.providers.timing import split_at_pauses, words_of
 
 __all__ = ["LANGUAGES", "SpeechKitProvider", "iter_stream"]
 
@@ -248,15 +251,19 @@ class SpeechKitProvider:
             language = _language_of(alternative)
             if language is not None and language not in languages:
                 languages.append(language)
-            segments.append(
-                Segment(
-                    start=int(alternative.get("startTimeMs", 0)) / 1000,
-                    end=int(alternative.get("endTimeMs", 0)) / 1000,
-                    text=text,
-                    channel=key[0] if len(channels) > 1 else None,
-                    language=language,
-                )
+            segment = Segment(
+                start=int(alternative.get("startTimeMs", 0)) / 1000,
+                end=int(alternative.get("endTimeMs", 0)) / 1000,
+                text=text,
+                channel=key[0] if len(channels) > 1 else None,
+                language=language,
             )
+            parts = split_at_pauses(replace(segment, words=_words(alternative)))
+            if key in refined and len(parts) == 1:
+                # Word times belong to the raw text, which the refinement rewrote ("twenty
+                # five" → "25"): the refined text keeps the words' span, without the words.
+                parts = [replace(segment, start=parts[0].start, end=parts[0].end)]
+            segments += parts
         segments.sort(key=lambda s: (s.start, s.channel or ""))
         if not segments:
             return Transcript(text="", segments=(), language=None, no_speech=True)
@@ -383,3 +390,13 @@ def _error_text(operation_id: str, operation: dict[str, Any], key: str) -> str:
     code = error.get("code") if isinstance(error, dict) else None
     message = error.get("message") if isinstance(error, dict) else error
     return scrub(f"operation {operation_id} failed: code {code}: {message}", key)
+
+
+def _words(alternative: dict[str, Any]) -> tuple[Word, ...]:
+    """An alternative's ``words`` (``text``, ``startTimeMs``, ``endTimeMs``) in seconds."""
+    raw = alternative.get("words") or ()
+    listed = [
+        {"word": w.get("text", ""), "start": w.get("startTimeMs", 0), "end": w.get("endTimeMs", 0)}
+        for w in raw
+    ]
+    return words_of(listed, scale=0.001)

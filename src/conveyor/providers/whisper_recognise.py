@@ -3,13 +3,23 @@
 ``result.json``::
 
     {"language": "en", "languages": ["en", "ru"], "language_probability": 0.93, "duration": 21.5,
-     "segments": [{"start": 0.0, "end": 10.5, "text": " And so ...", "no_speech_prob": 0.09,
+     "segments": [{"start": 0.32, "end": 10.5, "text": " And so ...", "no_speech_prob": 0.09,
                    "avg_logprob": -0.28, "compression_ratio": 1.35, "temperature": 0.0,
-                   "language": "en", "channel": null}]}
+                   "language": "en", "channel": null,
+                   "words": [{"start": 0.32, "end": 0.64, "word": " And",
+                              "probability": 0.91}, ...]}]}
+
+Times are seconds of the input, true after pauses of any length: every word is mapped through
+the stretch of speech it was said in, and segments are split where their words pause (see
+:mod:`conveyor.providers.speech_times`).
+
+The input is read in windows of about :data:`WINDOW` seconds, each cut in a pause of the speech
+(never in a word), so memory does not grow with the recording's length; a WAV at 16 kHz
+(what normalize writes) is streamed from the file, anything else is decoded whole first.
 
 With ``"channels": true`` each channel of the input (a multi-channel WAV: one channel per
 recorded channel or audio track) is recognised on its own and its segments carry its label
-(``"1"``, ``"2"``, ...).
+(``"1"``, ``"2"``, ...); the segments of all channels are put in order of time.
 
 A recording that changes language is heard run by run (:mod:`conveyor.providers.language_runs`).
 """
@@ -17,6 +27,7 @@ A recording that changes language is heard run by run (:mod:`conveyor.providers.
 from __future__ import annotations
 
 import wave
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,48 +36,72 @@ import numpy.typing as npt
 
 from conveyor.providers.gates import LOGPROB_FLOOR, decoded_speech
 from conveyor.providers.language_runs import language_runs
+from conveyor.providers.speech_times import StretchMap, speech_stretches, split_at_pauses
 
-__all__ = ["recognise"]
+__all__ = ["WINDOW", "recognise", "windows"]
 
 _RATE = 16_000
+WINDOW = 300  # seconds of audio read at once (a window holds up to 1.5 x this)
+_SEAM_SILENCE_MS = 300  # the shortest pause a window may be cut in
 
 
 def recognise(model: Any, job: dict[str, Any]) -> dict[str, Any]:
     """Recognise ``job["input"]`` with a loaded model; see the module docstring for the result."""
-    channels = _read_channels(Path(job["input"]), separate=bool(job.get("channels")))
+    path = Path(job["input"])
     segments: list[dict[str, Any]] = []
     languages: list[str] = []
     probability = 0.0
     duration = 0.0
-    for label, audio in channels:
-        duration = max(duration, audio.size / _RATE)
-        # The ordinary single pass first: what calling faster-whisper directly does.
-        whole = _transcribe(model, job, audio, 0, audio.size, job["language"], label)
-        passes = [whole]
-        if job["language"] is None:
-            runs = language_runs(model, audio, whole)
-            if runs is not None:
-                passes = [
-                    _transcribe(model, job, audio, start, end, language, label)
-                    for start, end, language in runs
-                ]
-        passes = [
-            (_recover_loops(model, job, audio, run, label), language, probability)
-            for run, language, probability in passes
-        ]
-        for run, language, language_probability in passes:
-            if run and language not in languages:
-                languages.append(language)
-            probability = max(probability, language_probability)
-            segments += run
+    for label, index, count in _channels(path, separate=bool(job.get("channels"))):
+        for offset, audio in windows(path, index, count):
+            duration = max(duration, offset + audio.size / _RATE)
+            for run, language, language_probability in _window(model, job, audio, label):
+                if run and language not in languages:
+                    languages.append(language)
+                probability = max(probability, language_probability)
+                segments += [_shifted(part, offset) for s in run for part in split_at_pauses(s)]
     segments.sort(key=lambda s: (s["start"], s["channel"] or ""))
     return {
         "language": languages[0] if languages else job["language"],
         "languages": languages,
         "language_probability": probability,
-        "duration": duration,
+        "duration": round(duration, 3),
         "segments": segments,
     }
+
+
+def _window(
+    model: Any, job: dict[str, Any], audio: npt.NDArray[np.float32], label: str | None
+) -> list[tuple[list[dict[str, Any]], str, float]]:
+    """One window's passes (segments with times from the window's start, language,
+    probability): the ordinary single pass, or one pass per run of a language."""
+    # The ordinary single pass first: what calling faster-whisper directly does.
+    whole = _transcribe(model, job, audio, 0, audio.size, job["language"], label)
+    passes = [whole]
+    if job["language"] is None:
+        runs = language_runs(model, audio, whole)
+        if runs is not None:
+            passes = [
+                _transcribe(model, job, audio, start, end, language, label)
+                for start, end, language in runs
+            ]
+    return [
+        (_recover_loops(model, job, audio, run, label), language, probability)
+        for run, language, probability in passes
+    ]
+
+
+def _shifted(segment: dict[str, Any], offset: float) -> dict[str, Any]:
+    if not offset:
+        return segment
+    moved = dict(segment)
+    moved["start"] = round(segment["start"] + offset, 3)
+    moved["end"] = round(segment["end"] + offset, 3)
+    moved["words"] = [
+        {**w, "start": round(w["start"] + offset, 3), "end": round(w["end"] + offset, 3)}
+        for w in segment.get("words") or []
+    ]
+    return moved
 
 
 def _recover_loops(
@@ -109,8 +144,9 @@ def _transcribe(
     *,
     beam_only: bool = False,
 ) -> tuple[list[dict[str, Any]], str, float]:
-    """One Whisper call on ``audio[start:end]``: its segments (times from the start of
-    ``audio``), the language it used and that language's detected probability.
+    """One Whisper call on the speech in ``audio[start:end]``: its segments with their words
+    (times from the start of ``audio``, mapped through the stretches of speech), the language
+    it used and that language's detected probability.
 
     ``beam_only``: beam search at temperature 0, with no fallback on the compression check and
     no conditioning on earlier text (see :func:`_recover_loops`).
@@ -122,48 +158,128 @@ def _transcribe(
             "compression_ratio_threshold": None,
             "condition_on_previous_text": False,
         }
+    part = audio[start:end]
+    stretches = speech_stretches(part)
+    if not stretches:
+        # No speech heard: Whisper's own pass (it decodes nothing) still names a language.
+        found, info = model.transcribe(
+            part, language=language, beam_size=job["beam_size"], vad_filter=True
+        )
+        return [], str(info.language), float(info.language_probability)
+    mapping = StretchMap(stretches, offset=start / _RATE)
     found, info = model.transcribe(
-        audio[start:end],
+        mapping.cut_audio(part),
         language=language,
         beam_size=job["beam_size"],
         # Vocabulary hints (names, terms) steer the decoder's spelling of them.
         initial_prompt=job.get("initial_prompt"),
-        vad_filter=True,  # faster-whisper's bundled Silero VAD: no decoding of silence
+        vad_filter=False,  # the silence is cut out already, and the cut is ours to map back
+        word_timestamps=True,
         **extra,
     )
-    offset = start / _RATE
-    run = [
-        {
-            "start": seg.start + offset,
-            "end": seg.end + offset,
-            "text": seg.text,
-            "no_speech_prob": seg.no_speech_prob,
-            "avg_logprob": seg.avg_logprob,
-            "compression_ratio": seg.compression_ratio,
-            "temperature": seg.temperature,
-            "language": info.language,
-            "channel": label,
-        }
-        for seg in found  # a generator: the decoding happens here
-    ]
+    run: list[dict[str, Any]] = []
+    for seg in found:  # a generator: the decoding happens here
+        words = mapping.words(seg.words or [])
+        if words:
+            first, last = words[0]["start"], words[-1]["end"]
+        else:
+            index = mapping.index((seg.start + seg.end) / 2)
+            first, last = mapping.original(seg.start, index), mapping.original(seg.end, index)
+        run.append(
+            {
+                "start": first,
+                "end": max(first, last),
+                "text": seg.text,
+                "no_speech_prob": seg.no_speech_prob,
+                "avg_logprob": seg.avg_logprob,
+                "compression_ratio": seg.compression_ratio,
+                "temperature": seg.temperature,
+                "language": info.language,
+                "channel": label,
+                "words": words,
+            }
+        )
     return run, str(info.language), float(info.language_probability)
 
 
-def _read_channels(
-    path: Path, *, separate: bool
-) -> list[tuple[str | None, npt.NDArray[np.float32]]]:
-    """The input as float32 arrays at 16 kHz: one unlabelled mix, or one per channel."""
-    from faster_whisper import decode_audio
-
+def _channels(path: Path, *, separate: bool) -> list[tuple[str | None, int | None, int]]:
+    """(label, channel index or None for the mix, channel count) for each pass over the input."""
     try:
         with wave.open(str(path), "rb") as source:
             count = source.getnchannels()
-            if source.getframerate() == _RATE and source.getsampwidth() == 2 and count > 1:
-                pcm = np.frombuffer(source.readframes(source.getnframes()), dtype="<i2")
-                frames = pcm.reshape(-1, count).astype(np.float32) / 32768.0
-                if separate:
-                    return [(str(i + 1), np.ascontiguousarray(frames[:, i])) for i in range(count)]
-                return [(None, frames.mean(axis=1).astype(np.float32))]
     except (wave.Error, EOFError):
-        pass
-    return [(None, decode_audio(str(path), sampling_rate=_RATE))]
+        count = 1
+    if separate and count > 1:
+        return [(str(i + 1), i, count) for i in range(count)]
+    return [(None, None, count)]
+
+
+def windows(
+    path: Path, channel: int | None, count: int
+) -> Iterator[tuple[float, npt.NDArray[np.float32]]]:
+    """The input (one channel, or the mix when ``channel`` is None) as (offset in seconds,
+    16 kHz float32 samples) windows of about :data:`WINDOW` seconds, each but the last ending
+    in the middle of a pause of at least 0.3 s (the longest one in its second half), so no
+    word is cut in two."""
+    carried: npt.NDArray[np.float32] = np.zeros(0, dtype=np.float32)
+    offset = 0
+    blocks = _blocks(path, channel, count, WINDOW * _RATE)
+    block = next(blocks, None)
+    while block is not None:
+        audio = np.concatenate([carried, block]) if carried.size else block
+        block = next(blocks, None)
+        cut = audio.size if block is None else _seam(audio)
+        yield offset / _RATE, audio[:cut]
+        carried = audio[cut:].copy()
+        offset += cut
+    if carried.size:
+        yield offset / _RATE, carried
+
+
+def _seam(audio: npt.NDArray[np.float32]) -> int:
+    """Where to end a window: the middle of the longest pause in its second half; its end when
+    it holds no pause there (speech without a break of 0.3 s for minutes: very rare)."""
+    from faster_whisper.vad import VadOptions, get_speech_timestamps
+
+    heard = get_speech_timestamps(
+        audio, VadOptions(min_silence_duration_ms=_SEAM_SILENCE_MS, speech_pad_ms=0)
+    )
+    half = audio.size // 2
+    edges = [0, *[x for s in heard for x in (int(s["start"]), int(s["end"]))], audio.size]
+    gaps = [(edges[i + 1] - edges[i], edges[i], edges[i + 1]) for i in range(0, len(edges), 2)]
+    late = [(length, a, b) for length, a, b in gaps if (a + b) // 2 > half and a > 0]
+    if not late:
+        return audio.size
+    _, a, b = max(late)
+    return (a + b) // 2
+
+
+def _blocks(
+    path: Path, channel: int | None, count: int, size: int
+) -> Iterator[npt.NDArray[np.float32]]:
+    """The input in blocks of ``size`` samples: streamed from a 16 kHz 16-bit WAV, else
+    decoded whole with faster-whisper's decoder and sliced."""
+    try:
+        with wave.open(str(path), "rb") as probe:
+            streamed = probe.getframerate() == _RATE and probe.getsampwidth() == 2
+    except (wave.Error, EOFError):
+        streamed = False
+    if not streamed:
+        from faster_whisper import decode_audio
+
+        whole = decode_audio(str(path), sampling_rate=_RATE)
+        for start in range(0, max(whole.size, 1), size):
+            yield whole[start : start + size]
+        return
+    with wave.open(str(path), "rb") as source:
+        while True:
+            pcm = np.frombuffer(source.readframes(size), dtype="<i2")
+            if not pcm.size:
+                return
+            frames = pcm.reshape(-1, count).astype(np.float32) / 32768.0
+            if channel is not None:
+                yield np.ascontiguousarray(frames[:, channel])
+            elif count > 1:
+                yield frames.mean(axis=1).astype(np.float32)
+            else:
+                yield frames[:, 0].copy()

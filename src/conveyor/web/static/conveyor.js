@@ -371,8 +371,9 @@
     zone.addEventListener("drop", function (e) { e.preventDefault(); zone.classList.remove("over"); sendAll(e.dataTransfer.files); });
   });
 
-  /* The transcript: choose a line to play from there; the line being played is marked. The
-   * lines may arrive after the page (swapped in live), so both look them up when needed. */
+  /* The transcript: choose a line (or a word) to play from there; the line and the word being
+   * said are marked. The lines may arrive after the page (swapped in live), so both look them
+   * up when needed. */
   var player = document.getElementById("player");
   /* Opened from a search hit (?t=seconds): the player starts where the words are said, and
    * that line is shown and focused. */
@@ -387,18 +388,23 @@
   }
   if (player) {
     document.addEventListener("click", function (e) {
-      var b = e.target.closest ? e.target.closest("#transcript .seg") : null;
+      var b = e.target.closest ? e.target.closest("#transcript .word, #transcript .seg") : null;
       if (!b) return;
       player.currentTime = parseFloat(b.dataset.start);
       player.play().catch(function () {});
     });
-    player.addEventListener("timeupdate", function () {
+    var mark = function () {
       var t = player.currentTime;
       document.querySelectorAll("#transcript .seg").forEach(function (b) {
         var on = t >= parseFloat(b.dataset.start) && t < parseFloat(b.dataset.end);
         b.classList.toggle("current", on);
         if (on) b.setAttribute("aria-current", "true"); else b.removeAttribute("aria-current");
       });
-    });
+      document.querySelectorAll("#transcript .word").forEach(function (w) {
+        w.classList.toggle("said", t >= parseFloat(w.dataset.start) && t < parseFloat(w.dataset.end));
+      });
+    };
+    player.addEventListener("timeupdate", mark);
+    player.addEventListener("seeked", mark);
   }
 })();
