@@ -110,7 +110,8 @@ class DatabaseSettings(_Section):
         return url
 
 
-_STORAGE_URL = re.compile(r"^(file:.*|s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?)$")
+# Only the shape: the backend the scheme names reads the rest (conveyor.objects.stores).
+_STORAGE_URL = re.compile(r"^[a-z][a-z0-9]*:")
 
 
 class StorageSettings(_Section):

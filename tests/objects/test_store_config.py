@@ -18,10 +18,17 @@ CONVEYOR = str(Path(sys.executable).with_name("conveyor"))
 SECRET = "do-not-show-this-secret-0123456789"
 
 
-@pytest.mark.parametrize("url", ["s3:/bucket", "s3://", "http://bucket", "bucket", "s3://UP"])
-def test_a_bad_url_is_refused(url: str) -> None:
+def test_a_url_without_a_scheme_is_refused_with_the_settings() -> None:
     with pytest.raises(ValidationError, match=r"file: .* s3://bucket/prefix"):
-        StorageSettings(url=url)
+        StorageSettings(url="bucket")
+
+
+@pytest.mark.parametrize("url", ["s3:/bucket", "s3://", "http://bucket", "s3://UP"])
+def test_a_bad_url_is_refused_by_its_backend(url: str, tmp_path: Path) -> None:
+    """The scheme picks the backend (``conveyor.objects.stores``), which reads the rest; the CLI
+    says ``invalid configuration`` and exits 2 (``make_runtime``)."""
+    with pytest.raises(ValueError, match=r"s3://bucket/prefix|no store for 'http'; use file:, s3:"):
+        open_store(StorageSettings(url=url, root=tmp_path))
 
 
 def test_root_alone_keeps_working(tmp_path: Path) -> None:

@@ -86,6 +86,8 @@ def make_runtime(*, schema: bool = True) -> Runtime:
     runtime = Runtime(settings)
     try:
         runtime.store.check()  # creates the storage folder, so a bad root fails here
+    except ValueError as exc:  # the URL's backend refuses the rest of it
+        raise fail(f"invalid configuration: {exc}", ExitCode.USAGE) from None
     except OSError as exc:
         if settings.storage.url.startswith("s3://"):
             raise fail(

@@ -2,7 +2,6 @@
 ``files`` row per object)."""
 
 from conveyor.objects.factory import open_store, work_folder
-from conveyor.objects.local import LocalStore
 from conveyor.objects.outage import STORAGE, is_storage_outage
 from conveyor.objects.queries import delete_file_rows, file_by_id, file_by_key, put_file_row
 from conveyor.objects.store import (
@@ -15,6 +14,7 @@ from conveyor.objects.store import (
     check_key,
     new_key,
 )
+from conveyor.objects.stores.file import LocalStore
 from conveyor.objects.sweep import Sweeper, SweepReport, discard_unjournaled, sweep_orphans
 from conveyor.objects.work import WorkFolder
 

@@ -1,17 +1,23 @@
-"""The object store ``[storage]`` asks for: ``file:`` (a folder) or ``s3://bucket/prefix``."""
+"""The object store ``[storage] url`` names: the backend module of its scheme."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from pydantic import SecretStr
+import importlib
+import pkgutil
+from typing import Protocol, cast
 
 from conveyor.config import StorageSettings
-from conveyor.objects.local import LocalStore
+from conveyor.objects import stores
 from conveyor.objects.store import ObjectStore
 from conveyor.objects.work import WorkFolder
 
-__all__ = ["open_store", "work_folder"]
+__all__ = ["backends", "open_store", "work_folder"]
+
+
+class _Backend(Protocol):
+    """What a module of :mod:`conveyor.objects.stores` offers."""
+
+    def from_settings(self, settings: StorageSettings, work: WorkFolder) -> ObjectStore: ...
 
 
 def work_folder(settings: StorageSettings) -> WorkFolder:
@@ -19,31 +25,22 @@ def work_folder(settings: StorageSettings) -> WorkFolder:
     return WorkFolder(settings.work_dir or settings.root / "work")
 
 
+def backends() -> list[str]:
+    """The URL schemes this build stores objects with (``file``, ``s3``), one per module."""
+    return sorted(m.name for m in pkgutil.iter_modules(stores.__path__))
+
+
 def open_store(settings: StorageSettings) -> ObjectStore:
-    """The store ``[storage] url`` names (nothing is contacted yet for ``s3://``).
+    """The store ``[storage] url`` names: the backend of its scheme, which reads the rest of
+    the URL itself (nothing is contacted yet).
 
     Raises:
         OSError: a ``file:`` folder cannot be created.
-        ValueError: the URL or part size is not valid.
+        ValueError: no backend for the scheme, or the URL or part size is not valid.
     """
-    work = work_folder(settings)
-    url = settings.url
-    if url.startswith("file:"):
-        where = url.removeprefix("file:")
-        return LocalStore(Path(where) if where else settings.root, work=work)
-    from conveyor.objects.s3 import S3Store  # boto3 is loaded only when a bucket is used
-
-    return S3Store(
-        url,
-        work=work,
-        endpoint=settings.endpoint,
-        region=settings.region,
-        path_style=settings.path_style,
-        access_key_id=_reveal(settings.access_key_id),
-        secret_access_key=_reveal(settings.secret_access_key),
-        part_size=settings.part_size,
-    )
-
-
-def _reveal(value: SecretStr | None) -> str | None:
-    return None if value is None else value.get_secret_value()
+    scheme = settings.url.partition(":")[0]
+    if scheme not in backends():
+        known = ", ".join(f"{name}:" for name in backends())
+        raise ValueError(f"[storage] url {settings.url!r}: no store for {scheme!r}; use {known}")
+    module = importlib.import_module(f"{stores.__name__}.{scheme}")
+    return cast(_Backend, module).from_settings(settings, work_folder(settings))

@@ -100,8 +100,8 @@ def new_key(prefix: str, suffix: str = "") -> str:
 
 @runtime_checkable
 class ObjectStore(Protocol):
-    """Objects by key. Implemented by :class:`conveyor.objects.local.LocalStore` (``file:``)
-    and :class:`conveyor.objects.s3.S3Store` (``s3://bucket/prefix``).
+    """Objects by key. Implemented by :class:`conveyor.objects.stores.file.LocalStore` (``file:``)
+    and :class:`conveyor.objects.stores.s3.S3Store` (``s3://bucket/prefix``).
 
     Missing objects raise :class:`FileNotFoundError` from every reading method; invalid keys
     raise :class:`ValueError` (:func:`check_key`).

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -28,10 +29,11 @@ from urllib.parse import urlsplit
 import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
+from pydantic import SecretStr
 
+from conveyor.config import StorageSettings
 from conveyor.error_codes import ErrorCode
 from conveyor.errors import RejectedInput
-from conveyor.objects.local import CHUNK, chunks_of, verify
 from conveyor.objects.outage import is_storage_outage
 from conveyor.objects.store import (
     ListedObject,
@@ -41,17 +43,19 @@ from conveyor.objects.store import (
     StoredObject,
     check_key,
 )
+from conveyor.objects.stores.file import CHUNK, chunks_of, verify
 from conveyor.objects.work import WorkFolder
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_s3.type_defs import CompletedPartTypeDef
 
-__all__ = ["MIN_PART_SIZE", "S3Store", "parse_s3_url"]
+__all__ = ["MIN_PART_SIZE", "S3Store", "from_settings", "parse_s3_url"]
 
 #: The smallest part S3 accepts (every part but the last).
 MIN_PART_SIZE = 5 * 1024 * 1024
 _MISSING = frozenset({"NoSuchKey", "404", "NotFound"})
+_BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
 
 
 def parse_s3_url(url: str) -> tuple[str, str]:
@@ -61,8 +65,11 @@ def parse_s3_url(url: str) -> tuple[str, str]:
         ValueError: not an ``s3://`` URL with a bucket name.
     """
     parts = urlsplit(url)
-    if parts.scheme != "s3" or not parts.netloc or parts.query or parts.fragment:
-        raise ValueError(f"not an s3://bucket/prefix URL: {url!r}")
+    if parts.scheme != "s3" or not _BUCKET.fullmatch(parts.netloc) or parts.query or parts.fragment:
+        raise ValueError(
+            f"[storage] url {url!r} is not s3://bucket/prefix (a bucket name is 3-63 lower-case "
+            "letters, digits, dots and hyphens), e.g. s3://conveyor-objects/prod"
+        )
     prefix = parts.path.strip("/")
     if prefix:
         check_key(prefix)
@@ -377,3 +384,25 @@ class S3Store:
 class _Empty:
     def read(self, size: int = -1, /) -> bytes:
         return b""
+
+
+def from_settings(settings: StorageSettings, work: WorkFolder) -> S3Store:
+    """The ``s3://bucket/prefix`` store of ``[storage]`` (nothing is contacted yet).
+
+    Raises:
+        ValueError: the URL or part size is not valid.
+    """
+    return S3Store(
+        settings.url,
+        work=work,
+        endpoint=settings.endpoint,
+        region=settings.region,
+        path_style=settings.path_style,
+        access_key_id=_reveal(settings.access_key_id),
+        secret_access_key=_reveal(settings.secret_access_key),
+        part_size=settings.part_size,
+    )
+
+
+def _reveal(value: SecretStr | None) -> str | None:
+    return None if value is None else value.get_secret_value()

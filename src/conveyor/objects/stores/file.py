@@ -18,6 +18,7 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
+from conveyor.config import StorageSettings
 from conveyor.error_codes import ErrorCode
 from conveyor.errors import RejectedInput
 from conveyor.objects.store import (
@@ -30,7 +31,7 @@ from conveyor.objects.store import (
 )
 from conveyor.objects.work import WorkFolder
 
-__all__ = ["LocalStore", "chunks_of", "verify"]
+__all__ = ["LocalStore", "chunks_of", "from_settings", "verify"]
 
 CHUNK = 1024 * 1024
 _PARTIAL = re.compile(r"\..+\.[0-9a-f]{32}\.part")
@@ -224,3 +225,14 @@ class LocalStore:
     def presign(self, key: str, *, expires: float, mime_type: str, disposition: str) -> str | None:
         """A folder has no URLs of its own: always None (the API streams the file)."""
         return None
+
+
+def from_settings(settings: StorageSettings, work: WorkFolder) -> LocalStore:
+    """The ``file:`` store of ``[storage]``: ``file:`` is the folder ``root``, ``file:PATH``
+    another folder (created on first use).
+
+    Raises:
+        OSError: the folder cannot be created.
+    """
+    where = settings.url.removeprefix("file:")
+    return LocalStore(Path(where) if where else settings.root, work=work)
