@@ -73,7 +73,7 @@ def test_wrong_kinds_are_refused_at_intake_naming_the_other_command(
     invoke("albums", "create", "a")
     media = invoke("media", "add", "a", str(audio), str(photo))
     assert media.exit_code == ExitCode.HALTED
-    assert f"`conveyor ingest {audio}`" in media.stderr
+    assert f"`conveyor records add {audio}`" in media.stderr
     assert "2 files: 1 accepted as items (1 done, 0 halted), 1 refused" in media.stderr
 
 
@@ -83,7 +83,7 @@ def test_another_owners_album_hints_at_owner_and_empty_lists_say_how_to_add(
     monkeypatch.chdir(tmp_path)
     cli = invoke
     records = cli("records", "list")
-    assert records.stdout == "" and "conveyor ingest FILE" in records.stderr
+    assert records.stdout == "" and "conveyor records add FILE" in records.stderr
     albums = cli("albums", "list")
     assert albums.stdout == "" and "conveyor albums create NAME" in albums.stderr
     cli("albums", "create", "Work", "--owner", "bob")
@@ -95,4 +95,4 @@ def test_another_owners_album_hints_at_owner_and_empty_lists_say_how_to_add(
     none = cli("media", "list", "Holidays")
     assert none.exit_code == ExitCode.NOT_FOUND and "conveyor albums create" in none.stderr
     users = cli("users", "list")
-    assert "conveyor users add NAME" in users.stderr
+    assert "conveyor users create NAME" in users.stderr

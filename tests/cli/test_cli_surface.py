@@ -52,8 +52,8 @@ def test_boolean_options_are_flags_that_take_no_value() -> None:
         for param in command.params:
             if not isinstance(param, TyperOption):
                 continue
-            if param.type_descriptor.annotation is bool:
-                assert param.is_flag, f"{name} {param.opts} looks like it takes a value"
+            if param.type_descriptor.annotation is bool or getattr(param, "count", False):
+                assert param.is_flag or param.count, f"{name} {param.opts} takes a value"
                 for opt in [*param.opts, *param.secondary_opts]:
                     assert re.search(rf"{opt}(,| /|\s{{2,}}|\s*$)", shown, re.M), (name, opt, shown)
             else:  # a value option names its value, as docs/cli.md writes it

@@ -57,9 +57,9 @@ def test_ingest_channels_is_kept_on_the_record_and_checked(
     # The text card says it too, as docs/cli.md promises for --channels.
     assert "  channels   separate\n" in invoke("records", "show", "1").stdout
     assert "  channels   mix\n" in invoke("records", "show", "2").stdout
-    # A recording's own hints keep their own message.
+    # A recording's own hints keep their own message; a usage mistake, before any file.
     hints = invoke("ingest", "--hints", "x" * 1001, stereo, **held)
-    assert hints.exit_code == ExitCode.HALTED
+    assert hints.exit_code == ExitCode.USAGE
     assert "hints are longer than 1000 characters" in hints.stderr
     wrong = invoke("ingest", "--channels", "both", stereo, **held)
     assert wrong.exit_code == ExitCode.USAGE and "mix or separate" in wrong.stderr

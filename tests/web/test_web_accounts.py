@@ -283,7 +283,7 @@ def test_cli_users_add_password_passwd_and_admin(tmp_path: Path) -> None:
         "users", "add", "carol", "--password", "--admin", stdin="carol-pass-1\ncarol-pass-1\n"
     )
     assert added.returncode == 0, added.stderr
-    assert "added with a password (admin)" in added.stdout
+    assert "created with a password (admin)" in added.stdout
     assert "carol-pass-1" not in added.stdout + added.stderr
     changed = run("users", "passwd", "carol", stdin="new-pass-111\nnew-pass-111\n")
     assert changed.returncode == 0 and "password of 'carol' set" in changed.stdout

@@ -8,8 +8,8 @@ does not hand out access.
 
 Public surface::
 
-    add_user, list_users          conveyor users add / list
-    set_password, set_admin       conveyor users add --password / passwd / --admin
+    add_user, list_users          conveyor users create / list
+    set_password, set_admin       conveyor users create --password / passwd / --admin
     create_token, list_tokens,    conveyor tokens create / list / revoke
     revoke_token, revoke_own_token
     authenticate                  bearer token → Account (the HTTP API)

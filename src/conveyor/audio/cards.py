@@ -117,7 +117,7 @@ def transcript_of(conn: Connection, record_id: int) -> RowMapping | None:
 def described_card(conn: Connection, record: RowMapping) -> dict[str, Any]:
     """:func:`record_card` with what a person reading it also wants: ``provider_wait`` (why it
     waits on its provider, or None) and ``hints`` (the record's own vocabulary hints, or None),
-    as ``conveyor records show`` and ``conveyor ingest`` print it."""
+    as ``conveyor records show`` and ``conveyor records add`` print it."""
     card = record_card(record, provider_wait(conn, record))
     card["hints"] = hints_of(conn, int(record["id"]))
     return card

@@ -57,7 +57,7 @@ def accept_audio(
             surrounding blanks (stored lower case, see :func:`clean_language`); None = detect.
         raw_pcm: the owner says this is headerless 16 kHz mono s16le PCM.
         strict: refuse content that sniffs as neither audio nor video, as both entry points
-            (HTTP and ``conveyor ingest``) do; without it ``normalize`` halts such content
+            (HTTP and ``conveyor records add``) do; without it ``normalize`` halts such content
             ``not_audio`` (how tests reach that halt).
         max_bytes: size limit in bytes.
         languages: the language codes the recognizer accepts; ``language`` must be one.
@@ -174,7 +174,7 @@ def _check_content(head: bytes, sniffed: Sniffed, *, raw_pcm: bool) -> None:
             raise UnsupportedMedia(
                 ErrorCode.NOT_MEDIA,
                 f"this file is {what}, not headerless PCM: send it again without raw_pcm=true "
-                "(HTTP), or ingest it without --raw-pcm (conveyor ingest)",
+                "(HTTP), or ingest it without --raw-pcm (conveyor records add)",
             )
         return
     if sniffed.kind in ("audio", "video"):
@@ -185,7 +185,7 @@ def _check_content(head: bytes, sniffed: Sniffed, *, raw_pcm: bool) -> None:
             ErrorCode.NOT_MEDIA,
             "the upload has no audio header but looks like headerless PCM samples; if it is "
             "16 kHz mono signed 16-bit little-endian PCM, send it again with raw_pcm=true "
-            "(HTTP) or --raw-pcm (conveyor ingest)",
+            "(HTTP) or --raw-pcm (conveyor records add)",
         )
     raise UnsupportedMedia(
         ErrorCode.NOT_MEDIA, f"the upload is not audio (its content looks like {sniffed.mime})"

@@ -111,7 +111,7 @@ _RAW_FORMAT: Final = "s16le"
 RAW_PCM_HINT: Final = (
     "The file has no audio header, but its bytes look like headerless PCM samples. If it is "
     "16 kHz mono signed 16-bit little-endian PCM, send it again with --raw-pcm "
-    "(conveyor ingest) or raw_pcm=true (HTTP upload)."
+    "(conveyor records add) or raw_pcm=true (HTTP upload)."
 )
 
 # Output samples per resampled frame (1 s, 32 KB). Decoders give ~1024-sample frames; handling

@@ -17,8 +17,9 @@ from conveyor import __version__
 from conveyor.cli import media, records, users
 from conveyor.cli.backup import backup, restore
 from conveyor.cli.exits import SUMMARY, ExitCode
+from conveyor.cli.groups import CommandGroup, LogLevel, Quiet, Verbose, hear
 from conveyor.cli.ingest import ingest
-from conveyor.cli.output import err_console, fail, note, setup_logging
+from conveyor.cli.output import JsonOption, err_console, fail, note, print_json, setup_logging
 from conveyor.cli.serve import serve
 from conveyor.cli.settings import make_runtime
 from conveyor.cli.signals import stop_on_signals
@@ -28,18 +29,14 @@ from conveyor.cli.workers import lanes_app, workers_app
 
 __all__ = ["app", "main"]
 
-app = typer.Typer(
+app = CommandGroup(
     help="Conveyor: a self-hosted media pipeline (transcripts, photo and video variants).",
     epilog="Exit codes: "
     + "; ".join(f"{int(code)} {words}" for code, words in SUMMARY.items())
     + ". Reference: docs/cli.md.",
-    no_args_is_help=True,
     pretty_exceptions_enable=False,
-    # Plain help and usage errors: flags show no value, nothing is drawn in boxes, and a pipe
-    # gets the same text as a terminal.
-    rich_markup_mode=None,
 )
-db_app = typer.Typer(help="The database schema.", no_args_is_help=True)
+db_app = CommandGroup(help="The database schema.")
 app.add_typer(records.app, name="records")
 app.add_typer(media.albums_app, name="albums")
 app.add_typer(media.media_app, name="media")
@@ -50,7 +47,7 @@ app.add_typer(storage_app, name="storage")
 app.add_typer(workers_app, name="workers")
 app.add_typer(lanes_app, name="lanes")
 app.add_typer(db_app, name="db")
-app.command()(ingest)
+app.alias("ingest", ingest)  # `conveyor records add`, as `media add` adds to albums
 app.command()(serve)
 app.command()(backup)
 app.command()(restore)
@@ -70,13 +67,20 @@ def _root(
             "--version", help="Print the version and exit.", callback=_print_version, is_eager=True
         ),
     ] = False,
+    quiet: Quiet = False,
+    verbose: Verbose = 0,
+    log_level: LogLevel = None,
 ) -> None:
     """Conveyor: a self-hosted media pipeline (transcripts, photo and video variants)."""
+    hear(quiet, verbose, log_level)
 
 
 @app.command()
-def version() -> None:
+def version(as_json: JsonOption = False) -> None:
     """Print the version."""
+    if as_json:
+        print_json({"version": __version__})
+        return
     print(f"conveyor {__version__}")
 
 
@@ -191,7 +195,7 @@ def _parse_lanes(value: str | None) -> list[str] | None:
 
 
 @db_app.command("upgrade")
-def db_upgrade() -> None:
+def db_upgrade(as_json: JsonOption = False) -> None:
     """Create the schema, or upgrade it to this version's (back up the database first)."""
     from sqlalchemy.exc import SQLAlchemyError
 
@@ -212,6 +216,9 @@ def db_upgrade() -> None:
     except SQLAlchemyError as exc:
         raise database_unreachable(runtime.settings, exc) from None
     where = describe_database(runtime.settings)
+    if as_json:
+        print_json({"database": where, "before": before, "after": after})
+        return
     if before == after:
         print(f"database {where} already at revision {after}")
     else:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import typer
 
 from conveyor.cli.exits import ExitCode
-from conveyor.cli.output import console, fail, note
+from conveyor.cli.output import console, fail, note, print_json
 from conveyor.errors import DeclarationError
 from conveyor.pipeline import Domain, halted_ids, resume_many
 from conveyor.runtime import Runtime
@@ -33,13 +33,16 @@ def resume_command(
     stage: str | None,
     every: bool,
     dry_run: bool,
+    as_json: bool = False,
 ) -> None:
     """Resume the halted ``ids``, or the halted set ``reason``/``stage``/``every`` names.
 
-    Ids that are not halted (or do not exist) are reported and left alone.
+    Ids that are not halted (or do not exist) are reported and left alone. ``as_json`` prints
+    ``{"dry_run", "selected", "resumed", "skipped"}`` (id lists) instead of sentences.
 
     Raises:
-        typer.Exit: ``USAGE`` for a contradictory or empty selection or an unknown stage.
+        typer.Exit: ``USAGE`` for a contradictory or empty selection, an unknown stage or an
+            unknown halt reason (a typo must not resume nothing and succeed).
     """
     filters = reason is not None or stage is not None
     if ids and (filters or every):
@@ -49,6 +52,14 @@ def resume_command(
         )
     if not ids and not filters and not every:
         raise fail(f"name the halted {noun}s: ids, --reason, --stage, or --all", ExitCode.USAGE)
+    if reason is not None:
+        known_reasons = sorted({str(member) for kind in domain.halt_reasons for member in kind})
+        if reason not in known_reasons:
+            raise fail(
+                f"unknown halt reason {reason!r}; the {noun} halt reasons are "
+                f"{', '.join(known_reasons)}",
+                ExitCode.USAGE,
+            )
     if stage is not None and stage not in {s.name for s in domain.stages}:
         known = ", ".join(s.name for s in domain.stages)
         raise fail(f"unknown stage {stage!r}; the stages are {known}", ExitCode.USAGE)
@@ -64,6 +75,9 @@ def resume_command(
         label = f"{len(chosen)} halted {noun}s" + (
             f" ({', '.join(w for w in where if w)})" if filters else ""
         )
+    if dry_run and as_json:
+        print_json({"dry_run": True, "selected": chosen, "resumed": [], "skipped": []})
+        return
     if dry_run:
         console.print(f"{label} would be resumed (dry run; nothing changed)")
         if chosen:
@@ -74,6 +88,18 @@ def resume_command(
     done = resume_many(runtime.engine, domain, chosen, clock=runtime.clock)
     if done.resumed:
         runtime.notifier.publish()
+    if as_json:
+        print_json(
+            {
+                "dry_run": False,
+                "selected": chosen,
+                "resumed": list(done.resumed),
+                "skipped": list(done.skipped),
+            }
+        )
+        if done.skipped and ids:
+            raise typer.Exit(ExitCode.CONFLICT)
+        return
     console.print(f"resumed {len(done.resumed)} of {label}")
     if done.resumed:
         note("a running `conveyor worker` (or `conveyor serve`) moves them on")

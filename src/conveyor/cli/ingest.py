@@ -1,4 +1,4 @@
-"""``conveyor ingest FILE…``: accept recordings, run workers until each is done or halted."""
+"""``conveyor records add FILE…``: accept recordings, run workers until each is done or halted."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.text import Text
 
 from conveyor.cli.exits import ExitCode
-from conveyor.cli.intake import accept_files, summary
-from conveyor.cli.output import StageLines, err_console, fail, note, progress_display, setup_logging
+from conveyor.cli.intake import shown_name
+from conveyor.cli.intake_output import IntakeOutput
+from conveyor.cli.output import JsonOption, fail, progress_display, setup_logging
 from conveyor.cli.settings import make_runtime
 from conveyor.cli.signals import stop_on_signals
 
@@ -43,14 +43,16 @@ def audio_hint(path: Path, exc: RejectedInput) -> str | None:
     (only for bytes that look like samples; the intake's message then says so already)."""
     kind = _sniffed_kind(path, exc)
     if kind == "image":
-        return f"it is a photo: add it to an album with `conveyor media add ALBUM {path}`"
+        return (
+            f"it is a photo: add it to an album with `conveyor media add ALBUM {shown_name(path)}`"
+        )
     return None
 
 
 def media_hint(path: Path, exc: RejectedInput) -> str | None:
     """The way forward for a file ``media add`` refused as not a photo or video."""
     if _sniffed_kind(path, exc) == "audio":
-        return f"it is audio: transcribe it with `conveyor ingest {path}`"
+        return f"it is audio: transcribe it with `conveyor records add {shown_name(path)}`"
     return None
 
 
@@ -97,16 +99,29 @@ def ingest(
             "[transcription] channels.",
         ),
     ] = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Transcribe recordings: accept, run the pipeline until each is done or halted, print."""
     from conveyor.audio import queries
     from conveyor.audio.cards import described_card, provider_waits, transcript_of
-    from conveyor.audio.intake import accept_audio, clean_language
+    from conveyor.audio.intake import accept_audio, clean_hints, clean_language
     from conveyor.audio.stages import AUDIO
     from conveyor.cli.records import print_card, state_of
     from conveyor.cli.startup import check_recognizer
+    from conveyor.errors import RejectedInput
 
     setup_logging(logging.WARNING)
+    # Usage mistakes exit 2 before anything is stored, as --language does.
+    if not owner.strip():
+        raise fail(
+            "--owner names no user; give a user name, or leave it out for `me`", ExitCode.USAGE
+        )
+    try:
+        clean_hints(hints)
+    except RejectedInput as exc:
+        raise fail(f"--hints: {exc}", ExitCode.USAGE) from None
+    if channels is not None and channels not in ("mix", "separate"):
+        raise fail(f"--channels is mix or separate, not {channels!r}", ExitCode.USAGE)
     runtime = make_runtime()
     language = clean_language(language)  # EN, " en " and en alike
     if language is not None and language not in runtime.languages:
@@ -115,19 +130,20 @@ def ingest(
             "ISO 639-1 code such as en, de or ru, or leave it out to detect the language",
             ExitCode.USAGE,
         )
-    if channels is not None and channels not in ("mix", "separate"):
-        raise fail(f"--channels is mix or separate, not {channels!r}", ExitCode.USAGE)
     workers = runtime.settings.pipeline.workers
     if workers > 0:
         check_recognizer(runtime)
-    intake = accept_files(
-        files,
-        lambda path: accept_audio(
+    out = IntakeOutput("record", len(files), as_json)
+    stop = stop_on_signals()
+    intake = out.take(
+        runtime,
+        lambda chunks, name: accept_audio(
             runtime.engine,
             runtime.store,
             runtime.clock,
-            path,
+            chunks,
             owner=owner,
+            original_name=name,
             title=title,
             language=language,
             hints=hints,
@@ -136,20 +152,13 @@ def ingest(
             strict=True,
             languages=runtime.languages,
         ),
-        audio_hint,
+        files,
+        hint=audio_hint,
+        stop=stop,
     )
     ids = intake.ids
-    if not ids:
-        note(summary("record", len(files), intake, 0, 0))
-        raise typer.Exit(ExitCode.HALTED)
-    if workers == 0:
-        note(
-            f"accepted records {', '.join(map(str, ids))}; [pipeline] workers = 0, so they wait "
-            "for a `conveyor worker`"
-        )
-        note(summary("record", len(files), intake, 0, 0))
-        raise typer.Exit(ExitCode.HALTED if intake.refused else ExitCode.OK)
-    stop = stop_on_signals()
+    if intake.stopped or not ids or workers == 0:
+        out.end_early(intake, "[pipeline] workers" if workers == 0 else None)
     deleted: set[int] = set()
     pool = runtime.pool({"audio": workers})
     pool.start()
@@ -166,7 +175,6 @@ def ingest(
             # What each record was last said to wait on (stage, provider's words): a line is
             # printed when that changes, not on every try of a provider that stays down.
             said: dict[int, tuple[str, str]] = {}
-            lines = StageLines("record")  # the bar's stand-in when stderr is not a terminal
             while pending and not stop.is_set():
                 with runtime.engine.connect() as conn:
                     rows = {}
@@ -176,9 +184,7 @@ def ingest(
                             pending.discard(rid)
                             deleted.add(rid)
                             progress.update(tasks[rid], stage="deleted")
-                            progress.console.print(
-                                Text(f"record {rid} was deleted meanwhile; not waiting for it")
-                            )
+                            out.deleted(rid, progress.console)
                             continue
                         rows[rid] = row
                         halted = row["halted_at"] is not None
@@ -186,7 +192,7 @@ def ingest(
                         progress.update(
                             tasks[rid], completed=AUDIO.stage_names.index(row["stage"]), stage=label
                         )
-                        lines.show(rid, label)
+                        out.state(rid, label)
                         if halted or row["stage"] == "done":
                             pending.discard(rid)
                     waits = provider_waits(conn, [rows[rid] for rid in pending])
@@ -195,9 +201,8 @@ def ingest(
                     if said.get(rid) == reason:
                         continue
                     said[rid] = reason
-                    progress.console.print(
-                        Text(_waiting_line(rid, wait, rows[rid], runtime.clock.now()))
-                    )
+                    line = _waiting_line(rid, wait, rows[rid], runtime.clock.now())
+                    out.waiting(rid, line, progress.console)
                 time.sleep(0.2)
     finally:
         pool.stop()
@@ -208,16 +213,15 @@ def ingest(
             if row is None:
                 if rid not in deleted:
                     deleted.add(rid)
-                    note(f"record {rid} was deleted meanwhile")
+                    out.deleted(rid)
                 continue
             text = transcript_of(conn, rid)
             card = described_card(conn, row)
-            print_card(card, text["body"] if text else None, state_of(row, runtime.clock.now()))
+            body = text["body"] if text else None
+            if as_json:
+                out.result({**card, "transcript": body})
+            else:
+                print_card(card, body, state_of(row, runtime.clock.now()))
             done += bool(card["done"])
             halted_count += bool(card["halted"])
-    note(summary("record", len(files), intake, done, halted_count, deleted=len(deleted)))
-    if stop.is_set():
-        err_console.print("stopped before every record finished; `conveyor worker` continues them")
-        raise typer.Exit(ExitCode.INTERRUPTED)
-    finished = done == len(ids) and not intake.refused
-    raise typer.Exit(ExitCode.OK if finished else ExitCode.HALTED)
+    out.finish(intake, done, halted_count, len(deleted), stopped=stop.is_set())

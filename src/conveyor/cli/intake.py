@@ -1,21 +1,84 @@
-"""Intake: the files given to ``ingest`` or ``media add``, each accepted or refused, and the
-last line that counts them."""
+"""Intake: the files given to ``records add`` or ``media add``, each accepted or refused, and the
+last line that counts them.
+
+* Any name a file system gives is taken, valid UTF-8 or not; it is shown and kept with the
+  record with each undecodable byte escaped (``caf\\xe9.wav``).
+* A stop signal (Ctrl-C, SIGTERM) ends intake between two files: the file being stored is
+  finished (a second Ctrl-C waits for it too), so every stored object has its record, and the
+  files not yet tried are counted.
+* A file that cannot be read is refused (exit 1, the others go on); a storage that cannot take
+  it (a full disk, a bucket that refuses) stops intake as the storage failure it is (exit 5).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import os
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from rich.text import Text
 
-from conveyor.cli.output import err_console
+from conveyor.cli.output import err_console, print_json_line
+from conveyor.cli.signals import holding_interrupts
 
 if TYPE_CHECKING:
     from conveyor.errors import RejectedInput
 
-__all__ = ["Intake", "accept_files", "summary"]
+__all__ = [
+    "Accept",
+    "Intake",
+    "StorageFailed",
+    "accept_files",
+    "shown_name",
+    "summary",
+    "summary_event",
+]
+
+#: Bytes read from a source file at a time.
+_CHUNK = 1024 * 1024
+
+#: ``accept(chunks, name)`` stores one file's bytes under its shown name; returns the new id.
+Accept = Callable[[Iterator[bytes], str], int]
+
+
+def shown_name(path: Path | str) -> str:
+    """``path`` as text a terminal, a JSON reader and the database all take: bytes that are not
+    UTF-8 (kept by Python as surrogate escapes) written ``\\xNN``."""
+    return os.fsencode(str(path)).decode("utf-8", errors="backslashreplace")
+
+
+class _ReadFailed(Exception):
+    """Reading the source file failed (told apart from writing the storage)."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(error.strerror or str(error))
+        self.error = error
+
+
+class StorageFailed(Exception):
+    """The storage could not take a file (exit 5): ``file`` was being stored when ``error``
+    happened; what was accepted before it stays accepted."""
+
+    def __init__(self, file: str, error: BaseException, intake: Intake) -> None:
+        detail = getattr(error, "strerror", None) or str(error) or type(error).__name__
+        super().__init__(detail)
+        self.file = file
+        self.error = error
+        self.intake = intake
+
+
+def _chunks(handle: BinaryIO) -> Iterator[bytes]:
+    while True:
+        try:
+            chunk = handle.read(_CHUNK)
+        except OSError as exc:
+            raise _ReadFailed(exc) from exc
+        if not chunk:
+            return
+        yield chunk
 
 
 def _unreadable(path: Path) -> str | None:
@@ -29,49 +92,115 @@ def _unreadable(path: Path) -> str | None:
     return None
 
 
+def _is_storage_error(exc: BaseException) -> bool:
+    """An error of the object store: the file system under it, or the S3 client."""
+    return isinstance(exc, OSError) or type(exc).__module__.split(".")[0] in (
+        "botocore",
+        "boto3",
+        "s3transfer",
+    )
+
+
 @dataclass
 class Intake:
-    """What happened to the files given to ``ingest`` or ``media add``."""
+    """What happened to the files given to ``records add`` or ``media add``."""
 
     ids: list[int] = field(default_factory=list)
+    """Ids accepted, in the order of the files."""
+    names: dict[int, str] = field(default_factory=dict)
+    """Each accepted id's file, as shown."""
     refused: int = 0
+    """Files refused (not stored)."""
+    untried: int = 0
+    """Files not tried because a stop signal came first."""
+    stopped: bool = False
+    """A stop signal ended intake early."""
 
 
 def accept_files(
     paths: Sequence[Path],
-    accept: Callable[[Path], int],
+    accept: Accept,
+    noun: str,
+    *,
     hint: Callable[[Path, RejectedInput], str | None] | None = None,
+    stop: threading.Event | None = None,
+    as_json: bool = False,
 ) -> Intake:
-    """Run ``accept`` on each path; a refusal is printed (with ``hint``) and counted, never fatal.
+    """Run ``accept`` on each path; a refusal is reported (with ``hint``) and counted, never fatal.
+
+    Each outcome is said as it happens: a refusal on stderr (``FILE: refused (reason): …``);
+    with ``as_json``, ``{"event": "accepted", "file", "id"}`` or ``{"event": "refused", "file",
+    "reason", "message"}`` on stdout, one object per line.
+
+    Args:
+        noun: ``record`` or ``item``, for the events.
+        stop: set by a stop signal; checked between files.
 
     Returns:
-        The accepted ids in order, and how many paths were refused.
+        The accepted ids in order, how many paths were refused and how many not tried.
+
+    Raises:
+        StorageFailed: the storage could not take a file (those accepted before stay).
     """
     from conveyor.errors import RejectedInput
 
     intake = Intake()
-    for path in paths:
+    for index, path in enumerate(paths):
+        if stop is not None and stop.is_set():
+            intake.stopped = True
+            intake.untried = len(paths) - index
+            break
+        name = shown_name(path)
         problem = _unreadable(path)
+        reason = "unreadable"
         try:
             if problem is None:
-                intake.ids.append(accept(path))
+                with holding_interrupts(), path.open("rb") as handle:
+                    new_id = accept(_chunks(handle), shown_name(path.name))
+                intake.ids.append(new_id)
+                intake.names[new_id] = name
+                if as_json:
+                    print_json_line({"event": "accepted", "file": name, noun: new_id})
         except RejectedInput as exc:
+            reason = exc.reason
             problem = f"refused ({exc.reason}): {exc}"
             extra = hint(path, exc) if hint is not None else None
             if extra:
                 problem = f"{problem}; {extra}"
-        except OSError as exc:
-            problem = f"cannot be read: {exc.strerror or exc}"
+        except _ReadFailed as exc:
+            problem = f"cannot be read: {exc}"
+        except KeyboardInterrupt:  # a second Ctrl-C, after the file in hand was finished
+            intake.stopped = True
+            intake.untried = len(paths) - index - 1
+            break
+        except Exception as exc:
+            if not _is_storage_error(exc):
+                raise
+            opening_the_source = (
+                isinstance(exc, OSError)
+                and exc.filename is not None
+                and os.fsdecode(exc.filename) == os.fsdecode(path)
+            )
+            if opening_the_source and problem is None:
+                problem = f"cannot be read: {getattr(exc, 'strerror', None) or exc}"
+            if problem is None:
+                raise StorageFailed(name, exc, intake) from exc
         if problem is not None:
-            err_console.print(Text(f"{path}: {problem}", style="red"))
             intake.refused += 1
+            if as_json:
+                message = problem.split(": ", 1)[-1]
+                print_json_line(
+                    {"event": "refused", "file": name, "reason": reason, "message": message}
+                )
+            err_console.print(Text(f"{name}: {problem}", style="red"))
     return intake
 
 
 def summary(
     noun: str, given: int, intake: Intake, done: int, halted: int, *, deleted: int = 0
 ) -> str:
-    """``3 files: 2 accepted (1 done, 1 halted), 1 refused`` — the last line of an intake.
+    """``3 files: 2 accepted as records (1 done, 1 halted), 1 refused`` — the last line of an
+    intake; ``, 4 not tried`` when a stop signal ended it early.
 
     ``deleted`` counts accepted ones deleted while the command waited on them.
     """
@@ -79,7 +208,26 @@ def summary(
     parts = [f"{done} done", f"{halted} halted"] + ([f"{waiting} unfinished"] if waiting else [])
     parts += [f"{deleted} deleted meanwhile"] if deleted else []
     files = "file" if given == 1 else "files"
+    untried = f", {intake.untried} not tried" if intake.untried else ""
     return (
         f"{given} {files}: {len(intake.ids)} accepted as {noun}s ({', '.join(parts)}), "
-        f"{intake.refused} refused"
+        f"{intake.refused} refused{untried}"
     )
+
+
+def summary_event(
+    given: int, intake: Intake, done: int, halted: int, *, deleted: int = 0
+) -> dict[str, Any]:
+    """The ``{"event": "summary", …}`` object that ends a ``--json`` intake stream."""
+    return {
+        "event": "summary",
+        "files": given,
+        "accepted": len(intake.ids),
+        "refused": intake.refused,
+        "not_tried": intake.untried,
+        "done": done,
+        "halted": halted,
+        "unfinished": len(intake.ids) - done - halted - deleted,
+        "deleted": deleted,
+        "stopped": intake.stopped,
+    }

@@ -11,16 +11,18 @@ import typer
 from rich.text import Text
 
 from conveyor.cli.exits import ExitCode
+from conveyor.cli.groups import CommandGroup
 from conveyor.cli.ingest import OWNER_HELP, media_hint
-from conveyor.cli.intake import accept_files, summary
+from conveyor.cli.intake_output import IntakeOutput
 from conveyor.cli.output import (
+    JsonOption,
     console,
-    err_console,
     fail,
     human_size,
     no_such_id,
     note,
     print_json,
+    print_json_line,
     progress_display,
     setup_logging,
     table,
@@ -35,8 +37,8 @@ if TYPE_CHECKING:
 
 __all__ = ["albums_app", "media_app", "print_item"]
 
-albums_app = typer.Typer(help="Photo and video albums.", no_args_is_help=True)
-media_app = typer.Typer(help="Photos and videos (items) in albums.", no_args_is_help=True)
+albums_app = CommandGroup(help="Photo and video albums.")
+media_app = CommandGroup(help="Photos and videos (items) in albums.")
 
 Owner = Annotated[str, typer.Option(metavar="NAME", help=OWNER_HELP)]
 AlbumRef = Annotated[str, typer.Argument(metavar="ALBUM", help="The album's id or name.")]
@@ -78,7 +80,7 @@ def print_item(view: dict[str, Any]) -> None:
         console.print(f"  captured   {view['captured_at']}")
     roles = table("    role", "type", "pixels", "size")
     for role, obj in view["roles"].items():
-        pixels = f"{obj['width']}×{obj['height']}" if obj["width"] else ""
+        pixels = f"{obj['width']}×{obj['height']}" if obj["width"] else None
         roles.add_row(f"    {role}", obj["mime_type"], pixels, human_size(obj["size"]))
     console.print(roles)
 
@@ -119,6 +121,7 @@ def _album_id(runtime: Runtime, conn: Connection, album: str, owner: str) -> int
 def albums_create(
     name: Annotated[str, typer.Argument(metavar="NAME", help="The album's name.")],
     owner: Owner = "me",
+    as_json: JsonOption = False,
 ) -> None:
     """Create an album."""
     from conveyor.errors import Conflict, RejectedInput
@@ -131,6 +134,9 @@ def albums_create(
         raise fail(f"{exc} for owner {owner!r}", ExitCode.CONFLICT) from None
     except RejectedInput as exc:
         raise fail(str(exc), ExitCode.USAGE) from None
+    if as_json:
+        print_json({"id": album_id, "name": name.strip(), "owner": owner})
+        return
     console.print(f"album {album_id} {name!r} created for owner {owner!r}")
 
 
@@ -140,6 +146,7 @@ def albums_list(
         str | None,
         typer.Option(metavar="NAME", help="Only this owner's albums; default: every owner's."),
     ] = None,
+    as_json: JsonOption = False,
 ) -> None:
     """List albums with their item counts."""
     from conveyor.media import albums as album_views
@@ -147,14 +154,26 @@ def albums_list(
     runtime = make_runtime()
     with runtime.engine.connect() as conn:
         rows = album_views.list_albums(conn, owner)
+    if as_json:
+        print_json(
+            [
+                {
+                    "id": row["id"],
+                    "owner": row["owner"],
+                    "name": row["name"],
+                    "items": row["items"],
+                    "created_at": row["created_at"],
+                }
+                for row in rows
+            ]
+        )
+        return
     if not rows:
         note("no albums yet; create one with `conveyor albums create NAME`")
         return
     out = table("id", "owner", "name", "items", "created")
     for row in rows:
-        out.add_row(
-            str(row["id"]), row["owner"], row["name"], str(row["items"]), row["created_at"] or ""
-        )
+        out.add_row(str(row["id"]), row["owner"], row["name"], str(row["items"]), row["created_at"])
     console.print(out)
 
 
@@ -197,6 +216,7 @@ def media_add(
     album: AlbumRef,
     files: Annotated[list[Path], typer.Argument(metavar="FILES", help="Photos and videos to add.")],
     owner: Owner = "me",
+    as_json: JsonOption = False,
 ) -> None:
     """Add photos and videos: accept, process until each is done or halted, print roles."""
     from conveyor.errors import NotFound
@@ -208,37 +228,33 @@ def media_add(
     runtime = make_runtime()
     with runtime.engine.connect() as conn:
         album_id = _album_id(runtime, conn, album, owner)
-    intake = accept_files(
-        files,
-        lambda path: accept_media(
+    out = IntakeOutput("item", len(files), as_json)
+    stop = stop_on_signals()
+    intake = out.take(
+        runtime,
+        lambda chunks, name: accept_media(
             runtime.engine,
             runtime.store,
             runtime.clock,
-            path,
+            chunks,
             album_id=album_id,
             owner=owner,
+            original_name=name,
             max_pixels=runtime.settings.media.max_pixels,
         ),
-        media_hint,
+        files,
+        hint=media_hint,
+        stop=stop,
     )
     ids = intake.ids
-    if not ids:
-        note(summary("item", len(files), intake, 0, 0))
-        raise typer.Exit(ExitCode.HALTED)
     media = runtime.settings.media
-    if media.short_workers == 0:
-        note(
-            f"accepted items {', '.join(map(str, ids))}; [media] short_workers = 0, so they "
-            "wait for a `conveyor worker`"
-        )
-        note(summary("item", len(files), intake, 0, 0))
-        raise typer.Exit(ExitCode.HALTED if intake.refused else ExitCode.OK)
-    stop = stop_on_signals()
+    if intake.stopped or not ids or media.short_workers == 0:
+        out.end_early(intake, "[media] short_workers" if media.short_workers == 0 else None)
     pool = runtime.pool({SHORT_LANE: media.short_workers, LONG_LANE: media.long_workers})
     pool.start()
     runtime.notifier.wake_local()
     try:
-        _follow(runtime.engine, ids, stop, waits_for_playback=media.long_workers > 0)
+        _follow(runtime.engine, ids, stop, out, waits_for_playback=media.long_workers > 0)
     finally:
         pool.stop()
     done = halted = deleted = 0
@@ -247,20 +263,21 @@ def media_add(
             try:
                 view = album_views.item_view(conn, item_id)
             except NotFound:  # deleted while we waited (`media delete`, the API)
-                note(f"item {item_id} was deleted meanwhile")
+                out.deleted(item_id)
                 deleted += 1
                 continue
-            print_item(view)
+            if as_json:
+                out.result(view)
+            else:
+                print_item(view)
             done += bool(view["done"])
             halted += bool(view["halted"])
-    note(summary("item", len(files), intake, done, halted, deleted=deleted))
-    if stop.is_set():
-        err_console.print("stopped before every item finished; `conveyor worker` continues them")
-        raise typer.Exit(ExitCode.INTERRUPTED)
-    raise typer.Exit(ExitCode.HALTED if halted or deleted or intake.refused else ExitCode.OK)
+    out.finish(intake, done, halted, deleted, stopped=stop.is_set(), unfinished_ok=True)
 
 
-def _follow(engine: Any, ids: list[int], stop: Any, *, waits_for_playback: bool) -> None:
+def _follow(
+    engine: Any, ids: list[int], stop: Any, out: IntakeOutput, *, waits_for_playback: bool
+) -> None:
     """Show each item's progress until it is done or halted (videos: playback too)."""
     from conveyor.media import queries
     from conveyor.media.domain import MEDIA
@@ -274,10 +291,7 @@ def _follow(engine: Any, ids: list[int], stop: Any, *, waits_for_playback: bool)
                     item = queries.item_by_id(conn, item_id)
                     if item is None:  # deleted meanwhile (`media delete`, the API)
                         pending.discard(item_id)
-                        progress.console.print(
-                            f"item {item_id} was deleted meanwhile; not waiting for it",
-                            markup=False,
-                        )
+                        out.deleted(item_id, progress.console)
                         continue
                     if item_id not in tasks:
                         total = 2 if item["kind"] == "video" else 1
@@ -294,6 +308,7 @@ def _follow(engine: Any, ids: list[int], stop: Any, *, waits_for_playback: bool)
                         label = stage
                     total = 2 if item["kind"] == "video" else 1
                     progress.update(tasks[item_id], completed=min(done_steps, total), state=label)
+                    out.state(item_id, label)
                     if (
                         halted
                         or stage == "done"
@@ -313,7 +328,7 @@ def _item_runtime(item_id: int) -> Runtime:
 @media_app.command("show")
 def media_show(
     item_id: ItemId,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the item as JSON.")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Show an item: state, halt reason and the way forward, its roles with sizes."""
     from conveyor.errors import NotFound
@@ -332,7 +347,7 @@ def media_show(
 
 
 @media_app.command("list")
-def media_list(album: AlbumRef, owner: Owner = "me") -> None:
+def media_list(album: AlbumRef, owner: Owner = "me", as_json: JsonOption = False) -> None:
     """List an album's items, newest upload first."""
     from conveyor.media import albums as album_views
 
@@ -340,6 +355,9 @@ def media_list(album: AlbumRef, owner: Owner = "me") -> None:
     with runtime.engine.connect() as conn:
         album_id = _album_id(runtime, conn, album, owner)
         views = album_views.album_items(conn, album_id)
+    if as_json:
+        print_json(views)
+        return
     if not views:
         note(f"album {album_id} has no items yet; add some with `conveyor media add {album} FILE…`")
         return
@@ -348,10 +366,10 @@ def media_list(album: AlbumRef, owner: Owner = "me") -> None:
         out.add_row(
             str(view["id"]),
             view["kind"],
-            view["original_name"] or "",
+            view["original_name"],
             _state(view),
-            ", ".join(view["roles"]),
-            view["uploaded_at"] or "",
+            ",".join(view["roles"]),
+            view["uploaded_at"],
         )
     console.print(out)
 
@@ -375,11 +393,12 @@ def media_resume(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Count and list them; change nothing.")
     ] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Resume halted items from the stage each reached: by id, or every one halted with a
     reason (--reason), at a stage (--stage), or all (--all); --dry-run counts them first."""
     ids = item_ids or []
-    if len(ids) == 1 and not (reason or stage or every or dry_run):
+    if len(ids) == 1 and not (reason or stage or every or dry_run or as_json):
         _resume_item(ids[0])
         return
     from conveyor.cli.bulk import resume_command
@@ -394,6 +413,7 @@ def media_resume(
         stage=stage,
         every=every,
         dry_run=dry_run,
+        as_json=as_json,
     )
 
 
@@ -402,6 +422,7 @@ def media_delete(
     item_ids: Annotated[
         list[int], typer.Argument(metavar="ITEM_IDS", help="Ids of the photos or videos.")
     ],
+    as_json: JsonOption = False,
 ) -> None:
     """Delete photos or videos with every stored object; the album's watchers are told.
     A step running on one writes nothing afterwards; idempotent."""
@@ -410,11 +431,14 @@ def media_delete(
     runtime = make_runtime()
     missing = 0
     for item_id in item_ids:
-        if no_such_id("item", item_id) is None and delete_item(
+        deleted = no_such_id("item", item_id) is None and delete_item(
             runtime.engine, runtime.store, runtime.clock, item_id
-        ):
+        )
+        if as_json:
+            print_json_line({"id": item_id, "deleted": deleted})
+        elif deleted:
             console.print(f"item {item_id} deleted")
-        else:
+        if not deleted:
             missing += 1
             note(f"item {item_id} does not exist; nothing to delete")
     if missing:
@@ -422,7 +446,7 @@ def media_delete(
 
 
 @albums_app.command("delete")
-def albums_delete(album: AlbumRef, owner: Owner = "me") -> None:
+def albums_delete(album: AlbumRef, owner: Owner = "me", as_json: JsonOption = False) -> None:
     """Delete an album with every item in it and their objects; open event streams of it end.
     An album that does not exist is reported with exit code 3."""
     from conveyor.media.deletion import delete_album
@@ -433,6 +457,9 @@ def albums_delete(album: AlbumRef, owner: Owner = "me") -> None:
     count = delete_album(runtime.engine, runtime.store, runtime.clock, album_id, owner=owner)
     if count is None:
         raise fail(f"album {album_id} does not exist; nothing to delete", ExitCode.NOT_FOUND)
+    if as_json:
+        print_json({"id": album_id, "deleted": True, "items": count})
+        return
     console.print(f"album {album_id} deleted with {count} items")
 
 

@@ -15,7 +15,8 @@ import json
 import logging
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_ID",
+    "JsonOption",
     "StageLines",
     "console",
     "err_console",
@@ -37,10 +39,12 @@ __all__ = [
     "no_such_id",
     "note",
     "print_json",
+    "print_json_line",
     "progress_display",
     "redact",
     "setup_logging",
     "table",
+    "voice",
 ]
 
 console = Console(
@@ -53,6 +57,32 @@ err_console = Console(
     markup=False,
     highlight=False,
 )
+
+
+@dataclass
+class Voice:
+    """How much this run says, from the shared options (``-q``, ``-v``, ``--log-level``)."""
+
+    quiet: bool = False
+    """``-q``: notes (where data lives, progress, hints) are not printed; errors still are."""
+    verbosity: int = 0
+    """``-v`` given this many times: 1 logs info, 2 debug."""
+    log_level: str | None = None
+    """``--log-level``: the log level by name; wins over ``-v``."""
+
+    def level(self, default: int) -> int:
+        """The log level to use where the command's own default is ``default``."""
+        if self.log_level is not None:
+            return logging.getLevelNamesMapping()[self.log_level]
+        if self.verbosity >= 2:
+            return logging.DEBUG
+        if self.verbosity == 1:
+            return min(default, logging.INFO)
+        return logging.ERROR if self.quiet else default
+
+
+#: This run's voice: set while the command line is parsed, read by :func:`note` and logging.
+voice = Voice()
 
 #: The largest id a record, item, album, user or token can have (a signed 64-bit column).
 MAX_ID = 2**63 - 1
@@ -72,8 +102,18 @@ def fail(message: str, code: int = ExitCode.HALTED) -> typer.Exit:
 
 
 def note(message: str) -> None:
-    """A line for the person at the terminal, on stderr (never mixed into the data on stdout)."""
+    """A line for the person at the terminal, on stderr (never mixed into the data on stdout);
+    nothing under ``-q``."""
+    if voice.quiet:
+        return
     err_console.print(Text(redact(message), style="dim"))
+
+
+#: The ``--json`` option of every command that lists or produces something.
+JsonOption = Annotated[
+    bool,
+    typer.Option("--json", help="Print JSON for scripts (the schema is in docs/cli.md)."),
+]
 
 
 def print_json(document: Any) -> None:
@@ -82,9 +122,32 @@ def print_json(document: Any) -> None:
     sys.stdout.flush()
 
 
+def print_json_line(document: Any) -> None:
+    """Print ``document`` as one line of JSON on stdout, flushed (a stream's next object)."""
+    sys.stdout.write(json.dumps(document, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+#: What an empty cell shows, so that ``awk`` and ``cut`` count the same columns on every row.
+EMPTY = "-"
+
+
+class _Rows(Table):
+    """A table whose empty cells show :data:`EMPTY`."""
+
+    def add_row(self, *cells: Any, **kwargs: Any) -> None:
+        shown = [
+            EMPTY if cell is None or (isinstance(cell, str) and not cell) else cell
+            for cell in cells
+        ]
+        shown = [Text(EMPTY) if isinstance(c, Text) and not c.plain else c for c in shown]
+        super().add_row(*shown, **kwargs)
+
+
 def table(*headers: str) -> Table:
-    """The one table style: plain columns, bold headers, no box lines (greppable in a pipe)."""
-    return Table(*headers, box=None, header_style="bold", pad_edge=False, padding=(0, 2, 0, 0))
+    """The one table style: plain columns, bold headers, no box lines (greppable in a pipe);
+    an empty cell shows ``-``."""
+    return _Rows(*headers, box=None, header_style="bold", pad_edge=False, padding=(0, 2, 0, 0))
 
 
 def human_size(size: int | None) -> str:
@@ -120,7 +183,10 @@ class _IsoUtcFormatter(logging.Formatter):
 
 
 def setup_logging(level: int = logging.INFO) -> None:
-    """Log to stderr, one line per event, time in ISO 8601 UTC like every other time we print."""
+    """Log to stderr, one line per event, time in ISO 8601 UTC like every other time we print.
+
+    ``level`` is the command's default; ``-v``, ``-q`` and ``--log-level`` change it."""
+    level = voice.level(level)
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_IsoUtcFormatter("%(asctime)s %(levelname)s %(message)s"))
     logging.basicConfig(level=level, handlers=[handler], force=True)

@@ -9,7 +9,18 @@ import typer
 from rich.text import Text
 
 from conveyor.cli.exits import ExitCode
-from conveyor.cli.output import console, fail, no_such_id, note, print_json, table
+from conveyor.cli.groups import CommandGroup
+from conveyor.cli.ingest import ingest
+from conveyor.cli.output import (
+    JsonOption,
+    console,
+    fail,
+    no_such_id,
+    note,
+    print_json,
+    print_json_line,
+    table,
+)
 from conveyor.cli.settings import make_runtime
 
 if TYPE_CHECKING:
@@ -19,9 +30,8 @@ if TYPE_CHECKING:
 
 __all__ = ["app", "print_card", "state_of"]
 
-app = typer.Typer(
-    help="Audio records: list, show, history, resume halted ones.", no_args_is_help=True
-)
+app = CommandGroup(help="Audio records: add, list, show, history, resume halted ones.")
+app.command("add")(ingest)
 
 RecordId = Annotated[
     int, typer.Argument(metavar="RECORD_ID", help="The record's id (from `conveyor records list`).")
@@ -119,6 +129,7 @@ def list_(
     limit: Annotated[
         int, typer.Option(metavar="N", min=1, max=1000, help="At most this many records (1-1000).")
     ] = 50,
+    as_json: JsonOption = False,
 ) -> None:
     """List records, newest first."""
     from conveyor.audio import queries
@@ -135,23 +146,39 @@ def list_(
         rows = queries.list_records(
             conn, owner=owner, stage=stage, halted=True if halted else None, limit=limit
         )
+    if as_json:
+        print_json(
+            [
+                {
+                    "id": row["id"],
+                    "owner": row["owner"],
+                    "name": row["original_name"],
+                    "stage": row["stage"],
+                    "halt_reason": row["halt_reason"],
+                    "created_at": iso_utc(row["created_at"]),
+                }
+                for row in rows
+            ]
+        )
     if not rows:
         filtered = owner is not None or stage is not None or halted
         note(
             "no records match"
             if filtered
-            else "no records yet; transcribe a recording with `conveyor ingest FILE`"
+            else "no records yet; transcribe a recording with `conveyor records add FILE`"
         )
+        return
+    if as_json:
         return
     out = table("id", "owner", "name", "stage", "halted", "created")
     for row in rows:
         out.add_row(
             str(row["id"]),
             row["owner"],
-            row["original_name"] or "",
+            row["original_name"],
             row["stage"],
-            row["halt_reason"] or "",
-            iso_utc(row["created_at"]) or "",
+            row["halt_reason"],
+            iso_utc(row["created_at"]),
         )
     console.print(out)
 
@@ -159,9 +186,7 @@ def list_(
 @app.command()
 def show(
     record_id: RecordId,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print the card (and transcript) as JSON.")
-    ] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Show a record's card: stage, halt reason and the way forward, attempts, transcript."""
     from conveyor.audio.cards import described_card
@@ -181,7 +206,7 @@ def show(
 
 
 @app.command()
-def events(record_id: RecordId) -> None:
+def events(record_id: RecordId, as_json: JsonOption = False) -> None:
     """Show a record's history from the event journal."""
     from conveyor.audio import queries
     from conveyor.clock import iso_utc
@@ -190,14 +215,28 @@ def events(record_id: RecordId) -> None:
     with runtime.engine.connect() as conn:
         _record(runtime, conn, record_id)
         rows = queries.events_of(conn, record_id)
+    if as_json:
+        print_json(
+            [
+                {
+                    "time": iso_utc(row["created_at"]),
+                    "stage": row["stage"],
+                    "outcome": row["outcome"],
+                    "origin": row["origin"],
+                    "text": row["outcome_text"],
+                }
+                for row in rows
+            ]
+        )
+        return
     out = table("time", "stage", "outcome", "origin", "text")
     for row in rows:
         out.add_row(
-            iso_utc(row["created_at"]) or "",
+            iso_utc(row["created_at"]),
             row["stage"],
             row["outcome"],
             row["origin"],
-            row["outcome_text"] or "",
+            row["outcome_text"],
         )
     console.print(out)
 
@@ -219,11 +258,12 @@ def resume(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Count and list them; change nothing.")
     ] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Resume halted records from the stage each reached: by id, or every one halted with a
     reason (--reason), at a stage (--stage), or all (--all); --dry-run counts them first."""
     ids = record_ids or []
-    if len(ids) == 1 and not (reason or stage or every or dry_run):
+    if len(ids) == 1 and not (reason or stage or every or dry_run or as_json):
         _resume_one(ids[0])
         return
     from conveyor.cli.bulk import resume_command
@@ -238,6 +278,7 @@ def resume(
         stage=stage,
         every=every,
         dry_run=dry_run,
+        as_json=as_json,
     )
 
 
@@ -246,6 +287,7 @@ def delete_records(
     record_ids: Annotated[
         list[int], typer.Argument(metavar="RECORD_IDS", help="Ids of the records to delete.")
     ],
+    as_json: JsonOption = False,
 ) -> None:
     """Delete records with their texts, history and every stored object (original, normalized
     audio, raw responses). A step running on one writes nothing afterwards. Idempotent: an id
@@ -255,11 +297,14 @@ def delete_records(
     runtime = make_runtime()
     missing = 0
     for record_id in record_ids:
-        if no_such_id("record", record_id) is None and delete_record(
+        deleted = no_such_id("record", record_id) is None and delete_record(
             runtime.engine, runtime.store, runtime.clock, record_id
-        ):
+        )
+        if as_json:
+            print_json_line({"id": record_id, "deleted": deleted})
+        elif deleted:
             console.print(f"record {record_id} deleted")
-        else:
+        if not deleted:
             missing += 1
             note(f"record {record_id} does not exist; nothing to delete")
     if missing:
@@ -316,9 +361,7 @@ def _age(seconds: float) -> str:
 
 
 @app.command()
-def stats(
-    as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON.")] = False,
-) -> None:
+def stats(as_json: JsonOption = False) -> None:
     """Show the backlog of every domain: records waiting and the age of the oldest, per stage.
 
     Waiting means not halted and not held by a running step. Time spent waiting for a worker is
@@ -338,5 +381,5 @@ def stats(
         return
     out = table("domain", "stage", "waiting", "oldest")
     for domain, stage, count, age in rows:
-        out.add_row(domain, stage, str(count), _age(age) if count else "")
+        out.add_row(domain, stage, str(count), _age(age) if count else None)
     console.print(out)

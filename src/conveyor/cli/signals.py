@@ -1,4 +1,10 @@
-"""Stop signals: SIGINT or SIGTERM asks a long command to stop gracefully."""
+"""Stop signals: SIGINT or SIGTERM asks a long command to stop gracefully.
+
+The first signal sets the command's stop event; it finishes what is in hand and says what it
+did. A second SIGINT aborts at once (``KeyboardInterrupt``), except inside
+:func:`holding_interrupts`, where it waits for the block to end: a file being stored is
+finished with its record, never left half-done.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +12,25 @@ import contextlib
 import os
 import signal
 import threading
+from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["stop_on_signals"]
+__all__ = ["holding_interrupts", "stop_on_signals"]
+
+
+class _Held:
+    """Whether the main thread is inside :func:`holding_interrupts`, and whether a second
+    SIGINT came meanwhile (only the main thread runs signal handlers, so no lock)."""
+
+    depth = 0
+    pending = False
+
+
+def _say(text: str) -> None:
+    # A handler runs between any two bytecodes of the main thread, possibly inside a Rich
+    # render or a half-finished import; one raw write re-enters neither.
+    with contextlib.suppress(OSError):  # stderr closed: stopping matters more than saying so
+        os.write(2, text.encode())
 
 
 def stop_on_signals() -> threading.Event:
@@ -17,13 +39,28 @@ def stop_on_signals() -> threading.Event:
 
     def handler(signum: int, _frame: Any) -> None:
         if stop.is_set() and signum == signal.SIGINT:
+            if _Held.depth:
+                _Held.pending = True
+                _say("SIGINT: finishing the file in hand…\n")
+                return
             raise KeyboardInterrupt
         stop.set()
-        # A handler runs between any two bytecodes of the main thread, possibly inside a Rich
-        # render or a half-finished import; one raw write re-enters neither.
-        with contextlib.suppress(OSError):  # stderr closed: stopping matters more than saying so
-            os.write(2, f"{signal.Signals(signum).name}: stopping…\n".encode())
+        _say(f"{signal.Signals(signum).name}: stopping…\n")
 
     signal.signal(signal.SIGINT, handler)
     signal.signal(signal.SIGTERM, handler)
     return stop
+
+
+@contextlib.contextmanager
+def holding_interrupts() -> Iterator[None]:
+    """A block a second SIGINT does not cut short: its ``KeyboardInterrupt`` is raised when the
+    block ends (successfully or not) instead of inside it."""
+    _Held.depth += 1
+    try:
+        yield
+    finally:
+        _Held.depth -= 1
+        if not _Held.depth and _Held.pending:
+            _Held.pending = False
+            raise KeyboardInterrupt

@@ -2,28 +2,67 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from conveyor.cli.exits import ExitCode
-from conveyor.cli.output import console, fail, no_such_id, note, table
+from conveyor.cli.groups import CommandGroup
+from conveyor.cli.output import JsonOption, console, fail, no_such_id, note, print_json, table
 from conveyor.cli.settings import make_runtime
+
+if TYPE_CHECKING:
+    from conveyor.runtime import Runtime
 
 __all__ = ["tokens_app", "users_app"]
 
-users_app = typer.Typer(help="Owners of records and albums.", no_args_is_help=True)
-tokens_app = typer.Typer(help="Bearer tokens of the HTTP API.", no_args_is_help=True)
+users_app = CommandGroup(help="Owners of records and albums.")
+tokens_app = CommandGroup(help="Bearer tokens of the HTTP API.")
 
 
 def _ask_password(name: str) -> str:
-    # Asked twice and never echoed; read from standard input when it is not a terminal.
-    password: str = typer.prompt(f"password for {name}", hide_input=True, confirmation_prompt=True)
+    """The new password of ``name``, asked twice and never echoed; prompts on stderr.
+
+    From a terminal it is typed; otherwise two lines are read from standard input (no echo
+    warning, no prompt on stdout).
+
+    Raises:
+        typer.Exit: :attr:`ExitCode.USAGE` when standard input ends first or the two differ;
+            :attr:`ExitCode.INTERRUPTED` when the prompt is interrupted. Nothing is changed.
+    """
+    import sys
+
+    if not sys.stdin.isatty():
+        lines = [sys.stdin.readline() for _ in range(2)]
+        if "" in lines:  # readline gives "" only at the end of input
+            raise fail(
+                f"standard input ended before the password for {name} was given twice "
+                "(one line each); nothing was changed",
+                ExitCode.USAGE,
+            )
+        first, second = (line.rstrip("\r\n") for line in lines)
+        if first != second:
+            raise fail("the two passwords differ; nothing was changed", ExitCode.USAGE)
+        return first
+    try:
+        password: str = typer.prompt(
+            f"password for {name}", hide_input=True, confirmation_prompt=True, err=True
+        )
+    except typer.Abort:
+        raise fail(
+            "stopped at the password prompt; nothing was changed", ExitCode.INTERRUPTED
+        ) from None
     return password
 
 
-@users_app.command("add")
-def users_add(
+def _known_user(runtime: Runtime, name: str) -> bool:
+    from conveyor.accounts import list_users
+
+    return any(user["name"] == name for user in list_users(runtime.engine))
+
+
+@users_app.command("create")
+def users_create(
     name: Annotated[str, typer.Argument(metavar="NAME", help="The user name (no spaces).")],
     password: Annotated[
         bool,
@@ -36,12 +75,15 @@ def users_add(
     admin: Annotated[
         bool, typer.Option("--admin", help="May open the operator view of the web app.")
     ] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Add a user; records and albums uploaded with their tokens belong to them."""
     from conveyor.accounts import add_user, check_new_password, set_admin, set_password
     from conveyor.errors import Conflict, RejectedInput
 
     runtime = make_runtime()
+    if password and _known_user(runtime, name.strip()):  # said before the prompt, not after
+        raise fail(f"user {name.strip()!r} already exists", ExitCode.CONFLICT)
     secret = _ask_password(name.strip()) if password else None
     try:
         if secret is not None:
@@ -55,9 +97,17 @@ def users_add(
         raise fail(str(exc), ExitCode.CONFLICT) from None
     except RejectedInput as exc:
         raise fail(str(exc), ExitCode.USAGE) from None
+    if as_json:
+        print_json(
+            {"id": user_id, "name": name.strip(), "password": secret is not None, "admin": admin}
+        )
+        return
     extra = " with a password" if secret is not None else ""
     extra += " (admin)" if admin else ""
-    console.print(f"user {user_id} {name.strip()!r} added{extra}")
+    console.print(f"user {user_id} {name.strip()!r} created{extra}")
+
+
+users_app.alias("add", users_create)
 
 
 @users_app.command("passwd")
@@ -69,6 +119,11 @@ def users_passwd(
     from conveyor.errors import NotFound, RejectedInput
 
     runtime = make_runtime()
+    if not _known_user(runtime, name.strip()):  # said before the prompt, not after
+        raise fail(
+            f"user {name.strip()!r} does not exist; `conveyor users list` shows every user",
+            ExitCode.NOT_FOUND,
+        )
     secret = _ask_password(name.strip())
     try:
         set_password(runtime.engine, name, secret)
@@ -98,22 +153,36 @@ def users_admin(
 
 
 @users_app.command("list")
-def users_list() -> None:
+def users_list(as_json: JsonOption = False) -> None:
     """List users."""
     from conveyor.accounts import list_users
     from conveyor.clock import iso_utc
 
     runtime = make_runtime()
     users = list_users(runtime.engine)
+    if as_json:
+        print_json(
+            [
+                {
+                    "id": user["id"],
+                    "name": user["name"],
+                    "created_at": iso_utc(user["created_at"]),
+                    "password": bool(user["has_password"]),
+                    "admin": bool(user["is_admin"]),
+                }
+                for user in users
+            ]
+        )
+        return
     if not users:
-        note("no users yet; add one with `conveyor users add NAME`")
+        note("no users yet; add one with `conveyor users create NAME`")
         return
     out = table("id", "name", "created", "password", "admin")
     for user in users:
         out.add_row(
             str(user["id"]),
             user["name"],
-            iso_utc(user["created_at"]) or "",
+            iso_utc(user["created_at"]),
             "yes" if user["has_password"] else "no",
             "yes" if user["is_admin"] else "no",
         )
@@ -126,6 +195,7 @@ def tokens_create(
     label: Annotated[
         str | None, typer.Option(metavar="L", help="A note: which device or script.")
     ] = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Create a token and print it once (only its hash is stored)."""
     from conveyor.accounts import create_token
@@ -136,15 +206,21 @@ def tokens_create(
         issued = create_token(runtime.engine, runtime.clock, user, label=label)
     except NotFound as exc:
         raise fail(
-            f"{exc}; add the user with `conveyor users add NAME`", ExitCode.NOT_FOUND
+            f"{exc}; add the user with `conveyor users create NAME`", ExitCode.NOT_FOUND
         ) from None
+    if as_json:
+        print_json({"id": issued.id, "user": issued.user, "label": label, "token": issued.token})
+        return
     note(f"token {issued.id} for user {issued.user!r} (shown once; keep it secret):")
     # The bare token on stdout, so `TOKEN=$(conveyor tokens create alice)` works.
     print(issued.token)
 
 
 @tokens_app.command("list")
-def tokens_list(user: Annotated[str, typer.Argument(metavar="USER", help="Whose tokens.")]) -> None:
+def tokens_list(
+    user: Annotated[str, typer.Argument(metavar="USER", help="Whose tokens.")],
+    as_json: JsonOption = False,
+) -> None:
     """List a user's tokens (never the secrets)."""
     from conveyor.accounts import list_tokens
     from conveyor.clock import iso_utc
@@ -155,16 +231,29 @@ def tokens_list(user: Annotated[str, typer.Argument(metavar="USER", help="Whose 
         tokens = list_tokens(runtime.engine, user)
     except NotFound as exc:
         raise fail(f"{exc}; `conveyor users list` shows every user", ExitCode.NOT_FOUND) from None
+    if as_json:
+        print_json(
+            [
+                {
+                    "id": token["id"],
+                    "label": token["label"],
+                    "created_at": iso_utc(token["created_at"]),
+                    "last_used_at": iso_utc(token["last_used_at"]),
+                }
+                for token in tokens
+            ]
+        )
+        return
     if not tokens:
         note(f"user {user!r} has no tokens; create one with `conveyor tokens create {user}`")
         return
-    out = table("id", "label", "created", "last used")
+    out = table("id", "label", "created", "last_used")
     for token in tokens:
         out.add_row(
             str(token["id"]),
-            token["label"] or "",
-            iso_utc(token["created_at"]) or "",
-            iso_utc(token["last_used_at"]) or "",
+            token["label"],
+            iso_utc(token["created_at"]),
+            iso_utc(token["last_used_at"]),
         )
     console.print(out)
 

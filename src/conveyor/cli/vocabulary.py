@@ -7,22 +7,23 @@ from typing import Annotated
 import typer
 
 from conveyor.cli.exits import ExitCode
+from conveyor.cli.groups import CommandGroup
 from conveyor.cli.ingest import OWNER_HELP
-from conveyor.cli.output import console, fail, note
+from conveyor.cli.output import JsonOption, console, fail, note, print_json
 from conveyor.cli.settings import make_runtime
 
 __all__ = ["vocabulary_app"]
 
-vocabulary_app = typer.Typer(
+vocabulary_app = CommandGroup(
     help="An owner's vocabulary: names and terms given to the recognizer with every recording "
     "of theirs, besides the recording's own --hints.",
-    no_args_is_help=True,
 )
 
 
 @vocabulary_app.command("show")
 def vocabulary_show(
     owner: Annotated[str, typer.Option(metavar="NAME", help=OWNER_HELP)] = "me",
+    as_json: JsonOption = False,
 ) -> None:
     """Print the owner's vocabulary (nothing when they have none)."""
     from conveyor.audio.vocabulary import owner_vocabulary
@@ -30,6 +31,9 @@ def vocabulary_show(
     runtime = make_runtime()
     with runtime.engine.connect() as conn:
         hints = owner_vocabulary(conn, owner.strip())
+    if as_json:
+        print_json({"owner": owner.strip(), "hints": hints})
+        return
     if hints is None:
         note(f"{owner.strip()!r} has no vocabulary; set one with `conveyor vocabulary set TEXT`")
         return
@@ -45,6 +49,7 @@ def vocabulary_set(
         ),
     ],
     owner: Annotated[str, typer.Option(metavar="NAME", help=OWNER_HELP)] = "me",
+    as_json: JsonOption = False,
 ) -> None:
     """Replace the owner's vocabulary; it applies to every recording not yet recognised."""
     from conveyor.audio.vocabulary import set_owner_vocabulary
@@ -55,6 +60,9 @@ def vocabulary_set(
         stored = set_owner_vocabulary(runtime.engine, runtime.clock, owner.strip(), hints)
     except RejectedInput as exc:
         raise fail(str(exc), ExitCode.USAGE) from None
+    if as_json:
+        print_json({"owner": owner.strip(), "hints": stored})
+        return
     if stored is None:
         console.print(f"vocabulary of {owner.strip()!r} removed (the text was empty)")
     else:

@@ -35,7 +35,7 @@ class MediaHalt(HaltReason):
         Guide(
             meaning="a file that looked like a video has no video track (or holds a single image)",
             resume_helps=False,
-            action="add it as a photo, or transcribe its sound with `conveyor ingest`",
+            action="add it as a photo, or transcribe its sound with `conveyor records add`",
             words="The file is not a video we can play.",
         ),
     )

@@ -1,0 +1,161 @@
+"""What ``records add`` and ``media add`` say while they work: for a person, lines on stderr
+and cards on stdout; with ``--json``, one JSON object per line on stdout (schema in
+docs/cli.md), the lines for people still on stderr.
+
+Events, each ``{"event": KIND, …}`` with ``record`` (or ``item``) the id:
+
+* ``accepted`` (``file``, id), ``refused`` (``file``, ``reason``, ``message``), as intake goes;
+* ``state`` (id, ``state``: a stage, or ``halted: REASON``) at each change;
+* ``waiting`` (id, ``message``): the provider refused for now (D6), once per reason;
+* ``deleted`` (id): deleted by someone else while the command waited;
+* ``result`` (id, ``card``): the finished record's card (as ``records show --json``) or item;
+* ``summary`` last: ``files``, ``accepted``, ``refused``, ``not_tried``, ``done``, ``halted``,
+  ``unfinished``, ``deleted``, ``stopped``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from conveyor.cli.exits import ExitCode
+from conveyor.cli.intake import Accept, Intake, StorageFailed, accept_files, summary, summary_event
+from conveyor.cli.output import StageLines, err_console, fail, note, print_json_line
+
+if TYPE_CHECKING:
+    from conveyor.errors import RejectedInput
+    from conveyor.runtime import Runtime
+
+__all__ = ["IntakeOutput"]
+
+
+class IntakeOutput:
+    """The voice of one ``records add`` (``noun="record"``) or ``media add`` (``"item"``) run."""
+
+    def __init__(self, noun: str, given: int, as_json: bool) -> None:
+        self._noun = noun
+        self._given = given
+        self._json = as_json
+        self._lines = StageLines(noun)  # the progress bar's stand-in when stderr is no terminal
+        self._states: dict[int, str] = {}
+
+    def _event(self, kind: str, thing_id: int | None = None, **fields: Any) -> None:
+        if self._json:
+            head: dict[str, Any] = {"event": kind}
+            if thing_id is not None:
+                head[self._noun] = thing_id
+            print_json_line({**head, **fields})
+
+    def take(
+        self,
+        runtime: Runtime,
+        accept: Accept,
+        files: Sequence[Path],
+        *,
+        hint: Callable[[Path, RejectedInput], str | None],
+        stop: threading.Event,
+    ) -> Intake:
+        """Accept ``files`` (see :func:`~conveyor.cli.intake.accept_files`).
+
+        Raises:
+            typer.Exit: :attr:`ExitCode.UNAVAILABLE` when the storage fails, after saying what
+                was accepted before.
+        """
+        from conveyor.cli.settings import describe_storage
+
+        try:
+            return accept_files(files, accept, self._noun, hint=hint, stop=stop, as_json=self._json)
+        except StorageFailed as exc:
+            self._accepted_so_far(exc.intake, "`conveyor worker` processes them")
+            self._summary(exc.intake, 0, 0, 0)
+            raise fail(
+                f"cannot store {exc.file}: the storage {describe_storage(runtime.settings)} "
+                f"failed: {exc}; free space there (or fix the bucket's access), then run the "
+                "command again",
+                ExitCode.UNAVAILABLE,
+            ) from None
+
+    def _accepted_so_far(self, intake: Intake, then: str) -> None:
+        if intake.ids:
+            ids = ", ".join(map(str, intake.ids))
+            err_console.print(Text(f"accepted {self._noun}s {ids}; {then}"))
+
+    def _summary(self, intake: Intake, done: int, halted: int, deleted: int) -> None:
+        if self._json:
+            print_json_line(summary_event(self._given, intake, done, halted, deleted=deleted))
+        note(summary(self._noun, self._given, intake, done, halted, deleted=deleted))
+
+    def end_early(self, intake: Intake, idle_setting: str | None) -> NoReturn:
+        """End a run that will not process what it accepted: stopped during intake, nothing
+        accepted, or no workers in this process (``idle_setting`` names the setting at 0)."""
+        if intake.stopped:
+            self._accepted_so_far(intake, "`conveyor worker` processes them")
+            self._summary(intake, 0, 0, 0)
+            raise typer.Exit(ExitCode.INTERRUPTED)
+        if intake.ids and idle_setting is not None:
+            ids = ", ".join(map(str, intake.ids))
+            note(
+                f"accepted {self._noun}s {ids}; {idle_setting} = 0, so they wait for a "
+                "`conveyor worker`"
+            )
+        self._summary(intake, 0, 0, 0)
+        raise typer.Exit(ExitCode.HALTED if intake.refused or not intake.ids else ExitCode.OK)
+
+    def state(self, thing_id: int, label: str) -> None:
+        """A thing's state (a stage, or ``halted: REASON``), said when it changes."""
+        if self._states.get(thing_id) == label:
+            return
+        self._states[thing_id] = label
+        self._lines.show(thing_id, label)
+        self._event("state", thing_id, state=label)
+
+    def waiting(self, thing_id: int, line: str, console: Console) -> None:
+        """Why a thing waits on its provider (printed above the progress display)."""
+        console.print(Text(line))
+        self._event("waiting", thing_id, message=line)
+
+    def deleted(self, thing_id: int, console: Console | None = None) -> None:
+        """A thing deleted by someone else while the command waited on it."""
+        if console is not None:
+            console.print(
+                Text(f"{self._noun} {thing_id} was deleted meanwhile; not waiting for it")
+            )
+        else:
+            note(f"{self._noun} {thing_id} was deleted meanwhile")
+        self._event("deleted", thing_id)
+
+    def result(self, card: dict[str, Any]) -> None:
+        """A finished thing's card (``--json`` only; people get the printed card)."""
+        self._event("result", int(card["id"]), card=card)
+
+    def finish(
+        self,
+        intake: Intake,
+        done: int,
+        halted: int,
+        deleted: int,
+        *,
+        stopped: bool,
+        unfinished_ok: bool = False,
+    ) -> NoReturn:
+        """The summary and the exit code of a run that processed what it accepted.
+
+        ``unfinished_ok``: what is left unfinished waits for another process by design
+        (videos' playback with ``[media] long_workers = 0``), not a failure."""
+        self._summary(intake, done, halted, deleted)
+        if stopped:
+            err_console.print(
+                f"stopped before every {self._noun} finished; `conveyor worker` continues them"
+            )
+            raise typer.Exit(ExitCode.INTERRUPTED)
+        if unfinished_ok:
+            failed = bool(halted or deleted or intake.refused)
+        else:
+            failed = done != len(intake.ids) or bool(intake.refused)
+        raise typer.Exit(ExitCode.HALTED if failed else ExitCode.OK)

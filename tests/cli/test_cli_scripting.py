@@ -1,0 +1,254 @@
+"""Conveyor from a script: ``--json`` on every command that lists or produces something (parsed
+here, with the fields docs/cli.md gives), JSON Lines from ``records add``/``media add``, ``-q``,
+``-v``/``--log-level``, ``-h``, old verbs as hidden aliases, tables without empty cells, any
+file name a file system gives, Ctrl-C during intake, a storage that cannot take a file, usage
+mistakes refused before anything is stored, and prompts that behave on piped input."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+from cli_run import CONVEYOR, clean_env, commands, invoke, run
+
+from conveyor.cli.exits import ExitCode
+
+NO_WORKERS = {"CONVEYOR_PIPELINE__WORKERS": "0", "CONVEYOR_MEDIA__SHORT_WORKERS": "0"}
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
+
+
+def _lines(stdout: str) -> list[dict[str, object]]:
+    return [json.loads(line) for line in stdout.splitlines() if line.strip()]
+
+
+def test_every_listing_and_producing_command_takes_json() -> None:
+    produce = {
+        "records add", "records list", "records show", "records events", "records resume",
+        "records delete", "records stats", "albums create", "albums list", "albums delete",
+        "media add", "media list", "media show", "media resume", "media delete",
+        "users create", "users list", "tokens create", "tokens list", "vocabulary show",
+        "vocabulary set", "db upgrade", "version",
+    }  # fmt: skip
+    found = {
+        name
+        for name, command in commands()
+        if not command.hidden and any("--json" in p.opts for p in command.params)
+    }
+    assert produce <= found
+
+
+def test_json_documents_parse_with_the_documented_fields(
+    tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    jfk = str(corpus / "audio" / "jfk.wav")
+    photo = str(corpus / "media" / "exif-samples__Canon_40D.jpg")
+
+    def parsed(*args: str) -> object:
+        result = invoke(*args, "--json", **NO_WORKERS)
+        assert result.exit_code == 0, (args, result.stderr)
+        return json.loads(result.stdout)
+
+    assert set(parsed("version")) == {"version"}  # type: ignore[arg-type]
+    upgrade = parsed("db", "upgrade")
+    assert isinstance(upgrade, dict) and set(upgrade) == {"database", "before", "after"}
+    assert parsed("records", "list") == []
+    events = _lines(invoke("records", "add", jfk, "--json", **NO_WORKERS).stdout)
+    assert [e["event"] for e in events] == ["accepted", "summary"]
+    (row,) = parsed("records", "list")  # type: ignore[misc]
+    assert set(row) == {"id", "owner", "name", "stage", "halt_reason", "created_at"}
+    assert row["name"] == "jfk.wav" and row["halt_reason"] is None
+    (event,) = parsed("records", "events", "1")  # type: ignore[misc]
+    assert set(event) == {"time", "stage", "outcome", "origin", "text"}
+    assert event["outcome"] == "accepted"
+    assert {r["stage"] for r in parsed("records", "stats")} >= {"uploaded"}  # type: ignore[attr-defined]
+    resumed = parsed("records", "resume", "--all", "--dry-run")
+    assert resumed == {"dry_run": True, "selected": [], "resumed": [], "skipped": []}
+    album = parsed("albums", "create", "Trip")
+    assert isinstance(album, dict) and set(album) == {"id", "name", "owner"}
+    added = _lines(invoke("media", "add", "Trip", photo, "--json", **NO_WORKERS).stdout)
+    assert added[0] == {"event": "accepted", "file": photo, "item": 1}
+    (albums,) = parsed("albums", "list")  # type: ignore[misc]
+    assert set(albums) == {"id", "owner", "name", "items", "created_at"} and albums["items"] == 1
+    (item,) = parsed("media", "list", "Trip")  # type: ignore[misc]
+    assert item["id"] == 1 and "roles" in item
+    user = parsed("users", "create", "ann")
+    assert user == {"id": 1, "name": "ann", "password": False, "admin": False}
+    (listed,) = parsed("users", "list")  # type: ignore[misc]
+    assert set(listed) == {"id", "name", "created_at", "password", "admin"}
+    token = parsed("tokens", "create", "ann", "--label", "script")
+    assert isinstance(token, dict) and set(token) == {"id", "user", "label", "token"}
+    (tokens,) = parsed("tokens", "list", "ann")  # type: ignore[misc]
+    assert set(tokens) == {"id", "label", "created_at", "last_used_at"}
+    assert tokens["last_used_at"] is None
+    assert parsed("vocabulary", "set", "Kubernetes") == {"owner": "me", "hints": "Kubernetes"}
+    assert parsed("vocabulary", "show") == {"owner": "me", "hints": "Kubernetes"}
+    deleted = _lines(invoke("records", "delete", "1", "7", "--json").stdout)
+    assert deleted == [{"id": 1, "deleted": True}, {"id": 7, "deleted": False}]
+    # Every field named here is in docs/cli.md.
+    text = DOCS.read_text()
+    for field in ("halt_reason", "oldest_seconds", "last_used_at", "not_tried", "selected"):
+        assert field in text
+
+
+def test_tables_have_no_empty_cells(tmp_path: Path, corpus: Path) -> None:
+    jfk = str(corpus / "audio" / "jfk.wav")
+    assert run(["records", "add", jfk], tmp_path, **NO_WORKERS).returncode == 0
+    run(["users", "create", "me"], tmp_path)
+    run(["tokens", "create", "me"], tmp_path)  # no label, never used
+    for args in (["records", "list"], ["records", "events", "1"], ["tokens", "list", "me"]):
+        lines = run(args, tmp_path).stdout.splitlines()
+        columns = len(lines[0].split())
+        # The last column may be free text; every column before it has a word or a dash.
+        widths = {len(line.split(None, columns - 1)) for line in lines[1:]}
+        assert widths == {columns}, (args, lines)
+    assert " - " in run(["tokens", "list", "me"], tmp_path).stdout
+
+
+def test_a_name_that_is_not_utf8_is_accepted_and_shown_escaped(
+    tmp_path: Path, corpus: Path
+) -> None:
+    odd = os.fsdecode(b"caf\xe9 \xff.wav")
+    (tmp_path / odd).symlink_to(corpus / "audio" / "jfk.wav")
+    later = tmp_path / "later.wav"
+    later.symlink_to(corpus / "audio" / "jfk.wav")
+    result = subprocess.run(
+        [CONVEYOR, "records", "add", odd, str(later), "--json"],
+        cwd=tmp_path,
+        env=clean_env(**NO_WORKERS),
+        capture_output=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr
+    events = _lines(result.stdout.decode())
+    assert events[0] == {"event": "accepted", "file": "caf\\xe9 \\xff.wav", "record": 1}
+    assert events[1]["event"] == "accepted"  # the files after it are tried too
+    shown = run(["records", "show", "1", "--json"], tmp_path)
+    assert json.loads(shown.stdout)["original_name"] == "caf\\xe9 \\xff.wav"
+    assert "caf\\xe9 \\xff.wav" in run(["records", "list"], tmp_path).stdout
+
+
+def test_ctrl_c_during_intake_says_what_was_accepted_and_leaves_no_orphan(
+    tmp_path: Path, corpus: Path
+) -> None:
+    files = []
+    for number in range(400):
+        path = tmp_path / f"take-{number:03d}.wav"
+        path.symlink_to(corpus / "audio" / "jfk.wav")
+        files.append(str(path))
+    process = subprocess.Popen(
+        [CONVEYOR, "records", "add", *files, "--json"],
+        cwd=tmp_path,
+        env=clean_env(**NO_WORKERS),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    first = json.loads(process.stdout.readline())
+    assert first["event"] == "accepted"
+    process.send_signal(signal.SIGINT)
+    process.send_signal(signal.SIGINT)  # a second one waits for the file in hand too
+    rest, errors = process.communicate(timeout=120)
+    assert process.returncode == ExitCode.INTERRUPTED, errors
+    events = [first, *_lines(rest)]
+    summary = events[-1]
+    accepted = [e["record"] for e in events if e["event"] == "accepted"]
+    assert summary["event"] == "summary" and summary["stopped"] is True
+    assert summary["accepted"] == len(accepted) and summary["not_tried"] > 0
+    assert summary["accepted"] + summary["not_tried"] == len(files)
+    assert f"accepted records {', '.join(map(str, accepted))}" in errors
+    listing = json.loads(run(["records", "list", "--json", "--limit", "1000"], tmp_path).stdout)
+    assert sorted(r["id"] for r in listing) == sorted(accepted)
+    stored = [p for p in (tmp_path / "conveyor-data" / "uploads").rglob("*") if p.is_file()]
+    assert len(stored) == len(accepted)  # every stored object has its record
+
+
+def _file_size_limit(limit: int) -> None:
+    # A file system that takes no more than `limit` bytes per file: writes past it fail with
+    # EFBIG, as a full disk's fail with ENOSPC (the signal would kill the process instead).
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+
+def test_a_storage_that_cannot_take_a_file_is_exit_5_not_a_refusal(
+    tmp_path: Path, corpus: Path
+) -> None:
+    assert run(["db", "upgrade"], tmp_path).returncode == 0  # the database exists, small
+    big = tmp_path / "big.wav"
+    big.write_bytes((corpus / "audio" / "jfk.wav").read_bytes() * 8)  # 2.8 MB
+    small = str(corpus / "audio" / "jfk.wav")
+    result = subprocess.run(
+        [CONVEYOR, "records", "add", small, str(big), small],
+        cwd=tmp_path,
+        env=clean_env(**NO_WORKERS),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        preexec_fn=lambda: _file_size_limit(2 * 1024 * 1024),
+    )
+    assert result.returncode == ExitCode.UNAVAILABLE, result.stderr
+    storage = (tmp_path / "conveyor-data").resolve()
+    assert f"cannot store {big}: the storage {storage} failed: File too large" in result.stderr
+    assert "cannot be read" not in result.stderr
+    assert "accepted records 1" in result.stderr
+    listing = json.loads(run(["records", "list", "--json"], tmp_path).stdout)
+    assert [r["id"] for r in listing] == [1]
+
+
+def test_usage_mistakes_exit_2_before_anything_is_stored(tmp_path: Path, corpus: Path) -> None:
+    jfk = str(corpus / "audio" / "jfk.wav")
+    for args in (
+        ["records", "add", "--hints", "x" * 1001, jfk],
+        ["records", "add", "--owner", " ", jfk],
+        ["records", "add", "--channels", "both", jfk],
+        ["records", "add", "--log-level", "loud", jfk],
+    ):
+        result = run(args, tmp_path, **NO_WORKERS)
+        assert result.returncode == ExitCode.USAGE, (args, result.stderr)
+        assert not (tmp_path / "conveyor-data" / "uploads").exists(), args
+    typo = run(["records", "resume", "--reason", "stuk"], tmp_path)
+    assert typo.returncode == ExitCode.USAGE
+    assert "unknown halt reason 'stuk'" in typo.stderr and "stuck" in typo.stderr
+
+
+def test_quiet_verbose_help_and_old_verbs(tmp_path: Path, corpus: Path) -> None:
+    quiet = run(["records", "list", "-q"], tmp_path)
+    assert quiet.returncode == 0 and quiet.stderr == "" and quiet.stdout == ""
+    before = run(["-q", "records", "list"], tmp_path)
+    assert before.returncode == 0 and before.stderr == ""
+    loud = run(["records", "list", "--log-level", "DEBUG"], tmp_path)
+    assert loud.returncode == 0 and "database" in loud.stderr
+    assert run(["records", "list", "-vv"], tmp_path).returncode == 0
+    short = invoke("records", "list", "-h")
+    assert short.exit_code == 0 and "--json" in short.stdout
+    old = run(["ingest", str(corpus / "audio" / "jfk.wav")], tmp_path, **NO_WORKERS)
+    assert old.returncode == 0, old.stderr
+    assert run(["users", "add", "ann"], tmp_path).returncode == 0
+    top = invoke("--help").stdout
+    assert "ingest" not in top.split("Commands:")[1]
+    assert "add " not in invoke("users", "--help").stdout.split("Commands:")[1]
+
+
+def test_prompts_on_piped_input(tmp_path: Path) -> None:
+    run(["users", "create", "bob"], tmp_path)
+    missing = run(["users", "passwd", "nobody"], tmp_path)
+    assert missing.returncode == ExitCode.NOT_FOUND and "password" not in missing.stdout
+    ended = subprocess.run(
+        [CONVEYOR, "users", "passwd", "bob"],
+        cwd=tmp_path,
+        env=clean_env(),
+        input="only-one-line\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert ended.returncode == ExitCode.USAGE
+    assert "standard input ended" in ended.stderr and ended.stdout == ""
+    taken = run(["users", "create", "bob", "--password"], tmp_path)
+    assert taken.returncode == ExitCode.CONFLICT  # said before any prompt
