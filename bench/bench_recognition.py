@@ -98,6 +98,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
+    if not CORPUS.is_dir():
+        raise SystemExit(
+            f"the audio corpus is not at {CORPUS}; this benchmark needs it (see the README, "
+            "'Tests, benchmarks and the test corpus')"
+        )
     from faster_whisper import WhisperModel
 
     from conveyor.providers.whisper_model import resolve_model

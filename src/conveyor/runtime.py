@@ -15,7 +15,6 @@ from sqlalchemy import Engine
 
 from conveyor.audio.recognizer_sweep import JobFolderSweeper
 from conveyor.audio.stages import AUDIO, build_audio_domain
-from conveyor.audio.steps import AudioSteps
 from conveyor.clock import Clock, SystemClock
 from conveyor.config import Settings
 from conveyor.db.engine import make_engine
@@ -23,7 +22,7 @@ from conveyor.db.migrate import upgrade
 from conveyor.db.notify import Notifier
 from conveyor.errors import ConfigError
 from conveyor.halts import HaltReason
-from conveyor.media.domain import MEDIA, MediaSteps, build_media_domain
+from conveyor.media.stages import MEDIA
 from conveyor.objects import ObjectStore, Sweeper, open_store
 from conveyor.pipeline import Declaration, Domain, WorkerPool
 from conveyor.processes import ProcessRegistry
@@ -153,6 +152,8 @@ class Runtime:
     def audio(self) -> Domain:
         """The audio domain, its steps bound to this runtime's services."""
         # The provider is built on first use, so processes without audio work never load it.
+        from conveyor.audio.steps import AudioSteps  # PyAV: loaded by what runs steps
+
         steps = AudioSteps(
             self.store,
             lambda: self.provider,
@@ -164,6 +165,8 @@ class Runtime:
     @cached_property
     def media(self) -> Domain:
         """The photo/video domain, its steps bound to this runtime's store and settings."""
+        from conveyor.media.domain import MediaSteps, build_media_domain  # pyvips, PyAV
+
         return build_media_domain(MediaSteps(self.store, self.settings.media))
 
     def domains(self) -> list[Domain]:

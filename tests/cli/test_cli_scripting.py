@@ -14,9 +14,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from cli_run import CONVEYOR, clean_env, commands, invoke, run
 
 from conveyor.cli.exits import ExitCode
+from tests.support.cli_run import CONVEYOR, clean_env, commands, invoke, run
 
 NO_WORKERS = {"CONVEYOR_PIPELINE__WORKERS": "0", "CONVEYOR_MEDIA__SHORT_WORKERS": "0"}
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "cli.md"

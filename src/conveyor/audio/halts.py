@@ -22,8 +22,8 @@ class AudioHalt(HaltReason):
             "document, text)",
             resume_helps=False,
             action="upload an audio or video file instead; headerless 16 kHz mono 16-bit PCM "
-            "goes in again with `conveyor records add --raw-pcm` (HTTP: raw_pcm=true); a photo goes "
-            "to `conveyor media add`",
+            "goes in again with `conveyor records add --raw-pcm` (HTTP: raw_pcm=true); a photo "
+            "goes to `conveyor media add`",
             words="The file holds no sound we can transcribe.",
         ),
     )

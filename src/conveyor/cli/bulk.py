@@ -53,7 +53,10 @@ def resume_command(
     if not ids and not filters and not every:
         raise fail(f"name the halted {noun}s: ids, --reason, --stage, or --all", ExitCode.USAGE)
     if reason is not None:
-        known_reasons = sorted({str(member) for kind in domain.halt_reasons for member in kind})
+        from conveyor.runtime import DECLARATIONS
+
+        (declared,) = [d for d in DECLARATIONS if d.name == domain.name]
+        known_reasons = sorted({str(m) for kind in declared.halt_reasons for m in kind})
         if reason not in known_reasons:
             raise fail(
                 f"unknown halt reason {reason!r}; the {noun} halt reasons are "

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from conveyor.cli.exits import ExitCode
+from conveyor.cli.groups import CommandGroup
 from conveyor.cli.output import console, fail, human_size, note, print_json
 from conveyor.cli.settings import make_runtime
 
@@ -16,9 +17,7 @@ if TYPE_CHECKING:
 
 __all__ = ["storage_app"]
 
-storage_app = typer.Typer(
-    help="The object store against the journal: check, sweep.", no_args_is_help=True
-)
+storage_app = CommandGroup(help="The object store against the journal: check, sweep.")
 
 
 def _unavailable(exc: OSError) -> typer.Exit:

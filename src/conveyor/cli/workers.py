@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from conveyor.cli.exits import ExitCode
+from conveyor.cli.groups import CommandGroup
 from conveyor.cli.output import console, fail, no_such_id, note, print_json, table
 
 if TYPE_CHECKING:
@@ -16,10 +17,8 @@ if TYPE_CHECKING:
 
 __all__ = ["lanes_app", "workers_app"]
 
-workers_app = typer.Typer(
-    help="Worker processes across the cluster: list, show, drain.", no_args_is_help=True
-)
-lanes_app = typer.Typer(help="Lanes across the cluster: list, pause, resume.", no_args_is_help=True)
+workers_app = CommandGroup(help="Worker processes across the cluster: list, show, drain.")
+lanes_app = CommandGroup(help="Lanes across the cluster: list, pause, resume.")
 
 _JSON = typer.Option("--json", help="Print JSON.")
 

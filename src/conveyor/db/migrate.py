@@ -1,13 +1,21 @@
-"""Run the Alembic migrations shipped inside the package (D15: one schema step)."""
+"""Run the Alembic migrations shipped inside the package (D15: one schema step).
+
+Which revisions ship is read from the file names (``versions/NNNN_what.py`` holds revision
+``NNNN``; a test holds the names to Alembic's own chain), so that every command can check the
+schema without loading Alembic; it is imported only to upgrade.
+"""
 
 from __future__ import annotations
 
+import re
+from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from alembic import command
-from alembic.config import Config
-from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, inspect
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 __all__ = [
     "alembic_config",
@@ -15,6 +23,7 @@ __all__ = [
     "head_revision",
     "known_revision",
     "oldest_code",
+    "shipped_revisions",
     "upgrade",
 ]
 
@@ -23,6 +32,8 @@ _MIGRATIONS = Path(__file__).with_name("migrations")
 
 def alembic_config(engine: Engine) -> Config:
     """An Alembic :class:`Config` bound to ``engine`` (no ``alembic.ini`` needed)."""
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(_MIGRATIONS))
     config.attributes["engine"] = engine
@@ -34,6 +45,8 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
 
     Safe to call on every start: an up-to-date database is left as it is.
     """
+    from alembic import command
+
     command.upgrade(alembic_config(engine), revision)
 
 
@@ -56,19 +69,23 @@ def oldest_code(engine: Engine) -> str | None:
     return None if row is None else str(row[0])
 
 
-def _scripts() -> ScriptDirectory:
-    config = Config()
-    config.set_main_option("script_location", str(_MIGRATIONS))
-    return ScriptDirectory.from_config(config)
+_REVISION_FILE = re.compile(r"^(\d{4})_\w+\.py$")
+
+
+@cache
+def shipped_revisions() -> tuple[str, ...]:
+    """Every revision this version of Conveyor ships, oldest first (from the file names)."""
+    names = (_MIGRATIONS / "versions").iterdir()
+    found = sorted(m.group(1) for p in names if (m := _REVISION_FILE.match(p.name)))
+    assert found, "the package ships at least one migration"
+    return tuple(found)
 
 
 def head_revision() -> str:
     """The newest revision this version of Conveyor ships."""
-    head = _scripts().get_current_head()
-    assert head is not None, "the package ships at least one migration"
-    return head
+    return shipped_revisions()[-1]
 
 
 def known_revision(revision: str) -> bool:
     """True when ``revision`` is one this version ships (False: the database is newer)."""
-    return revision in {script.revision for script in _scripts().walk_revisions()}
+    return revision in shipped_revisions()
