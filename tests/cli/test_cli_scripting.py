@@ -12,6 +12,7 @@ import resource
 import signal
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,7 +23,7 @@ NO_WORKERS = {"CONVEYOR_PIPELINE__WORKERS": "0", "CONVEYOR_MEDIA__SHORT_WORKERS"
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 
 
-def _lines(stdout: str) -> list[dict[str, object]]:
+def _lines(stdout: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in stdout.splitlines() if line.strip()]
 
 
@@ -49,41 +50,41 @@ def test_json_documents_parse_with_the_documented_fields(
     jfk = str(corpus / "audio" / "jfk.wav")
     photo = str(corpus / "media" / "exif-samples__Canon_40D.jpg")
 
-    def parsed(*args: str) -> object:
+    def parsed(*args: str) -> Any:
         result = invoke(*args, "--json", **NO_WORKERS)
         assert result.exit_code == 0, (args, result.stderr)
         return json.loads(result.stdout)
 
-    assert set(parsed("version")) == {"version"}  # type: ignore[arg-type]
+    assert set(parsed("version")) == {"version"}
     upgrade = parsed("db", "upgrade")
     assert isinstance(upgrade, dict) and set(upgrade) == {"database", "before", "after"}
     assert parsed("records", "list") == []
     events = _lines(invoke("records", "add", jfk, "--json", **NO_WORKERS).stdout)
     assert [e["event"] for e in events] == ["accepted", "summary"]
-    (row,) = parsed("records", "list")  # type: ignore[misc]
+    (row,) = parsed("records", "list")
     assert set(row) == {"id", "owner", "name", "stage", "halt_reason", "created_at"}
     assert row["name"] == "jfk.wav" and row["halt_reason"] is None
-    (event,) = parsed("records", "events", "1")  # type: ignore[misc]
+    (event,) = parsed("records", "events", "1")
     assert set(event) == {"time", "stage", "outcome", "origin", "text"}
     assert event["outcome"] == "accepted"
-    assert {r["stage"] for r in parsed("records", "stats")} >= {"uploaded"}  # type: ignore[attr-defined]
+    assert {r["stage"] for r in parsed("records", "stats")} >= {"uploaded"}
     resumed = parsed("records", "resume", "--all", "--dry-run")
     assert resumed == {"dry_run": True, "selected": [], "resumed": [], "skipped": []}
     album = parsed("albums", "create", "Trip")
     assert isinstance(album, dict) and set(album) == {"id", "name", "owner"}
     added = _lines(invoke("media", "add", "Trip", photo, "--json", **NO_WORKERS).stdout)
     assert added[0] == {"event": "accepted", "file": photo, "item": 1}
-    (albums,) = parsed("albums", "list")  # type: ignore[misc]
+    (albums,) = parsed("albums", "list")
     assert set(albums) == {"id", "owner", "name", "items", "created_at"} and albums["items"] == 1
-    (item,) = parsed("media", "list", "Trip")  # type: ignore[misc]
+    (item,) = parsed("media", "list", "Trip")
     assert item["id"] == 1 and "roles" in item
     user = parsed("users", "create", "ann")
     assert user == {"id": 1, "name": "ann", "password": False, "admin": False}
-    (listed,) = parsed("users", "list")  # type: ignore[misc]
+    (listed,) = parsed("users", "list")
     assert set(listed) == {"id", "name", "created_at", "password", "admin"}
     token = parsed("tokens", "create", "ann", "--label", "script")
     assert isinstance(token, dict) and set(token) == {"id", "user", "label", "token"}
-    (tokens,) = parsed("tokens", "list", "ann")  # type: ignore[misc]
+    (tokens,) = parsed("tokens", "list", "ann")
     assert set(tokens) == {"id", "label", "created_at", "last_used_at"}
     assert tokens["last_used_at"] is None
     assert parsed("vocabulary", "set", "Kubernetes") == {"owner": "me", "hints": "Kubernetes"}

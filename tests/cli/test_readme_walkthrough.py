@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from tests.support.cli_run import clean_env
 
@@ -29,7 +30,7 @@ def _block(starting: str) -> str:
     return str(found)
 
 
-def _documents(text: str) -> list[dict[str, object]]:
+def _documents(text: str) -> list[dict[str, Any]]:
     """The JSON objects in curl's output (its answers end without a newline)."""
     decoder = json.JSONDecoder()
     found, at = [], text.find("{")
