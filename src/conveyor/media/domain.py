@@ -43,18 +43,18 @@ from pathlib import Path
 from typing import Any
 
 import pyvips
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection, Engine, RowMapping
 
+from conveyor.clock import seconds
 from conveyor.config import MediaSettings
 from conveyor.errors import MediaError
 from conveyor.media import queries
-from conveyor.media.albums import roles_of
 from conveyor.media.halts import MediaHalt
 from conveyor.media.images import make_image_variants, probe_image
 from conveyor.media.intake import owner_message
 from conveyor.media.stages import LONG_LANE, LONG_LEASE, MEDIA, OWNED_FIELDS, SHORT_LANE
 from conveyor.media.video import Playback, extract_poster, make_playback, probe_video
-from conveyor.objects import ObjectStore, discard_unjournaled, file_by_id, put_file_row
+from conveyor.objects import ObjectStore, discard_unjournaled, put_file_row, put_file_rows
 from conveyor.pipeline import Advance, Domain, Halt, StepContext
 from conveyor.pipeline.outcomes import Outcome, Writes
 
@@ -87,6 +87,32 @@ class _Object:
     width: int | None
     height: int | None
     duration: float | None = None
+
+
+def _facts(obj: _Object) -> dict[str, Any]:
+    """The journal row's columns of a stored object."""
+    return {
+        "key": obj.key,
+        "mime_type": obj.mime_type,
+        "format": obj.format,
+        "size": obj.size,
+        "sha256": obj.sha256,
+        "width": obj.width,
+        "height": obj.height,
+        "duration": obj.duration,
+    }
+
+
+def _role(row: Mapping[str, Any] | RowMapping) -> dict[str, Any]:
+    """A role as the album event and the item view show it (:func:`roles_of`'s shape)."""
+    return {
+        "key": row["key"],
+        "mime_type": row["mime_type"],
+        "size": row["size"],
+        "width": row["width"],
+        "height": row["height"],
+        "duration": seconds(row["duration"]),
+    }
 
 
 class MediaSteps:
@@ -228,14 +254,15 @@ class MediaSteps:
     def _original(self, ctx: StepContext, stack: ExitStack) -> Path | None:
         """A local copy of the item's original (kept until ``stack`` closes); None when the
         journal or the store no longer has it."""
-        with ctx.engine.connect() as conn:
+        # One statement, outside a transaction (no BEGIN, no ROLLBACK): every round trip
+        # counts on a link between racks; the role row carries the journal's key.
+        with ctx.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
             rows = queries.objects_of(conn, int(ctx.record["id"]))
-            row = next((r for r in rows if r["role"] == "original"), None)
-            journal = file_by_id(conn, int(row["file_id"])) if row is not None else None
-        if journal is None:
+        row = next((r for r in rows if r["role"] == "original"), None)
+        if row is None:
             return None
         try:
-            return stack.enter_context(self.store.local_copy(str(journal["key"])))
+            return stack.enter_context(self.store.local_copy(str(row["key"])))
         except FileNotFoundError:
             return None
 
@@ -282,26 +309,30 @@ class MediaSteps:
         now = ctx.now()
 
         def writes(conn: Connection) -> None:
-            # A re-run's object takes over the earlier run's journal row; the earlier object,
-            # named by no row now, goes with the sweep.
-            earlier = {str(r["role"]): int(r["file_id"]) for r in queries.objects_of(conn, item_id)}
+            # Round trips, not rows, are what a slow link to the database charges for: the new
+            # objects' journal rows are one statement, their role rows another, and the album
+            # event's roles come from what is at hand instead of a query.
+            rows = queries.objects_of(conn, item_id)
+            earlier = {str(r["role"]): int(r["file_id"]) for r in rows}
+            fresh = [obj for obj in objects if obj.role not in earlier]
             for obj in objects:
-                file_id = put_file_row(
-                    conn,
-                    replaces=earlier.get(obj.role),
-                    key=obj.key,
-                    mime_type=obj.mime_type,
-                    format=obj.format,
-                    size=obj.size,
-                    sha256=obj.sha256,
-                    width=obj.width,
-                    height=obj.height,
-                    duration=obj.duration,
-                    now=now,
-                )
-                queries.put_object(conn, item_id, obj.role, file_id)
-            roles = roles_of(conn, item_id)
-            payload = {"item_id": item_id, "kind": item["kind"], "stage": stage, "roles": roles}
+                if obj.role not in earlier:
+                    continue
+                # A re-run's object takes over the earlier run's journal row; the earlier
+                # object, named by no row now, goes with the sweep.
+                file_id = put_file_row(conn, replaces=earlier[obj.role], now=now, **_facts(obj))
+                if file_id != earlier[obj.role]:
+                    queries.put_object(conn, item_id, obj.role, file_id)
+            ids = put_file_rows(conn, [_facts(obj) for obj in fresh], now)
+            queries.add_objects(conn, item_id, {o.role: i for o, i in zip(fresh, ids, strict=True)})
+            roles = {str(r["role"]): _role(r) for r in rows}
+            roles.update({obj.role: _role(_facts(obj)) for obj in objects})
+            payload = {
+                "item_id": item_id,
+                "kind": item["kind"],
+                "stage": stage,
+                "roles": dict(sorted(roles.items())),
+            }
             queries.insert_album_event(
                 conn, album_id=album_id, item_id=item_id, kind=kind, payload=payload, created_at=now
             )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, RowMapping, delete, func, insert, select
@@ -11,6 +11,7 @@ from conveyor.db.album_signals import notify_album
 from conveyor.db.tables import album_events, albums, files, media_items, media_objects
 
 __all__ = [
+    "add_objects",
     "album_by_id",
     "album_by_name",
     "events_after",
@@ -94,6 +95,14 @@ def put_object(conn: Connection, item_id: int, role: str, file_id: int) -> None:
         )
     )
     conn.execute(insert(media_objects).values(item_id=item_id, role=role, file_id=file_id))
+
+
+def add_objects(conn: Connection, item_id: int, roles: Mapping[str, int]) -> None:
+    """Point the item's new ``roles`` (none of which it has yet) at their journal rows, in one
+    statement."""
+    if roles:
+        rows = [{"item_id": item_id, "role": r, "file_id": f} for r, f in roles.items()]
+        conn.execute(insert(media_objects).values(rows))
 
 
 def objects_of(conn: Connection, item_id: int) -> Sequence[RowMapping]:

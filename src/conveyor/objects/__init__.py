@@ -3,7 +3,13 @@
 
 from conveyor.objects.factory import open_store, work_folder
 from conveyor.objects.outage import STORAGE, is_storage_outage
-from conveyor.objects.queries import delete_file_rows, file_by_id, file_by_key, put_file_row
+from conveyor.objects.queries import (
+    delete_file_rows,
+    file_by_id,
+    file_by_key,
+    put_file_row,
+    put_file_rows,
+)
 from conveyor.objects.store import (
     ListedObject,
     ObjectMismatch,
@@ -39,6 +45,7 @@ __all__ = [
     "new_key",
     "open_store",
     "put_file_row",
+    "put_file_rows",
     "sweep_orphans",
     "work_folder",
 ]
