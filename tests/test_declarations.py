@@ -68,3 +68,18 @@ def test_d11_each_domain_reads_its_own_way_forward_for_a_shared_reason() -> None
     assert audio is not None and media is not None and audio is not media
     assert "--raw-pcm" in audio.action and "--raw-pcm" not in media.action
     assert known("stuck", MEDIA.halt_reasons) is known("stuck", AUDIO.halt_reasons)
+
+
+def test_every_provider_setting_names_a_backend_and_every_backend_a_setting() -> None:
+    """``[transcription] provider`` takes exactly the names of the provider registry."""
+    from conveyor.config import TranscriptionSettings
+    from conveyor.providers.backends import PROVIDERS
+
+    annotation = TranscriptionSettings.model_fields["provider"].annotation
+    assert set(get_args(annotation)) == set(PROVIDERS)
+
+
+def test_every_store_backend_is_a_module_of_its_scheme() -> None:
+    from conveyor.objects.factory import backends
+
+    assert backends() == ["file", "s3"]

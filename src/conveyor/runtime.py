@@ -26,6 +26,7 @@ from conveyor.media.stages import MEDIA
 from conveyor.objects import ObjectStore, Sweeper, open_store
 from conveyor.pipeline import Declaration, Domain, WorkerPool
 from conveyor.processes import ProcessRegistry
+from conveyor.providers.backends import PROVIDERS, ProviderBackend, ProviderPlace
 from conveyor.providers.base import RecognitionProvider
 
 __all__ = ["DECLARATIONS", "Runtime", "default_model_cache"]
@@ -110,6 +111,11 @@ class Runtime:
         return Notifier(self.engine)
 
     @cached_property
+    def provider_backend(self) -> ProviderBackend:
+        """The backend ``[transcription] provider`` names, chosen once for this process."""
+        return PROVIDERS[self.settings.transcription.provider]
+
+    @cached_property
     def provider(self) -> RecognitionProvider:
         """The recognition provider from ``[transcription] provider``.
 
@@ -117,36 +123,17 @@ class Runtime:
             ConfigError: the provider's model or credential cannot be found.
         """
         transcription = self.settings.transcription
-        work = self.settings.storage.root / "providers"
-        if transcription.provider == "speechkit":
-            from conveyor.providers.speechkit import SpeechKitProvider
-
-            return SpeechKitProvider(transcription.speechkit, work / "speechkit", clock=self.clock)
-        if transcription.provider == "openai":
-            from conveyor.providers.local import whisper_languages
-            from conveyor.providers.openai_compatible import OpenAICompatibleProvider
-
-            return OpenAICompatibleProvider(
-                transcription.openai, whisper_languages(), work / "openai"
-            )
-        from conveyor.providers.local import LocalWhisperProvider
-
-        return LocalWhisperProvider(
-            transcription,
-            self.settings.storage.root / "recognizer",
-            model_cache_dir=transcription.model_cache or default_model_cache(),
+        place = ProviderPlace(
+            root=self.settings.storage.root,
+            model_cache=transcription.model_cache or default_model_cache(),
+            clock=self.clock,
         )
+        return self.provider_backend.build(transcription, place)
 
     @cached_property
     def languages(self) -> frozenset[str]:
         """Language codes the configured recognizer accepts (without loading the model)."""
-        if self.settings.transcription.provider == "speechkit":
-            from conveyor.providers.speechkit import LANGUAGES
-
-            return frozenset(LANGUAGES)
-        from conveyor.providers.local import whisper_languages
-
-        return whisper_languages()
+        return self.provider_backend.languages(self.settings.transcription)
 
     @cached_property
     def audio(self) -> Domain:

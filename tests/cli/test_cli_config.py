@@ -16,8 +16,8 @@ import pytest
 
 from conveyor.cli.exits import ExitCode
 from conveyor.cli.output import setup_logging
-from conveyor.cli.startup import device_problem
 from conveyor.config import Settings, TranscriptionSettings, environment_problems
+from conveyor.providers.local import device_problem
 from tests.support.cli_run import invoke, run
 
 SECRET = "hunter2-s3cret"

@@ -58,6 +58,7 @@ from conveyor.providers.whisper_model import resolve_model
 
 __all__ = [
     "LocalWhisperProvider",
+    "device_problem",
     "transcript_of_segments",
     "whisper_languages",
 ]
@@ -392,3 +393,26 @@ def whisper_languages() -> frozenset[str]:
     from faster_whisper.tokenizer import _LANGUAGE_CODES
 
     return frozenset(_LANGUAGE_CODES)
+
+
+def device_problem(settings: TranscriptionSettings) -> str | None:
+    """Why ``[transcription] device`` and ``compute_type`` cannot run here, or None."""
+    import ctranslate2
+
+    device = settings.device
+    if device == "auto":
+        device = "cuda" if ctranslate2.get_cuda_device_count() > 0 else "cpu"
+    if device == "cuda" and ctranslate2.get_cuda_device_count() == 0:
+        return (
+            "[transcription] device = 'cuda', but no usable CUDA GPU is found; set device = "
+            "'cpu' (or 'auto')"
+        )
+    if settings.compute_type in ("default", "auto"):
+        return None
+    supported = sorted(ctranslate2.get_supported_compute_types(device))
+    if settings.compute_type not in supported:
+        return (
+            f"[transcription] compute_type = {settings.compute_type!r} is not supported on "
+            f"{device} here; use one of {', '.join(supported)}"
+        )
+    return None
