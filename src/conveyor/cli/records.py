@@ -1,5 +1,5 @@
-"""``conveyor records``: list, show, events, resume, delete, stats: the operator's tools (P9,
-P11, D3)."""
+"""``conveyor records``: list, search, show, events, resume, delete, stats: the operator's
+tools (P9, P11, D3)."""
 
 from __future__ import annotations
 
@@ -180,6 +180,55 @@ def list_(
             row["halt_reason"],
             iso_utc(row["created_at"]),
         )
+    console.print(out)
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(metavar="QUERY", help="Words, a name, a phrase.")],
+    owner: Annotated[
+        str, typer.Option(metavar="NAME", help="Whose recordings to search (required).")
+    ],
+    limit: Annotated[
+        int, typer.Option(metavar="N", min=1, max=200, help="At most this many (1-200).")
+    ] = 20,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the hits as JSON.")] = False,
+) -> None:
+    """Search an owner's titles, briefs, transcripts and corrections, best match first."""
+    from conveyor.audio.search import search_records
+    from conveyor.errors import RejectedInput
+
+    runtime = make_runtime()
+    try:
+        hits = search_records(runtime.engine, owner, query, limit=limit)
+    except RejectedInput as exc:
+        raise fail(str(exc), ExitCode.USAGE) from None
+    if as_json:
+        print_json(
+            [
+                {
+                    "record_id": h.record_id,
+                    "name": h.name,
+                    "kind": h.kind,
+                    "rank": h.rank,
+                    "start": h.start,
+                    "snippet": "".join(t for t, _ in h.snippet),
+                    "matches": [t for t, m in h.snippet if m],
+                }
+                for h in hits
+            ]
+        )
+        return
+    if not hits:
+        note(f"nothing of {owner}'s says {query!r}")
+        return
+    out = table("id", "name", "where", "at", "words")
+    for h in hits:
+        words = Text()
+        for piece, matched in h.snippet:
+            words.append(piece, style="bold reverse" if matched else None)
+        at = f"{int(h.start) // 60}:{int(h.start) % 60:02d}" if h.start is not None else ""
+        out.add_row(str(h.record_id), h.name, h.kind, at, words)
     console.print(out)
 
 

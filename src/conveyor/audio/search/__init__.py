@@ -3,7 +3,9 @@
 :func:`search_records` answers the best recordings first (SQLite: FTS5's BM25; PostgreSQL:
 ``ts_rank`` over the language's dictionary, see :mod:`.dictionaries`), each with a snippet
 whose matched words are marked and, for a hit in a transcript or correction, the second of
-the recording where the matched line starts (the page's player starts there). The index is
+the recording where the matched line starts (the page's player starts there). The snippet is
+the line of the text that says most of the query's words, cut from the hit's own text (the
+databases' ``snippet()`` and ``ts_headline`` would read whole transcripts for it). The index is
 written in the same transaction as the texts (:func:`.queries.index_record`), so a saved
 correction is found at once. The web page, ``GET /api/records?q=`` and ``conveyor records
 search`` all call this.
@@ -13,11 +15,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import Engine
 
 from conveyor.audio.search import queries
-from conveyor.audio.search.queries import MARK_END, MARK_START
 from conveyor.error_codes import ErrorCode
 from conveyor.errors import RejectedInput
 
@@ -26,7 +28,11 @@ __all__ = ["MAX_QUERY", "Hit", "search_records"]
 MAX_QUERY = 200
 """Characters a query may have."""
 _WORD = re.compile(r"\w+", re.UNICODE)
+_TOKEN = re.compile(r"\w+|\W+", re.UNICODE)
 _KINDS_PER_RECORD = 4
+_SNIPPET_WORDS = 30
+# Endings Porter's stemmer takes off English words, longest first.
+_SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "es", "ed", "ly", "s")
 
 
 @dataclass(frozen=True)
@@ -58,29 +64,54 @@ def query_words(query: str) -> list[str]:
     return _WORD.findall(query)
 
 
-def _parts(snippet: str) -> tuple[tuple[str, bool], ...]:
+def _stem(word: str) -> str:
+    """A word cut to what its other forms share, enough to mark them (SQLite's Porter stemmer
+    matched them; this only finds them again in the text shown)."""
+    low = word.lower()
+    for suffix in _SUFFIXES:
+        if low.endswith(suffix) and len(low) - len(suffix) >= 3:
+            return low[: -len(suffix)]
+    return low
+
+
+def _marked(text: str, terms: list[str]) -> tuple[tuple[str, bool], ...]:
     parts: list[tuple[str, bool]] = []
-    for n, piece in enumerate(re.split(f"[{MARK_START}{MARK_END}]", snippet)):
-        if piece:
-            parts.append((piece, n % 2 == 1))
+    for token in _TOKEN.findall(text):
+        hit = bool(_WORD.fullmatch(token)) and token.lower().startswith(tuple(terms))
+        if parts and not hit and not parts[-1][1]:
+            parts[-1] = (parts[-1][0] + token, False)
+        else:
+            parts.append((token, hit))
     return tuple(parts)
 
 
-def _moment(segments: list[dict[str, object]], parts: tuple[tuple[str, bool], ...]) -> float | None:
-    """Where the first matched word of the snippet is said: the first segment holding it
-    within the snippet's words (the snippet's words in order narrow it to that line)."""
-    marked = [p.lower() for p, hit in parts if hit]
-    if not marked or not segments:
-        return None
-    around = "".join(p for p, _ in parts).replace("…", " ").lower().split()
-    for seg in segments:
-        line = str(seg.get("text", "")).lower()
-        if marked[0] in line and (not around or any(w in line for w in around[:3])):
-            return float(str(seg.get("start", 0.0)))
-    for seg in segments:
-        if marked[0] in str(seg.get("text", "")).lower():
-            return float(str(seg.get("start", 0.0)))
-    return None
+def _excerpt(
+    segments: list[dict[str, Any]], terms: list[str]
+) -> tuple[tuple[tuple[str, bool], ...], float | None]:
+    """The line that says most of the query's terms (the first of equals), with the next
+    line when it is short, its words marked; and the second it starts (None untimed)."""
+    if not segments or not terms:
+        return (), None
+    prefixes = tuple(terms)
+
+    def said(seg: dict[str, Any]) -> int:
+        words = {w.lower() for w in _WORD.findall(str(seg.get("text", "")))}
+        return len({t for t in terms for w in words if w.startswith(t)})
+
+    scores = [said(seg) for seg in segments]
+    at = scores.index(max(scores))
+    text = str(segments[at].get("text", "")).strip()
+    if len(text.split()) < _SNIPPET_WORDS // 2 and at + 1 < len(segments):
+        text += " " + str(segments[at + 1].get("text", "")).strip()
+    words = text.split()
+    if len(words) > _SNIPPET_WORDS:
+        first = next(
+            (n for n, w in enumerate(words) if w.lower().lstrip("\"'(¿¡«").startswith(prefixes)), 0
+        )
+        begin = max(0, min(first - _SNIPPET_WORDS // 3, len(words) - _SNIPPET_WORDS))
+        text = ("… " if begin else "") + " ".join(words[begin : begin + _SNIPPET_WORDS]) + " …"
+    start = segments[at].get("start")
+    return _marked(text, terms), (float(start) if start is not None else None)
 
 
 def search_records(engine: Engine, owner: str, query: str, *, limit: int = 20) -> list[Hit]:
@@ -101,31 +132,30 @@ def search_records(engine: Engine, owner: str, query: str, *, limit: int = 20) -
     if not words:
         return []
     with engine.connect() as conn:
-        rows = queries.match(conn, owner, words, query, limit * _KINDS_PER_RECORD)
-        best: dict[int, tuple[str, float, str]] = {}
+        rows, lexemes = queries.match(conn, owner, words, query, limit * _KINDS_PER_RECORD)
+        terms = [t.lower() for t in lexemes] if lexemes else [_stem(w) for w in words]
+        best: dict[int, tuple[str, float]] = {}
         for row in rows:
             record_id = int(row["record_id"])
             if record_id not in best:
-                best[record_id] = (str(row["kind"]), float(row["rank"]), str(row["snippet"]))
+                best[record_id] = (str(row["kind"]), float(row["rank"]))
         chosen = list(best.items())[:limit]
         named = queries.records_named(conn, [r for r, _ in chosen])
         hits = []
-        for record_id, (kind, rank, snippet) in chosen:
+        for record_id, (kind, rank) in chosen:
             record = named.get(record_id)
             if record is None:
                 continue
-            parts = _parts(snippet)
-            segments = queries.segments_of(conn, record_id, kind)
+            parts, start = _excerpt(queries.shown_text(conn, record_id, kind), terms)
+            name = record["title"] or record["original_name"] or f"Recording {record_id}"
             hits.append(
                 Hit(
                     record_id=record_id,
-                    name=str(
-                        record["title"] or record["original_name"] or f"Recording {record_id}"
-                    ),
+                    name=str(name),
                     kind=kind,
                     rank=rank,
                     snippet=parts,
-                    start=_moment(segments, parts),
+                    start=start,
                     created_at=float(record["created_at"]),
                 )
             )

@@ -1,11 +1,14 @@
 """Statements of search: keeping ``search_texts`` in step with a record, and the ranked match.
 
-SQLite matches the FTS5 table ``search_texts_fts`` (BM25 rank, ``snippet()``); PostgreSQL
-matches the stored ``tsv`` (``ts_rank``, ``ts_headline`` for the rows returned only).
+SQLite matches the FTS5 table ``search_texts_fts`` (BM25 rank); PostgreSQL matches the stored
+``tsv`` (``ts_rank``). Snippets are cut from the texts afterwards, for the hits only
+(:mod:`conveyor.audio.search`): ``snippet()`` and ``ts_headline`` read whole 10-minute
+transcripts and cost more than the match itself.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,6 +16,7 @@ from sqlalchemy import (
     Connection,
     Float,
     RowMapping,
+    Text,
     bindparam,
     cast,
     delete,
@@ -27,22 +31,16 @@ from conveyor.audio.search.dictionaries import dictionary_of
 from conveyor.db.tables import audio_records, search_texts, texts
 
 __all__ = [
-    "MARK_END",
-    "MARK_START",
     "SEARCHED_KINDS",
     "fts5_query",
     "index_record",
     "match",
     "records_named",
-    "segments_of",
+    "shown_text",
 ]
 
-# Around each matched word of a snippet (control characters no text of ours contains).
-MARK_START = "\x02"
-MARK_END = "\x03"
 SEARCHED_KINDS = ("transcript", "proofread")
 """The kinds of ``texts`` search reads (beside the record's title and brief)."""
-_SNIPPET_WORDS = 24
 
 
 def index_record(conn: Connection, record_id: int) -> None:
@@ -96,10 +94,11 @@ def fts5_query(words: Sequence[str]) -> str:
 
 def match(
     conn: Connection, owner: str, words: Sequence[str], phrase: str, limit: int
-) -> Sequence[RowMapping]:
-    """The best ``limit`` rows of ``owner``'s ``search_texts`` for the query: ``record_id``,
-    ``kind``, ``rank`` (higher is better) and ``snippet`` (matched words between
-    :data:`MARK_START` and :data:`MARK_END`).
+) -> tuple[Sequence[RowMapping], list[str]]:
+    """The best ``limit`` rows of ``owner``'s ``search_texts`` for the query (``record_id``,
+    ``kind``, ``rank``: higher is better), and the terms to mark in what is shown: the
+    dictionaries' lexemes on PostgreSQL (``meet`` for "meetings"), the words themselves on
+    SQLite.
 
     Args:
         words: the query's words (SQLite: all must occur, the last may be a prefix).
@@ -107,35 +106,21 @@ def match(
             phrases", ``-not``, ``or``), read by every dictionary the owner's rows use.
     """
     if conn.dialect.name == "sqlite":
-        # Ranked first, the snippets made for the rows kept only (snippet() is costly, and
-        # SQLite would make one for every match before its sort).
         statement = text(
-            "WITH best AS ("
-            "  SELECT s.id AS id, -bm25(search_texts_fts) AS rank"
-            "  FROM search_texts_fts JOIN search_texts s ON s.id = search_texts_fts.rowid"
-            "  WHERE search_texts_fts MATCH :query AND s.owner = :owner"
-            "  ORDER BY bm25(search_texts_fts) LIMIT :limit) "
-            "SELECT s.record_id AS record_id, s.kind AS kind, best.rank AS rank, "
-            f"snippet(search_texts_fts, 0, :start, :end, '…', {_SNIPPET_WORDS}) AS snippet "
-            "FROM search_texts_fts JOIN best ON best.id = search_texts_fts.rowid "
-            "JOIN search_texts s ON s.id = best.id "
-            "WHERE search_texts_fts MATCH :query ORDER BY best.rank DESC, s.id DESC"
+            "SELECT s.record_id AS record_id, s.kind AS kind, -bm25(search_texts_fts) AS rank "
+            "FROM search_texts_fts JOIN search_texts s ON s.id = search_texts_fts.rowid "
+            "WHERE search_texts_fts MATCH :query AND s.owner = :owner "
+            "ORDER BY bm25(search_texts_fts), s.id DESC LIMIT :limit"
         )
-        params = {
-            "start": MARK_START,
-            "end": MARK_END,
-            "query": fts5_query(words),
-            "owner": owner,
-            "limit": limit,
-        }
-        return conn.execute(statement, params).mappings().all()
+        params = {"query": fts5_query(words), "owner": owner, "limit": limit}
+        return conn.execute(statement, params).mappings().all(), [w.lower() for w in words]
     configs = (
         conn.execute(select(search_texts.c.config).where(search_texts.c.owner == owner).distinct())
         .scalars()
         .all()
     )
     if not configs:
-        return []
+        return [], []
     query: Any = None
     for n, config in enumerate(sorted(configs)):
         one = func.websearch_to_tsquery(
@@ -143,41 +128,42 @@ def match(
         )
         query = one if query is None else query.op("||")(one)
     rank = func.ts_rank(search_texts.c.tsv, query).label("rank")
+    # The planner counts a 10-minute transcript's tsvector as cheap to read, but it is stored
+    # apart (TOAST): a scan by owner, or of the table, reads every one. The match goes through
+    # the GIN index alone (exact for these queries: no row is read to recheck it), and the
+    # owner is checked on the rows it finds (``owner || ''`` keeps the owner index out).
+    conn.execute(text("SET LOCAL enable_seqscan = off"))
     best = (
-        select(search_texts.c.id, search_texts.c.record_id, search_texts.c.kind, rank)
-        .where(search_texts.c.owner == owner, search_texts.c.tsv.op("@@")(query))
+        select(search_texts.c.record_id, search_texts.c.kind, cast(rank, Float).label("rank"))
+        .where(search_texts.c.owner.concat("") == owner, search_texts.c.tsv.op("@@")(query))
         .order_by(rank.desc(), search_texts.c.id.desc())
         .limit(limit)
-        .subquery()
     )
-    options = (
-        f"StartSel={MARK_START}, StopSel={MARK_END}, MaxWords={_SNIPPET_WORDS}, MinWords=8, "
-        "MaxFragments=1, FragmentDelimiter=…"
-    )
-    headline = func.ts_headline(
-        cast(search_texts.c.config, REGCONFIG), search_texts.c.body, query, options
-    )
-    ranked = (
-        select(
-            best.c.record_id,
-            best.c.kind,
-            cast(best.c.rank, Float).label("rank"),
-            headline.label("snippet"),
-        )
-        .join_from(best, search_texts, search_texts.c.id == best.c.id)
-        .order_by(best.c.rank.desc(), best.c.id.desc())
-    )
-    return conn.execute(ranked).mappings().all()
+    rows = conn.execute(best).mappings().all()
+    shown = conn.execute(select(cast(query, Text))).scalar() or ""
+    # Lexemes of the query as PostgreSQL prints it: 'meet' & 'budget' | !'x' (no negated ones).
+    lexemes = re.findall(r"(?<!!)'((?:[^']|'')+)'", shown)
+    return rows, [x.replace("''", "'") for x in lexemes]
 
 
-def segments_of(conn: Connection, record_id: int, kind: str) -> list[dict[str, Any]]:
-    """The timed segments of the record's text of ``kind`` (empty for a title or brief)."""
+def shown_text(conn: Connection, record_id: int, kind: str) -> list[dict[str, Any]]:
+    """What a hit shows: the timed segments of the record's transcript or correction (one
+    untimed segment for a text without times), or its title or brief as one untimed segment."""
     if kind not in SEARCHED_KINDS:
+        body = conn.execute(
+            select(search_texts.c.body).where(
+                search_texts.c.record_id == record_id, search_texts.c.kind == kind
+            )
+        ).scalar()
+        return [{"start": None, "text": body or ""}]
+    row = conn.execute(
+        select(texts.c.segments, texts.c.body).where(
+            texts.c.record_id == record_id, texts.c.kind == kind
+        )
+    ).first()
+    if row is None:
         return []
-    found = conn.execute(
-        select(texts.c.segments).where(texts.c.record_id == record_id, texts.c.kind == kind)
-    ).scalar()
-    return list(found or [])
+    return list(row.segments or []) or [{"start": None, "text": row.body}]
 
 
 def records_named(conn: Connection, record_ids: Sequence[int]) -> dict[int, RowMapping]:
