@@ -11,14 +11,22 @@ import time
 from collections.abc import Callable
 
 from prometheus_client import REGISTRY
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, select, update
 
 from conveyor.clock import SystemClock
 from conveyor.config import PipelineSettings
 from conveyor.db.tables import worker_processes
 from conveyor.pipeline import Advance, StepContext, WorkerPool
-from conveyor.processes import ProcessRegistry, drain, list_processes, pause, resume
+from conveyor.processes import (
+    ProcessRegistry,
+    drain,
+    list_processes,
+    pause,
+    resume,
+    show_process,
+)
 from conveyor.processes import queries as process_queries
+from conveyor.processes.control import FORGET_LOST
 from tests.support.jobs_domain import add_jobs, job, jobs, make_domain
 
 TABLES = {"jobs": jobs}
@@ -121,3 +129,12 @@ def test_a_silent_process_is_shown_lost(db: Engine) -> None:
     assert silent.state == "lost" and silent.seen_ago >= 0.5
     with db.connect() as conn:
         assert conn.execute(select(worker_processes.c.state)).scalar() == "running"
+    # Lost a day ago and more: history, no longer listed, still found by id.
+    with db.begin() as conn:
+        conn.execute(
+            update(worker_processes).values(
+                last_seen_at=worker_processes.c.last_seen_at - FORGET_LOST - 1
+            )
+        )
+    assert list_processes(db, clock, lost_after=0.5) == []
+    assert show_process(db, clock, silent.id, lost_after=0.5).state == "lost"

@@ -17,6 +17,7 @@ from conveyor.errors import NotFound, RejectedInput
 from conveyor.processes import queries
 
 __all__ = [
+    "FORGET_LOST",
     "TABLES",
     "HeldRecord",
     "LaneState",
@@ -28,6 +29,10 @@ __all__ = [
     "resume",
     "show_process",
 ]
+
+#: Seconds after which a lost process (killed, never stopped cleanly) is no longer listed; its
+#: row stays (``conveyor workers show ID`` finds it).
+FORGET_LOST = 86400.0
 
 #: The record table of each domain a claim can name (tests pass their own domain's).
 TABLES: Mapping[str, Table] = {"audio": audio_records, "media": media_items}
@@ -168,13 +173,15 @@ def list_processes(
     stopped_within: float | None = 3600.0,
     tables: Mapping[str, Table] = TABLES,
 ) -> list[ProcessView]:
-    """Every live process (running, draining or lost) and those stopped within
-    ``stopped_within`` seconds (None: none), newest first."""
+    """Every live process (running, draining, or lost within the last :data:`FORGET_LOST`
+    seconds) and those stopped within ``stopped_within`` seconds (None: none), newest first."""
     now = queries.now_of(clock)
     with engine.connect() as conn:
         at = float(conn.execute(queries.select_now(now)).scalar_one())
         since = None if stopped_within is None else at - stopped_within
         _, rows = queries.processes(conn, now, since=since)
+    # A host killed and replaced months ago is history, not an operator's concern today.
+    rows = [r for r in rows if at - float(r["last_seen_at"]) <= FORGET_LOST]
     return _views(engine, at, rows, lost_after, tables)
 
 
