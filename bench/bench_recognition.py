@@ -9,6 +9,14 @@ directly on the same clips (target: within 5 %).
 
 Both sides are run ``--repeat`` times, interleaved, and the best of each is reported, so background
 load hits them alike. Prints one JSON object.
+
+``--memory MINUTES [MINUTES ...]``: instead, the recognizer process's peak RSS (``ru_maxrss`` of
+the child, as ``/usr/bin/time`` reports it) on recordings of those lengths, built from the corpus
+clips with pauses of 1 s to 5 minutes between them (about 4 % speech, so a long recording does
+not cost the shared CPU an hour of decoding; memory follows the recording's length, which the
+reader streams in windows). Each recording is one job run by
+``python -m conveyor.providers.whisper_job DIR`` in its own process; the text and the number of
+segments come back with the peak, and the longest is held to 1.2 x the shortest's peak.
 """
 
 from __future__ import annotations
@@ -94,15 +102,130 @@ def pipeline(clips: list[Path], work: Path) -> float:
         pool.stop()
 
 
+# The long-recording pattern: a clip, then a pause (seconds); repeated to the length asked.
+PATTERN = [
+    ("jfk.wav", 1.0),
+    ("LDC93S1_8k_mono.wav", 30.0),
+    ("sense_and_sensibility_0880.wav", 120.0),
+    ("cards_005.wav", 300.0),
+]
+
+
+def long_recording(path: Path, minutes: float) -> float:
+    """Write ``minutes`` of the pattern to a 16 kHz mono WAV, streamed; returns the seconds of
+    speech (clip lengths) in it."""
+    import wave
+
+    import numpy as np
+    from faster_whisper import decode_audio
+
+    clips = {name: decode_audio(str(CORPUS / name), sampling_rate=16_000) for name, _ in PATTERN}
+    total = int(minutes * 60 * 16_000)
+    written = 0
+    speech = 0.0
+    with wave.open(str(path), "wb") as sink:
+        sink.setnchannels(1)
+        sink.setsampwidth(2)
+        sink.setframerate(16_000)
+        while written < total:
+            for name, pause in PATTERN:
+                audio = (clips[name] * 32767).astype("<i2")[: total - written]
+                sink.writeframes(audio.tobytes())
+                written += audio.size
+                speech += audio.size / 16_000
+                gap = min(int(pause * 16_000), total - written)
+                for start in range(0, gap, 16_000 * 60):  # a minute of silence at a time
+                    sink.writeframes(np.zeros(min(16_000 * 60, gap - start), "<i2").tobytes())
+                written += gap
+                if written >= total:
+                    break
+    return speech
+
+
+def peak_rss(minutes: float, work: Path) -> dict[str, Any]:
+    """Run one recognizer job on ``minutes`` of the pattern; its peak RSS and what it heard."""
+    import os
+    import subprocess
+    import sys
+
+    from conveyor.providers.supervisor import write_job_file
+    from conveyor.providers.whisper_model import resolve_model
+    from conveyor.runtime import default_model_cache
+
+    job_dir = work / f"job-{minutes:g}"
+    job_dir.mkdir()
+    speech = long_recording(job_dir / "input.wav", minutes)
+    write_job_file(
+        job_dir / "job.json",
+        {
+            "input": str(job_dir / "input.wav"),
+            "language": "en",
+            "initial_prompt": None,
+            "channels": False,
+            "model": resolve_model("base", default_model_cache()),
+            "device": "cpu",
+            "compute_type": "int8",
+            "threads": THREADS,
+            "beam_size": BEAM,
+        },
+    )
+    started = time.perf_counter()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "conveyor.providers.whisper_job", str(job_dir)],
+        stdout=subprocess.DEVNULL,
+    )
+    _, status, usage = os.wait4(child.pid, 0)
+    elapsed = time.perf_counter() - started
+    result = json.loads((job_dir / "result.json").read_text(encoding="utf-8"))
+    return {
+        "minutes": minutes,
+        "speech_s": round(speech, 1),
+        "exit_status": status,
+        "peak_rss_mib": round(usage.ru_maxrss / 1024, 1),  # Linux: KiB
+        "seconds": round(elapsed, 1),
+        "segments": len(result["segments"]),
+        "words": sum(len(s.get("words") or []) for s in result["segments"]),
+    }
+
+
+def memory(lengths: list[float]) -> None:
+    """Print the recognizer's peak RSS for each length, and whether the longest stays within
+    1.2 x the shortest."""
+    with tempfile.TemporaryDirectory(prefix="bench-recognition-memory-") as work:
+        runs = [peak_rss(minutes, Path(work)) for minutes in sorted(lengths)]
+    ratio = runs[-1]["peak_rss_mib"] / runs[0]["peak_rss_mib"]
+    print(
+        json.dumps(
+            {
+                "runs": runs,
+                "longest_vs_shortest": round(ratio, 3),
+                "target": "peak RSS of the longest within 1.2 x the shortest's",
+                "met": ratio <= 1.2,
+            },
+            indent=2,
+        )
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--memory",
+        type=float,
+        nargs="+",
+        metavar="MINUTES",
+        help="measure the recognizer's peak RSS on recordings of these lengths instead",
+    )
     args = parser.parse_args()
     if not CORPUS.is_dir():
         raise SystemExit(
             f"the audio corpus is not at {CORPUS}; this benchmark needs it (see the README, "
             "'Tests, benchmarks and the test corpus')"
         )
+    if args.memory:
+        memory(args.memory)
+        return
     from faster_whisper import WhisperModel
 
     from conveyor.providers.whisper_model import resolve_model

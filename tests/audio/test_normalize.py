@@ -405,6 +405,11 @@ def test_truncated_recording_keeps_the_decoded_part(
         result = normalize_audio(src, tmp_path / "out.wav")
     assert 3.0 < result.duration < 8.0
     assert "keeping the decoded part" in caplog.text
+    assert result.damaged is not None and "decoding stopped after" in result.damaged
+
+
+def test_an_undamaged_recording_says_nothing_of_damage(tmp_path: Path) -> None:
+    assert normalize_audio(AUDIO / "jfk.m4a", tmp_path / "out.wav").damaged is None
 
 
 def test_truncated_flac_keeps_the_decoded_part(tmp_path: Path) -> None:

@@ -134,3 +134,22 @@ def test_a_separate_choice_a_provider_cannot_honour_is_said_on_the_record(
     with engine.connect() as conn:
         notes = " ".join(str(e["outcome_text"]) for e in queries.events_of(conn, rid))
     assert "channels mixed: fake recognises one mix only" in notes
+
+
+def test_a_truncated_m4a_is_transcribed_from_its_decoded_part_and_its_history_says_so(
+    engine: Engine, tmp_path: Path, corpus: Path, clock: FakeClock
+) -> None:
+    provider = FakeProvider()
+    settings = Settings(storage={"root": tmp_path / "data"}, pipeline={"workers": 1})  # type: ignore[arg-type]
+    runtime = Runtime(settings, clock, engine=engine, provider=provider)
+    data = (corpus / "audio" / "jfk.m4a").read_bytes()
+    cut = tmp_path / "cut.m4a"
+    cut.write_bytes(data[: len(data) * 6 // 10])  # moov is at the front: the samples end early
+    rid = accept_audio(engine, runtime.store, clock, cut, owner="ann")
+    _run(runtime, clock, rid)
+    with engine.connect() as conn:
+        row = queries.record_by_id(conn, rid)
+        notes = " ".join(str(e["outcome_text"]) for e in queries.events_of(conn, rid))
+    assert row is not None and row["stage"] == "done"
+    assert "damaged or truncated: decoding stopped after 6.69 s of the 11.05 s" in notes, notes
+    assert "the decoded part is kept" in notes

@@ -216,3 +216,17 @@ def test_d3_records_stats_shows_the_backlog_per_domain_and_stage(
     assert rows["media", "uploaded"]["waiting"] == 0
     table = run(["records", "stats"], tmp_path)
     assert table.returncode == 0 and "uploaded" in table.stdout and " d" in table.stdout
+
+
+def test_a_transcript_of_channels_heard_apart_is_indented_line_by_line(
+    tmp_path: Path, corpus: Path
+) -> None:
+    stereo = str(corpus / "audio" / "stereo_two_speakers.wav")
+    result = run(["ingest", "--channels", "separate", "--language", "en", stereo], tmp_path)
+    assert result.returncode == 0, result.stderr
+    heading = result.stdout.index("  transcript")
+    lines = result.stdout[heading:].splitlines()[1:]
+    said = [line for line in lines if line.strip()]
+    # One line per segment, labelled by channel, every one under the heading.
+    assert {line[4:7] for line in said} >= {"[1]", "[2]"}, result.stdout
+    assert all(line.startswith("    [") for line in said), result.stdout

@@ -358,3 +358,14 @@ def test_wait_holds_only_for_a_job_being_worked_on_and_ends_when_its_result_is_w
     assert finished_at - written_at < 0.5, "the result was seen late"
     assert wait(provider, "second").state == "done"
     assert wait(provider, "third").state == "done"
+
+
+def test_the_configured_language_is_taken_in_any_case(tmp_path: Path) -> None:
+    """``[transcription] language = "EN"`` is ``en``, as a language given at upload is; a blank
+    one is unset (detect)."""
+    assert TranscriptionSettings(language=" EN ").language == "en"
+    assert TranscriptionSettings(language="  ").language is None
+    provider = LocalWhisperProvider(
+        TranscriptionSettings(language="RU"), tmp_path / "work", model_cache_dir=MODEL_CACHE
+    )
+    assert provider.languages >= {"ru"}

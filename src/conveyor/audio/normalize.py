@@ -145,6 +145,8 @@ class NormalizedAudio:
         cancelled_mix: when the channels cancelled each other in the mix (the same sound in
             opposite phase), the channel (1-based, over every heard track) written alone
             instead; otherwise None.
+        damaged: when decoding stopped early (a truncated or damaged file: its decoded part is
+            kept), what happened, for the record's history; otherwise None.
     """
 
     duration: float
@@ -160,6 +162,7 @@ class NormalizedAudio:
     skipped_tracks: int = 0
     output_channels: int = 1
     cancelled_mix: int | None = None
+    damaged: str | None = None
 
 
 def normalize_audio(
@@ -360,12 +363,15 @@ def _transcode(
 
         sink = _WavSink(out, channels=out_channels)
         try:
-            rate = _decode(src, container, streams, rate, sink, sniffed, widths=widths, apart=apart)
+            rate, stopped = _decode(
+                src, container, streams, rate, sink, sniffed, widths=widths, apart=apart
+            )
         finally:
             # Closed on every path: a WAV writer left open is closed by the garbage collector
             # after `out` is gone ("Exception ignored ... write to closed file").
             sink.close()
         container_name = str(container.format.name)
+        declared = float(container.duration) / 1_000_000 if container.duration else None
 
     if sink.samples == 0:
         raise MediaError(AudioHalt.EMPTY_AUDIO, "The file contains no audio samples (0 s).")
@@ -384,6 +390,18 @@ def _transcode(
         tracks=len(streams),
         skipped_tracks=skipped,
         output_channels=out_channels,
+        damaged=_damage(stopped, sink.samples / TARGET_SAMPLE_RATE, declared),
+    )
+
+
+def _damage(stopped: str | None, decoded: float, declared: float | None) -> str | None:
+    """The history's words for a file whose decoding stopped early, or None."""
+    if stopped is None:
+        return None
+    of = f" of the {declared:.2f} s its header declares" if declared and declared > decoded else ""
+    return (
+        f"the file is damaged or truncated: decoding stopped after {decoded:.2f} s{of} "
+        f"({stopped}); the decoded part is kept"
     )
 
 
@@ -397,12 +415,13 @@ def _decode(
     *,
     widths: list[int],
     apart: bool,
-) -> int:
+) -> tuple[int, str | None]:
     """Decode every stream of ``streams`` into ``sink`` (mixed to mono, or each channel apart),
     keeping a damaged recording's decoded part.
 
     Returns:
-        The source sample rate (read from the first frame when the header has none).
+        The source sample rate (read from the first frame when the header has none), and why
+        decoding stopped early (FFmpeg's words) or None.
     """
     mixer = _Mixer(sink, widths if apart else [1] * len(streams), mix=not apart)
     resamplers = {
@@ -440,8 +459,9 @@ def _decode(
             sink.samples / TARGET_SAMPLE_RATE,
             _why(exc),
         )
+        return rate, _why(exc)
     drain()
-    return rate
+    return rate, None
 
 
 def _why(exc: av.FFmpegError) -> str:

@@ -105,6 +105,8 @@ class AudioSteps(RecognitionSteps):
                 f"; the channels cancel each other when mixed (opposite phase): channel "
                 f"{result.cancelled_mix} heard alone"
             )
+        if result.damaged is not None:
+            note += f"; {result.damaged}"
         if result.skipped_tracks:
             note += f"; {result.skipped_tracks} audio track(s) left out: no decoder for their codec"
         return Advance(

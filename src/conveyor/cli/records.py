@@ -111,7 +111,10 @@ def print_card(card: dict[str, Any], transcript: str | None, status: str | None 
             console.print("  transcript (no speech detected)")
         else:
             console.print("  transcript", style="bold")
-            console.print(f"    {transcript}")
+            # Every line indented under its heading: channels heard apart give one per segment
+            # ("[1] ..."), which are text, not Rich markup.
+            for line in transcript.splitlines() or [""]:
+                console.print(f"    {line}", markup=False, highlight=False)
 
 
 @app.command("list")
