@@ -52,6 +52,61 @@ def test_a_field_sent_twice_is_400(api: Api, client: TestClient, wav: bytes) -> 
     assert stored_objects(api) == []
 
 
+def _one_part(headers: list[str], content: bytes) -> tuple[bytes, str]:
+    """A multipart body of one part with exactly these header lines."""
+    head = "".join(f"{line}\r\n" for line in headers)
+    body = f"--xyz\r\n{head}\r\n".encode() + content + b"\r\n--xyz--\r\n"
+    return body, "multipart/form-data; boundary=xyz"
+
+
+@pytest.mark.parametrize(
+    ("headers", "said"),
+    [
+        # Which name holds? Neither: a part says what it is once.
+        (
+            [
+                'Content-Disposition: form-data; name="title"',
+                'Content-Disposition: form-data; name="file"; filename="a.wav"',
+            ],
+            "'content-disposition' twice",
+        ),
+        (
+            [
+                'Content-Disposition: form-data; name="file"; filename="a.wav"',
+                "Content-Type: audio/wav",
+                "content-type: text/plain",
+            ],
+            "'content-type' twice",
+        ),
+        (
+            [
+                'Content-Disposition: form-data; name="file"; filename="a.wav"',
+                "Content-Transfer-Encoding: base64",
+            ],
+            "'base64'",
+        ),
+        (
+            [
+                'Content-Disposition: form-data; name="file"; filename="a.wav"',
+                *[f"X-Extra-{i}: {i}" for i in range(8)],
+            ],
+            "malformed",
+        ),
+    ],
+    ids=["disposition-twice", "content-type-twice", "base64", "nine-headers"],
+)
+def test_a_part_says_what_it_is_once_and_sends_its_bytes_as_they_are(
+    api: Api, client: TestClient, wav: bytes, headers: list[str], said: str
+) -> None:
+    body, ctype = _one_part(headers, wav)
+    response = client.post(
+        "/api/records", content=body, headers={**api.alice, "Content-Type": ctype}
+    )
+    assert said in error_of(response, 400, "bad_multipart")
+    assert counts(api.runtime.engine) == (0, 0, 0, 0)
+    assert stored_objects(api) == []
+
+
 @pytest.mark.parametrize(
     "names", [["raw_pcm"], ["titel", "lang"], ["Title"], ["brief", "title"], ["x" * 40]]
 )

@@ -3,19 +3,15 @@
 A route hands the request to :func:`receive_upload` together with an ``accept`` function (the
 domain's intake). The intake runs in a worker thread and pulls the body chunk by chunk from the
 event loop (:class:`BodyChunks`); a ``multipart/form-data`` body is parsed as it streams
-(python-multipart's push parser) and only the file part's bytes reach the store. At most one
-network chunk (≈64 KiB) is buffered at a time, whatever the upload's size.
+(:mod:`conveyor.api.multipart`, on python-multipart's push parser) and only the file part's
+bytes reach the store. At most one network chunk (≈64 KiB) is buffered at a time, whatever the
+upload's size.
 
 Two body shapes:
 
-* ``multipart/form-data`` with one part named ``file`` (a browser form, ``curl -F file=@x``).
-  Text parts (``title``, ``language``) must come *before* the file part (``curl -F`` keeps the
-  order given). Anything else is refused with 400 and nothing is kept, never silently dropped:
-  a file part under another name (``no_file`` when it comes first), a second file part, a text
-  part after the file (by then the file is streaming to storage; applying later fields would
-  mean holding the whole file back), a text field the route does not know (``unknown_field``,
-  naming each), one sent twice (but a list field, named ``...[]``, whose values are kept
-  comma-joined), more than 16 parts in all;
+* ``multipart/form-data`` with one part named ``file`` (a browser form, ``curl -F file=@x``),
+  text fields the route names before it (``curl -F`` keeps the order given); what else is
+  refused with 400, nothing kept, is listed in :mod:`conveyor.api.multipart`;
 * anything else: the body is the file itself (``curl --data-binary @x``); the content type is
   never trusted, the content is sniffed by the intake.
 
@@ -39,19 +35,17 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import anyio
 import anyio.from_thread
 import anyio.to_thread
-from python_multipart.exceptions import MultipartParseError
-from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.requests import ClientDisconnect, Request
 from starlette.types import Message
 
 from conveyor.api.errors import ApiError
 from conveyor.api.headers import header_int
+from conveyor.api.multipart import MultipartFile, Upload, boundary_of, clean_filename
 from conveyor.api.schemas import ErrorBody
 from conveyor.api.state import ApiState, state_of
 from conveyor.error_codes import ErrorCode
@@ -98,29 +92,8 @@ def upload_responses(not_media: str, unprocessable: str) -> dict[int | str, dict
 
 # Room for multipart boundaries and part headers beyond the file itself.
 _MULTIPART_OVERHEAD = 256 * 1024
-_MAX_FIELD_BYTES = 16 * 1024
-# Every part counts, whatever its name: the text fields and the file, with room to spare.
-_MAX_PARTS = 16
-_MAX_FILENAME = 255
 # How often a waiting upload looks at the server's stop flag (seconds).
 _TICK = 0.25
-
-
-@dataclass
-class Upload:
-    """What came with the file: ``filename`` from the part header, text fields by name."""
-
-    filename: str | None = None
-    content_type: str | None = None
-    fields: dict[str, str] = field(default_factory=dict)
-
-
-def clean_filename(name: str) -> str | None:
-    """A client's file name as we keep it: the last path part, no control characters, at most
-    255 characters (None when nothing is left)."""
-    base = name.replace("\\", "/").rsplit("/", 1)[-1]
-    kept = "".join(c for c in base if c.isprintable())[:_MAX_FILENAME].strip()
-    return kept or None
 
 
 def check_length(request: Request, max_bytes: int) -> None:
@@ -261,196 +234,6 @@ class BodyChunks:
                 yield chunk
 
 
-class _MultipartFile:
-    """The bytes of the ``file`` part of a multipart body, parsed while streaming."""
-
-    def __init__(
-        self, chunks: Iterator[bytes], boundary: bytes, fields: frozenset[str] = frozenset()
-    ) -> None:
-        self._chunks = chunks
-        self._allowed = fields
-        self._parts = 0
-        self._unknown: list[str] = []
-        self.upload = Upload()
-        self._pending: list[bytes] = []
-        self._headers: dict[str, str] = {}
-        self._header_field = b""
-        self._header_value = b""
-        self._part: str | None = None  # "file", a field name, or None (ignored part)
-        self._field_data = bytearray()
-        self._file_seen = False
-        self._file_done = False
-        self._finished = False
-        self._parser = MultipartParser(
-            boundary,
-            {
-                "on_part_begin": self._on_part_begin,
-                "on_header_field": self._on_header_field,
-                "on_header_value": self._on_header_value,
-                "on_header_end": self._on_header_end,
-                "on_headers_finished": self._on_headers_finished,
-                "on_part_data": self._on_part_data,
-                "on_part_end": self._on_part_end,
-            },
-        )
-
-    # -- parser callbacks -------------------------------------------------------------------
-    def _on_part_begin(self) -> None:
-        # Parts, not distinct names: 5,000 parts under one name are 5,000 parts.
-        self._parts += 1
-        if self._parts > _MAX_PARTS:
-            raise ApiError(
-                ErrorCode.BAD_MULTIPART, f"more than {_MAX_PARTS} parts in one multipart upload"
-            )
-        self._headers = {}
-        self._part = None
-        self._field_data = bytearray()
-
-    def _on_header_field(self, data: bytes, start: int, end: int) -> None:
-        self._header_field += data[start:end]
-
-    def _on_header_value(self, data: bytes, start: int, end: int) -> None:
-        self._header_value += data[start:end]
-
-    def _on_header_end(self) -> None:
-        name = self._header_field.decode("latin-1").strip().lower()
-        self._headers[name] = self._header_value.decode("latin-1").strip()
-        self._header_field = self._header_value = b""
-
-    def _on_headers_finished(self) -> None:
-        disposition, options = parse_options_header(self._headers.get("content-disposition", ""))
-        if disposition != b"form-data" or b"name" not in options:
-            raise ApiError(ErrorCode.BAD_MULTIPART, "a multipart part has no form-data name")
-        name = options[b"name"].decode("utf-8", "replace")
-        # A part with a filename is a file (`curl -F name=@path`, a browser's file input).
-        is_file = b"filename" in options
-        if name == "file":
-            self._check_unknown()
-            if self._file_seen:
-                raise ApiError(ErrorCode.BAD_MULTIPART, "send one part named `file` per upload")
-            self._file_seen = True
-            self._part = "file"
-            filename = options.get(b"filename")
-            if filename:
-                self.upload.filename = clean_filename(filename.decode("utf-8", "replace"))
-            self.upload.content_type = self._headers.get("content-type")
-        elif self._file_seen:
-            # Refused rather than dropped: the intake is still streaming the file, so the
-            # refusal leaves nothing behind.
-            if is_file:
-                raise ApiError(
-                    ErrorCode.BAD_MULTIPART,
-                    f"send one file per upload: a second file part {name!r} follows `file`",
-                )
-            raise ApiError(
-                ErrorCode.BAD_MULTIPART,
-                f"text fields must come before the file part; {name!r} came after it",
-            )
-        elif is_file:
-            raise ApiError(
-                ErrorCode.NO_FILE,
-                f"send the file as a part named `file` (this file part is named {name!r})",
-            )
-        elif name not in self._allowed:
-            # Named in the 400 once the file part begins (or the body ends), all together.
-            self._unknown.append(name)
-            self._part = None
-        elif (name in self.upload.fields or name == self._part) and not name.endswith("[]"):
-            # A name ending in [] is a list (``timestamp_granularities[]``): it may repeat.
-            raise ApiError(ErrorCode.BAD_MULTIPART, f"form field {name!r} is sent twice")
-        else:
-            self._part = name
-
-    def _check_unknown(self) -> None:
-        if self._unknown:
-            names = ", ".join(repr(n) for n in dict.fromkeys(self._unknown))
-            known = ", ".join(f"`{n}`" for n in sorted(self._allowed)) or "none"
-            raise ApiError(
-                ErrorCode.UNKNOWN_FIELD,
-                f"unknown form field(s) {names}; the text fields of this upload are: {known} "
-                "(then the part named `file`)",
-            )
-
-    def _on_part_data(self, data: bytes, start: int, end: int) -> None:
-        if self._part == "file":
-            self._pending.append(bytes(data[start:end]))
-        elif self._part is not None:
-            self._field_data += data[start:end]
-            if len(self._field_data) > _MAX_FIELD_BYTES:
-                raise ApiError(ErrorCode.BAD_MULTIPART, f"form field {self._part!r} is too long")
-
-    def _on_part_end(self) -> None:
-        if self._part == "file":
-            self._file_done = True
-        elif self._part is not None:
-            try:
-                value = self._field_data.decode("utf-8")
-                earlier = self.upload.fields.get(self._part)
-                # The values of a repeated list field are kept comma-joined, in order.
-                self.upload.fields[self._part] = value if earlier is None else f"{earlier},{value}"
-            except UnicodeDecodeError:
-                raise ApiError(
-                    ErrorCode.BAD_MULTIPART, f"form field {self._part!r} is not UTF-8"
-                ) from None
-        self._part = None
-
-    # -- driving ----------------------------------------------------------------------------
-    def _feed(self, chunk: bytes) -> None:
-        try:
-            self._parser.write(chunk)
-        except MultipartParseError as exc:
-            raise ApiError(
-                ErrorCode.BAD_MULTIPART, f"the multipart body is malformed: {exc}"
-            ) from None
-
-    def _finish(self) -> None:
-        if self._finished:
-            return
-        self._finished = True
-        try:
-            self._parser.finalize()
-        except MultipartParseError as exc:
-            raise ApiError(
-                ErrorCode.BAD_MULTIPART, f"the multipart body is malformed: {exc}"
-            ) from None
-        self._check_unknown()
-        if not self._file_seen:
-            raise ApiError(ErrorCode.NO_FILE, "the multipart body has no part named `file`")
-        if not self._file_done:
-            raise ApiError(ErrorCode.BAD_MULTIPART, "the multipart body ends inside the file part")
-
-    def read_headers(self) -> Upload:
-        """Parse up to the start of the file part's content; returns the fields seen so far."""
-        while not self._file_seen:
-            chunk = next(self._chunks, None)
-            if chunk is None:
-                self._finish()
-                break
-            self._feed(chunk)
-        return self.upload
-
-    def __iter__(self) -> Iterator[bytes]:
-        while True:
-            if self._pending:
-                pending, self._pending = self._pending, []
-                yield from pending
-            if self._finished:
-                return
-            chunk = next(self._chunks, None)
-            if chunk is None:
-                self._finish()
-            else:
-                self._feed(chunk)
-
-
-def _boundary(request: Request) -> bytes:
-    _kind, options = parse_options_header(request.headers.get("content-type", ""))
-    boundary = options.get(b"boundary")
-    if not boundary or len(boundary) > 200:
-        raise ApiError(ErrorCode.BAD_MULTIPART, "multipart/form-data without a usable boundary")
-    return boundary
-
-
 def _receive(
     request: Request,
     body: BodyChunks,
@@ -459,8 +242,8 @@ def _receive(
 ) -> T:
     chunks = iter(body)
     if _is_multipart(request):
-        parsed = _MultipartFile(chunks, _boundary(request), fields)
-        upload = parsed.read_headers()
+        parsed = MultipartFile(chunks, boundary_of(request.headers.get("content-type", "")), fields)
+        upload = parsed.read_fields()
         return accept(iter(parsed), upload)
     return accept(chunks, Upload())
 
