@@ -8,10 +8,10 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, RowMapping, Table, and_, case, func, or_, select
 
 from conveyor.clock import seconds
+from conveyor.db.keyset import comes_after, comes_before, order_terms
 from conveyor.db.tables import audio_records, files, media_items, media_objects, record_events
 from conveyor.pipeline import Domain
 from conveyor.pipeline.queries import claim_order
-from conveyor.web.keyset import comes_after, comes_before, order_terms
 
 __all__ = [
     "PLACE_LIMIT",

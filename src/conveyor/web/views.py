@@ -11,13 +11,13 @@ from sqlalchemy import Connection, RowMapping
 
 from conveyor.audio.cards import provider_wait, provider_waits
 from conveyor.clock import iso_utc, seconds
+from conveyor.db.keyset import order_terms
 from conveyor.errors import NotFound
 from conveyor.media import albums as album_views
 from conveyor.media import queries as media_queries
 from conveyor.pipeline import Domain
 from conveyor.pipeline.queries import claim_order
 from conveyor.web import queries
-from conveyor.web.keyset import order_terms
 from conveyor.web.words import duration_words, halt_words, stage_words
 
 __all__ = ["item_status", "item_statuses", "record_status", "record_statuses"]
