@@ -7,7 +7,7 @@ from typing import Any
 
 from sqlalchemy import Connection, RowMapping, delete, func, insert, select
 
-from conveyor.db.album_signals import notify_album
+from conveyor.db.album_signals import ALBUM_CHANNEL, notify_album
 from conveyor.db.tables import album_events, albums, files, media_items, media_objects
 
 __all__ = [
@@ -141,8 +141,13 @@ def insert_album_event(
     that has seen id N never later finds a smaller id committed (PostgreSQL hands out sequence
     values before commit; SQLite serialises writers anyway and drops the lock clause).
     """
-    conn.execute(select(albums.c.id).where(albums.c.id == album_id).with_for_update()).first()
-    notify_album(conn, album_id)  # delivered on commit, to every process that listens
+    lock = select(albums.c.id).where(albums.c.id == album_id).with_for_update()
+    if conn.dialect.name == "postgresql":
+        # The lock and the notification (delivered on commit to every process that listens)
+        # in one round trip: a worker far from the database pays for each.
+        notify = func.pg_notify(ALBUM_CHANNEL, str(album_id))
+        lock = lock.add_columns(notify)
+    conn.execute(lock).first()
     result = conn.execute(
         insert(album_events).values(
             album_id=album_id, item_id=item_id, kind=kind, payload=payload, created_at=created_at
