@@ -116,10 +116,12 @@ def test_a_name_that_is_not_utf8_is_accepted_and_shown_escaped(
 ) -> None:
     odd = os.fsdecode(b"caf\xe9 \xff.wav")
     (tmp_path / odd).symlink_to(corpus / "audio" / "jfk.wav")
-    later = tmp_path / "later.wav"
-    later.symlink_to(corpus / "audio" / "jfk.wav")
+    later = tmp_path / "later.mp3"
+    later.symlink_to(corpus / "audio" / "jfk.mp3")
+    broken = tmp_path / "two\nlines.flac"
+    broken.symlink_to(corpus / "audio" / "LDC93S1.flac")
     result = subprocess.run(
-        [CONVEYOR, "records", "add", odd, str(later), "--json"],
+        [CONVEYOR, "records", "add", odd, str(later), broken.name, "--json"],
         cwd=tmp_path,
         env=clean_env(**NO_WORKERS),
         capture_output=True,
@@ -129,18 +131,20 @@ def test_a_name_that_is_not_utf8_is_accepted_and_shown_escaped(
     events = _lines(result.stdout.decode())
     assert events[0] == {"event": "accepted", "file": "caf\\xe9 \\xff.wav", "record": 1}
     assert events[1]["event"] == "accepted"  # the files after it are tried too
+    assert events[2] == {"event": "accepted", "file": "two\\nlines.flac", "record": 3}
     shown = run(["records", "show", "1", "--json"], tmp_path)
     assert json.loads(shown.stdout)["original_name"] == "caf\\xe9 \\xff.wav"
     assert "caf\\xe9 \\xff.wav" in run(["records", "list"], tmp_path).stdout
 
 
-def test_ctrl_c_during_intake_says_what_was_accepted_and_leaves_no_orphan(
+def test_ctrl_c_during_intake_says_what_was_accepted_and_a_rerun_makes_no_second_copy(
     tmp_path: Path, corpus: Path
 ) -> None:
+    voice = (corpus / "audio" / "LDC93S1.opus").read_bytes()
     files = []
-    for number in range(400):
-        path = tmp_path / f"take-{number:03d}.wav"
-        path.symlink_to(corpus / "audio" / "jfk.wav")
+    for number in range(400):  # distinct bytes each: a trailer after the last Ogg page
+        path = tmp_path / f"take-{number:03d}.ogg"
+        path.write_bytes(voice + f"take {number}".encode())
         files.append(str(path))
     process = subprocess.Popen(
         [CONVEYOR, "records", "add", *files, "--json"],
@@ -166,8 +170,17 @@ def test_ctrl_c_during_intake_says_what_was_accepted_and_leaves_no_orphan(
     assert f"accepted records {', '.join(map(str, accepted))}" in errors
     listing = json.loads(run(["records", "list", "--json", "--limit", "1000"], tmp_path).stdout)
     assert sorted(r["id"] for r in listing) == sorted(accepted)
-    stored = [p for p in (tmp_path / "conveyor-data" / "uploads").rglob("*") if p.is_file()]
-    assert len(stored) == len(accepted)  # every stored object has its record
+    uploads = tmp_path / "conveyor-data" / "uploads"
+    assert len([p for p in uploads.rglob("*") if p.is_file()]) == len(accepted)  # no orphan
+    # The same command again takes only what the first run did not.
+    again = run(["records", "add", *files, "--json"], tmp_path, **NO_WORKERS)
+    assert again.returncode == 0, again.stderr
+    rerun = _lines(again.stdout)
+    assert sorted(e["record"] for e in rerun if e["event"] == "duplicate") == sorted(accepted)
+    assert rerun[-1]["accepted"] == len(files) - len(accepted)
+    assert rerun[-1]["duplicates"] == len(accepted)
+    listing = json.loads(run(["records", "list", "--json", "--limit", "1000"], tmp_path).stdout)
+    assert len(listing) == len(files)  # one record per file, none twice
 
 
 def _file_size_limit(limit: int) -> None:
@@ -228,7 +241,7 @@ def test_quiet_verbose_help_and_old_verbs(tmp_path: Path, corpus: Path) -> None:
     assert run(["records", "list", "-vv"], tmp_path).returncode == 0
     short = invoke("records", "list", "-h")
     assert short.exit_code == 0 and "--json" in short.stdout
-    old = run(["ingest", str(corpus / "audio" / "jfk.wav")], tmp_path, **NO_WORKERS)
+    old = run(["ingest", str(corpus / "audio" / "jfk.mp3")], tmp_path, **NO_WORKERS)
     assert old.returncode == 0, old.stderr
     assert run(["users", "add", "ann"], tmp_path).returncode == 0
     top = invoke("--help").stdout

@@ -40,14 +40,21 @@ def test_ingest_channels_is_kept_on_the_record_and_checked(
     stereo = str(corpus / "audio" / "stereo_two_speakers.wav")
     held = {"CONVEYOR_PIPELINE__WORKERS": "0"}
     assert invoke("ingest", "--channels", "separate", stereo, **held).exit_code == 0
-    assert invoke("ingest", stereo, **held).exit_code == 0
+    assert invoke("ingest", "--keep-duplicates", stereo, **held).exit_code == 0
     assert (
-        invoke("ingest", stereo, CONVEYOR_TRANSCRIPTION__CHANNELS="separate", **held).exit_code == 0
+        invoke(
+            "ingest",
+            "--keep-duplicates",
+            stereo,
+            CONVEYOR_TRANSCRIPTION__CHANNELS="separate",
+            **held,
+        ).exit_code
+        == 0
     )
     cards = [json.loads(invoke("records", "show", str(n), "--json").stdout) for n in (1, 2, 3)]
     assert [card["channels"] for card in cards] == ["separate", "mix", "separate"]
     # The record's own hints are on its card, as on its web page.
-    hinted = invoke("ingest", "--hints", "Sorensen,  Kennedy", stereo, **held)
+    hinted = invoke("ingest", "--keep-duplicates", "--hints", "Sorensen,  Kennedy", stereo, **held)
     assert hinted.exit_code == 0, hinted.stderr
     assert "  hints      Sorensen, Kennedy\n" in invoke("records", "show", "4").stdout
     shown = json.loads(invoke("records", "show", "4", "--json").stdout)

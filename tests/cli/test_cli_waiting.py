@@ -49,7 +49,7 @@ def _setup(tmp_path: Path, engine: Engine) -> dict[str, str]:
 
 def _ingest(tmp_path: Path, env: dict[str, str], *files: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [CONVEYOR, "ingest", *map(str, files)],
+        [CONVEYOR, "ingest", "--keep-duplicates", *map(str, files)],
         cwd=tmp_path,
         env=clean_env(**env),
         stdout=subprocess.PIPE,

@@ -10,6 +10,7 @@ from sqlalchemy import Connection, RowMapping, delete, func, insert, select, upd
 from conveyor.audio.search.queries import SEARCHED_KINDS, index_record
 from conveyor.db.tables import (
     audio_records,
+    files,
     owner_vocabulary,
     recognition_attempts,
     record_events,
@@ -36,6 +37,7 @@ __all__ = [
     "owner_vocabulary_of",
     "record_by_id",
     "record_topic_names",
+    "record_with_content",
     "replace_record_topics",
     "set_owner_vocabulary",
     "texts_of",
@@ -382,3 +384,16 @@ def attempts_by_operation(conn: Connection, operation_ids: Sequence[str]) -> dic
         .where(recognition_attempts.c.operation_id.in_(list(operation_ids)))
     ).mappings()
     return {str(row["operation_id"]): row for row in rows}
+
+
+def record_with_content(conn: Connection, owner: str, sha256: str) -> int | None:
+    """The id of ``owner``'s oldest record whose original upload has these bytes (its SHA-256,
+    hex), or None: how intake from the shell keeps each file once per owner."""
+    row = conn.execute(
+        select(audio_records.c.id)
+        .join(files, files.c.id == audio_records.c.original_file_id)
+        .where(audio_records.c.owner == owner, files.c.sha256 == sha256)
+        .order_by(audio_records.c.id)
+        .limit(1)
+    ).first()
+    return None if row is None else int(row[0])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -21,8 +21,9 @@ if TYPE_CHECKING:
     from sqlalchemy import RowMapping
 
     from conveyor.errors import RejectedInput
+    from conveyor.runtime import Runtime
 
-__all__ = ["OWNER_HELP", "audio_hint", "ingest", "media_hint"]
+__all__ = ["OWNER_HELP", "KeepDuplicates", "audio_hint", "ingest", "media_hint"]
 
 
 #: The --owner help of every command that adds or finds things by owner.
@@ -54,6 +55,28 @@ def media_hint(path: Path, exc: RejectedInput) -> str | None:
     if _sniffed_kind(path, exc) == "audio":
         return f"it is audio: transcribe it with `conveyor records add {shown_name(path)}`"
     return None
+
+
+#: The --keep-duplicates option of `records add` and `media add`.
+KeepDuplicates = Annotated[
+    bool,
+    typer.Option(
+        "--keep-duplicates",
+        help="Add a file even when the owner already has one with the same bytes (by default "
+        "it is skipped and the existing id said, so a rerun makes no second copies).",
+    ),
+]
+
+
+def _known(runtime: Runtime, owner: str) -> Callable[[str], int | None]:
+    """The owner's record with given bytes (SHA-256), for :func:`accept_files`."""
+    from conveyor.audio.queries import record_with_content
+
+    def known(sha256: str) -> int | None:
+        with runtime.engine.connect() as conn:
+            return record_with_content(conn, owner, sha256)
+
+    return known
 
 
 def _waiting_line(record_id: int, wait: Mapping[str, Any], row: RowMapping, now: float) -> str:
@@ -99,6 +122,7 @@ def ingest(
             "[transcription] channels.",
         ),
     ] = None,
+    keep_duplicates: KeepDuplicates = False,
     as_json: JsonOption = False,
 ) -> None:
     """Transcribe recordings: accept, run the pipeline until each is done or halted, print."""
@@ -155,6 +179,7 @@ def ingest(
         files,
         hint=audio_hint,
         stop=stop,
+        known=None if keep_duplicates else _known(runtime, owner.strip()),
     )
     ids = intake.ids
     if intake.stopped or not ids or workers == 0:

@@ -3,6 +3,8 @@ last line that counts them.
 
 * Any name a file system gives is taken, valid UTF-8 or not; it is shown and kept with the
   record with each undecodable byte escaped (``caf\\xe9.wav``).
+* A file the owner already has (the same bytes, by SHA-256) is said and skipped, so running an
+  interrupted command again makes no second copies; ``--keep-duplicates`` adds it anyway.
 * A stop signal (Ctrl-C, SIGTERM) ends intake between two files: the file being stored is
   finished (a second Ctrl-C waits for it too), so every stored object has its record, and the
   files not yet tried are counted.
@@ -12,6 +14,7 @@ last line that counts them.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -43,11 +46,20 @@ _CHUNK = 1024 * 1024
 #: ``accept(chunks, name)`` stores one file's bytes under its shown name; returns the new id.
 Accept = Callable[[Iterator[bytes], str], int]
 
+#: ``known(sha256)``: the id of the owner's record or item with these bytes, or None.
+Known = Callable[[str], "int | None"]
+
+
+#: Longest name kept with a record or item, as the HTTP intake keeps it.
+_MAX_NAME = 255
+
 
 def shown_name(path: Path | str) -> str:
     """``path`` as text a terminal, a JSON reader and the database all take: bytes that are not
-    UTF-8 (kept by Python as surrogate escapes) written ``\\xNN``."""
-    return os.fsencode(str(path)).decode("utf-8", errors="backslashreplace")
+    UTF-8 (kept by Python as surrogate escapes) written ``\\xNN``, and characters that would
+    break a line (a newline, a tab, other control characters) written as escapes too."""
+    text = os.fsencode(str(path)).decode("utf-8", errors="backslashreplace")
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 class _ReadFailed(Exception):
@@ -79,6 +91,15 @@ def _chunks(handle: BinaryIO) -> Iterator[bytes]:
         if not chunk:
             return
         yield chunk
+
+
+def _existing(path: Path, known: Known) -> int | None:
+    """The owner's record or item with ``path``'s bytes, or None."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in _chunks(handle):
+            digest.update(chunk)
+    return known(digest.hexdigest())
 
 
 def _unreadable(path: Path) -> str | None:
@@ -113,6 +134,8 @@ class Intake:
     """Files refused (not stored)."""
     untried: int = 0
     """Files not tried because a stop signal came first."""
+    duplicates: dict[str, int] = field(default_factory=dict)
+    """Files skipped because the owner already has their bytes: shown name → existing id."""
     stopped: bool = False
     """A stop signal ended intake early."""
 
@@ -125,6 +148,7 @@ def accept_files(
     hint: Callable[[Path, RejectedInput], str | None] | None = None,
     stop: threading.Event | None = None,
     as_json: bool = False,
+    known: Known | None = None,
 ) -> Intake:
     """Run ``accept`` on each path; a refusal is reported (with ``hint``) and counted, never fatal.
 
@@ -135,6 +159,8 @@ def accept_files(
     Args:
         noun: ``record`` or ``item``, for the events.
         stop: set by a stop signal; checked between files.
+        known: finds the owner's copy of a file by its SHA-256; such a file is skipped
+            (``{"event": "duplicate", "file", id}``). None: every file is accepted.
 
     Returns:
         The accepted ids in order, how many paths were refused and how many not tried.
@@ -154,9 +180,21 @@ def accept_files(
         problem = _unreadable(path)
         reason = "unreadable"
         try:
+            existing = _existing(path, known) if problem is None and known else None
+            if existing is not None:
+                intake.duplicates[name] = existing
+                if as_json:
+                    print_json_line({"event": "duplicate", "file": name, noun: existing})
+                err_console.print(
+                    Text(
+                        f"{name}: already there as {noun} {existing}; skipped (--keep-duplicates "
+                        "adds it again)"
+                    )
+                )
+                continue
             if problem is None:
                 with holding_interrupts(), path.open("rb") as handle:
-                    new_id = accept(_chunks(handle), shown_name(path.name))
+                    new_id = accept(_chunks(handle), shown_name(path.name)[:_MAX_NAME])
                 intake.ids.append(new_id)
                 intake.names[new_id] = name
                 if as_json:
@@ -209,9 +247,13 @@ def summary(
     parts += [f"{deleted} deleted meanwhile"] if deleted else []
     files = "file" if given == 1 else "files"
     untried = f", {intake.untried} not tried" if intake.untried else ""
+    there = ""
+    if intake.duplicates:
+        ids = ", ".join(map(str, intake.duplicates.values()))
+        there = f", {len(intake.duplicates)} already there ({noun}s {ids})"
     return (
         f"{given} {files}: {len(intake.ids)} accepted as {noun}s ({', '.join(parts)}), "
-        f"{intake.refused} refused{untried}"
+        f"{intake.refused} refused{there}{untried}"
     )
 
 
@@ -224,6 +266,7 @@ def summary_event(
         "files": given,
         "accepted": len(intake.ids),
         "refused": intake.refused,
+        "duplicates": len(intake.duplicates),
         "not_tried": intake.untried,
         "done": done,
         "halted": halted,

@@ -4,12 +4,14 @@ docs/cli.md), the lines for people still on stderr.
 
 Events, each ``{"event": KIND, …}`` with ``record`` (or ``item``) the id:
 
-* ``accepted`` (``file``, id), ``refused`` (``file``, ``reason``, ``message``), as intake goes;
+* ``accepted`` (``file``, id), ``refused`` (``file``, ``reason``, ``message``), ``duplicate``
+  (``file``, the id the owner already has), as intake goes;
 * ``state`` (id, ``state``: a stage, or ``halted: REASON``) at each change;
 * ``waiting`` (id, ``message``): the provider refused for now (D6), once per reason;
 * ``deleted`` (id): deleted by someone else while the command waited;
 * ``result`` (id, ``card``): the finished record's card (as ``records show --json``) or item;
-* ``summary`` last: ``files``, ``accepted``, ``refused``, ``not_tried``, ``done``, ``halted``,
+* ``summary`` last: ``files``, ``accepted``, ``refused``, ``duplicates``, ``not_tried``,
+  ``done``, ``halted``,
   ``unfinished``, ``deleted``, ``stopped``.
 """
 
@@ -25,7 +27,15 @@ from rich.console import Console
 from rich.text import Text
 
 from conveyor.cli.exits import ExitCode
-from conveyor.cli.intake import Accept, Intake, StorageFailed, accept_files, summary, summary_event
+from conveyor.cli.intake import (
+    Accept,
+    Intake,
+    Known,
+    StorageFailed,
+    accept_files,
+    summary,
+    summary_event,
+)
 from conveyor.cli.output import StageLines, err_console, fail, note, print_json_line
 
 if TYPE_CHECKING:
@@ -60,6 +70,7 @@ class IntakeOutput:
         *,
         hint: Callable[[Path, RejectedInput], str | None],
         stop: threading.Event,
+        known: Known | None,
     ) -> Intake:
         """Accept ``files`` (see :func:`~conveyor.cli.intake.accept_files`).
 
@@ -70,7 +81,9 @@ class IntakeOutput:
         from conveyor.cli.settings import describe_storage
 
         try:
-            return accept_files(files, accept, self._noun, hint=hint, stop=stop, as_json=self._json)
+            return accept_files(
+                files, accept, self._noun, hint=hint, stop=stop, as_json=self._json, known=known
+            )
         except StorageFailed as exc:
             self._accepted_so_far(exc.intake, "`conveyor worker` processes them")
             self._summary(exc.intake, 0, 0, 0)
@@ -105,7 +118,8 @@ class IntakeOutput:
                 "`conveyor worker`"
             )
         self._summary(intake, 0, 0, 0)
-        raise typer.Exit(ExitCode.HALTED if intake.refused or not intake.ids else ExitCode.OK)
+        nothing = not intake.ids and not intake.duplicates
+        raise typer.Exit(ExitCode.HALTED if intake.refused or nothing else ExitCode.OK)
 
     def state(self, thing_id: int, label: str) -> None:
         """A thing's state (a stage, or ``halted: REASON``), said when it changes."""

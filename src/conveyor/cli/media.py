@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -12,7 +13,7 @@ from rich.text import Text
 
 from conveyor.cli.exits import ExitCode
 from conveyor.cli.groups import CommandGroup
-from conveyor.cli.ingest import OWNER_HELP, media_hint
+from conveyor.cli.ingest import OWNER_HELP, KeepDuplicates, media_hint
 from conveyor.cli.intake_output import IntakeOutput
 from conveyor.cli.output import (
     JsonOption,
@@ -216,6 +217,7 @@ def media_add(
     album: AlbumRef,
     files: Annotated[list[Path], typer.Argument(metavar="FILES", help="Photos and videos to add.")],
     owner: Owner = "me",
+    keep_duplicates: KeepDuplicates = False,
     as_json: JsonOption = False,
 ) -> None:
     """Add photos and videos: accept, process until each is done or halted, print roles."""
@@ -245,6 +247,7 @@ def media_add(
         files,
         hint=media_hint,
         stop=stop,
+        known=None if keep_duplicates else _known(runtime, owner.strip()),
     )
     ids = intake.ids
     media = runtime.settings.media
@@ -273,6 +276,17 @@ def media_add(
             done += bool(view["done"])
             halted += bool(view["halted"])
     out.finish(intake, done, halted, deleted, stopped=stop.is_set(), unfinished_ok=True)
+
+
+def _known(runtime: Runtime, owner: str) -> Callable[[str], int | None]:
+    """The owner's item with given bytes (SHA-256), in any album, for ``accept_files``."""
+    from conveyor.media.queries import item_with_content
+
+    def known(sha256: str) -> int | None:
+        with runtime.engine.connect() as conn:
+            return item_with_content(conn, owner, sha256)
+
+    return known
 
 
 def _follow(

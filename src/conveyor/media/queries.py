@@ -19,6 +19,7 @@ __all__ = [
     "insert_album_event",
     "insert_item",
     "item_by_id",
+    "item_with_content",
     "items_of_album",
     "latest_event_id",
     "list_albums",
@@ -218,3 +219,21 @@ def delete_album(conn: Connection, album_id: int) -> None:
     """Remove an album row; its items (and their roles) and its event outbox go with it."""
     conn.execute(delete(albums).where(albums.c.id == album_id))
     notify_album(conn, album_id)  # open streams learn the album is gone
+
+
+def item_with_content(conn: Connection, owner: str, sha256: str) -> int | None:
+    """The id of ``owner``'s oldest item (in any album) whose original has these bytes (its
+    SHA-256, hex), or None: how intake from the shell keeps each file once per owner."""
+    row = conn.execute(
+        select(media_items.c.id)
+        .join(media_objects, media_objects.c.item_id == media_items.c.id)
+        .join(files, files.c.id == media_objects.c.file_id)
+        .where(
+            media_items.c.owner == owner,
+            media_objects.c.role == "original",
+            files.c.sha256 == sha256,
+        )
+        .order_by(media_items.c.id)
+        .limit(1)
+    ).first()
+    return None if row is None else int(row[0])
