@@ -266,3 +266,22 @@ def test_prompts_on_piped_input(tmp_path: Path) -> None:
     assert "standard input ended" in ended.stderr and ended.stdout == ""
     taken = run(["users", "create", "bob", "--password"], tmp_path)
     assert taken.returncode == ExitCode.CONFLICT  # said before any prompt
+
+
+def test_ctrl_c_at_a_prompt_exits_130_and_changes_nothing(tmp_path: Path) -> None:
+    waiting = subprocess.Popen(
+        [CONVEYOR, "users", "create", "bob", "--password"],
+        cwd=tmp_path,
+        env=clean_env(),
+        stdin=subprocess.PIPE,  # kept open: the command waits for the password
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert waiting.stderr is not None
+    assert waiting.stderr.readline().startswith("database ")  # it runs; now it reads stdin
+    waiting.send_signal(signal.SIGINT)
+    _, errors = waiting.communicate(timeout=60)
+    assert waiting.returncode == ExitCode.INTERRUPTED, errors
+    assert "SIGINT: interrupted" in errors and "Traceback" not in errors
+    assert json.loads(run(["users", "list", "--json"], tmp_path).stdout) == []

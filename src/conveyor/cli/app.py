@@ -267,6 +267,9 @@ def _is_connection(exc: Exception) -> bool:
 
 def main() -> None:
     """Console-script entry point: run the command and map what escaped it to an exit code."""
+    from conveyor.cli.signals import interrupt_exits
+
+    interrupt_exits()  # until a long command installs its graceful stop
     try:
         app()
     except BrokenPipeError:

@@ -15,7 +15,10 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["holding_interrupts", "stop_on_signals"]
+__all__ = ["holding_interrupts", "interrupt_exits", "stop_on_signals"]
+
+#: The exit code of a command stopped by a signal (``ExitCode.INTERRUPTED``).
+_INTERRUPTED = 130
 
 
 class _Held:
@@ -31,6 +34,18 @@ def _say(text: str) -> None:
     # render or a half-finished import; one raw write re-enters neither.
     with contextlib.suppress(OSError):  # stderr closed: stopping matters more than saying so
         os.write(2, text.encode())
+
+
+def interrupt_exits() -> None:
+    """SIGINT (Ctrl-C) ends the command at once with exit code 130 and says so, instead of
+    Click's "Aborted!" and exit code 1. A command that has something to finish replaces this
+    with :func:`stop_on_signals`; before that it has stored nothing."""
+
+    def handler(_signum: int, _frame: Any) -> None:
+        _say("SIGINT: interrupted\n")
+        raise SystemExit(_INTERRUPTED)
+
+    signal.signal(signal.SIGINT, handler)
 
 
 def stop_on_signals() -> threading.Event:

@@ -1,0 +1,19 @@
+"""The ``conveyor`` console script: Ctrl-C exits 130 from the first instant, then the app runs.
+
+Importing the app takes a noticeable moment (Typer, Rich); a Ctrl-C then would otherwise print
+Python's traceback. Only the standard library is imported before the handler is in place.
+"""
+
+from __future__ import annotations
+
+__all__ = ["main"]
+
+
+def main() -> None:
+    """Install the interrupt handler, then run :func:`conveyor.cli.app.main`."""
+    from conveyor.cli.signals import interrupt_exits
+
+    interrupt_exits()
+    from conveyor.cli.app import main as run
+
+    run()
