@@ -282,13 +282,13 @@ def test_network_drop_and_return_shows_every_missed_change_once(
     page.locator("#live-status[hidden]").wait_for(state="attached", timeout=30_000)
     for record_id in ids:
         entry = page.locator(
-            "#activity .activity-entry", has_text=f"Recording {record_id}: resumed"
+            f"#activity .activity-entry[data-record='{record_id}']", has_text="broken.wav: resumed"
         )
         entry.first.wait_for()
     time.sleep(2)  # nothing arrives twice, even after more time
     for record_id in ids:
         entry = page.locator(
-            "#activity .activity-entry", has_text=f"Recording {record_id}: resumed"
+            f"#activity .activity-entry[data-record='{record_id}']", has_text="broken.wav: resumed"
         )
         assert entry.count() == 1
     page.context.close()
@@ -466,9 +466,7 @@ def test_album_grid_and_operator_list_page_in_the_browser(
     done = page.locator(".uploads .upload-done a")
     done.wait_for()
     new_id = int((done.get_attribute("href") or "").rsplit("/", 1)[1])
-    page.locator("#activity .activity-entry", has_text=f"Item {new_id}:").first.wait_for(
-        timeout=120_000
-    )
+    page.locator(f"#activity .activity-entry[data-item='{new_id}']").first.wait_for(timeout=120_000)
     assert page.locator(".tile").count() == 5  # the newest upload is not an older item
     page.click("text=Newest")
     page.wait_for_url(re.compile(rf"/albums/{album_id}$"))

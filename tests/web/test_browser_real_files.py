@@ -24,6 +24,7 @@ import pytest
 import pyvips
 from sqlalchemy import func, select
 
+from conveyor.audio.intake import accept_audio
 from conveyor.db.tables import audio_records, files, media_items, media_objects
 from conveyor.media.albums import create_album
 from conveyor.media.intake import accept_media
@@ -162,10 +163,12 @@ def _throttle(page: Any, bytes_per_second: int) -> None:
 
 
 # Elements reaching past the right edge of the window (tag.class#id), when the page is wider.
-_WIDER = """() => document.documentElement.scrollWidth <= window.innerWidth ? [] :
-    Array.from(document.querySelectorAll('body *'))
+_WIDER = """() => document.documentElement.scrollWidth <= window.innerWidth ? [] : [
+    'page ' + document.documentElement.scrollWidth + ' px wide in ' + window.innerWidth,
+    ...Array.from(document.querySelectorAll('body *'))
+        .filter(e => !e.parentElement.closest('.table-wrap'))
         .filter(e => e.getBoundingClientRect().right > window.innerWidth + 1)
-        .map(e => e.tagName + '.' + e.className + '#' + e.id)"""
+        .map(e => e.tagName + '.' + e.className + '#' + e.id)]"""
 
 
 def sideways(page: Any) -> list[str]:
@@ -296,4 +299,66 @@ def test_choose_two_photos_on_a_phone_and_delete_them_after_the_page_naming_them
     page.wait_for_url(f"**/albums/{album_id}?deleted=2+items")
     assert page.locator(".notice").text_content() == "Deleted 2 items."
     assert page.locator(".tile-name").all_text_contents() == ["keep-me.jpg"]
+    page.context.close()
+
+
+LONG = "2026-11-30 Quarterly planning with the whole regional team and guests from abroad"
+
+
+@pytest.mark.parametrize("width", [360, 414])
+def test_no_page_scrolls_sideways_on_a_phone(
+    browser: Browser, site: Served, corpus: Path, width: int
+) -> None:
+    """Every page at 360 and 414 px, with long names everywhere: nothing reaches past the
+    right edge; a long name is cut short, and whole when focused."""
+    runtime = site.site.runtime
+    record_id = accept_audio(
+        runtime.engine,
+        runtime.store,
+        runtime.clock,
+        corpus / "audio" / "jfk.wav",
+        owner="root",
+        original_name=f"{LONG}.wav",
+    )
+    album_id = create_album(runtime.engine, runtime.clock, owner="root", name=f"{LONG} {width}")
+    item_id = accept_media(
+        runtime.engine,
+        runtime.store,
+        runtime.clock,
+        corpus / "media" / "exif-samples__Canon_40D.jpg",
+        album_id=album_id,
+        owner="root",
+        original_name=f"{LONG.replace(' ', '_')}.jpg",
+        max_pixels=runtime.settings.media.max_pixels,
+    )
+    page = new_page(browser, site.url, "root", {"width": width, "height": 800})
+    paths = [
+        "/records",
+        f"/records/{record_id}",
+        f"/records/{record_id}/delete",
+        "/search?q=planning",
+        "/albums",
+        f"/albums/{album_id}",
+        f"/albums/{album_id}/delete",
+        f"/items/{item_id}",
+        f"/items/{item_id}/delete",
+        "/vocabulary",
+        "/tokens",
+        "/operator",
+    ]
+    wide = {}
+    for path in paths:
+        page.goto(path)
+        found = sideways(page)
+        if found:
+            wide[path] = found
+    assert wide == {}
+    page.goto("/records")
+    name = page.locator(f"#record-{record_id} .record-name")
+    cut = name.bounding_box()
+    assert cut is not None and cut["height"] < 40  # one line, cut short
+    assert name.get_attribute("title") == f"{LONG}.wav"
+    name.focus()
+    whole = name.bounding_box()
+    assert whole is not None and whole["height"] > cut["height"]  # all of it, wrapped
     page.context.close()

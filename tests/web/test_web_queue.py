@@ -93,10 +93,10 @@ def test_a_recordings_place_counts_every_stage_of_the_audio_lane_in_claim_order(
     row = {
         int(m.group(1)): m.group(0) for m in re.finditer(r'id="record-(\d+)".*?</li>', page, re.S)
     }
-    assert "3 ahead in the queue" in row[5]
-    assert "next in line" in row[1]
+    assert "waiting: 3 ahead" in row[5]
+    assert "waiting: next in line" in row[1]
     assert "being worked on now" in row[3]
-    assert "failed 2 times; trying again in 42 s" in row[4]
+    assert "failed 2 times; retrying in" in row[4] and ">42 s</time>" in row[4]
 
 
 def test_an_items_place_counts_its_own_lane_newest_upload_first(make_site: MakeSite) -> None:
@@ -164,7 +164,7 @@ def test_a_place_deep_in_a_long_queue_says_over_the_limit(make_site: MakeSite) -
     with TestClient(site.app) as client:
         sign_in(client, "alice")
         page = client.get("/records", headers=HTML).text
-    assert "over 1,000 ahead in the queue" in page and "1000 ahead in the queue" in page
+    assert "waiting: over 1,000 ahead" in page and "waiting: 1000 ahead" in page
 
 
 def test_a_pages_statuses_read_together_equal_each_read_alone(make_site: MakeSite) -> None:
@@ -299,4 +299,4 @@ def test_a_record_refused_by_its_provider_says_why_on_its_page(make_site: MakeSi
         sign_in(client, "alice")
         page = client.get("/records/1", headers=HTML).text
     assert "openai is unreachable (ConnectError: try 3) (3 tries so far; next at" in page
-    assert "next try in 8 s" in page
+    assert "retrying in <time" in page and ">8 s</time>" in page

@@ -33,6 +33,7 @@ from conveyor.db.notify import Notifier
 from conveyor.error_codes import ErrorCode
 from conveyor.media.broadcast import AlbumBroadcast
 from conveyor.web import queries
+from conveyor.web.words import event_words
 
 __all__ = ["album_reader", "journal_reader", "page_stream", "page_stream_response", "start_point"]
 
@@ -59,6 +60,7 @@ def journal_reader(engine: Engine, owner: str, record_id: int | None) -> Reader:
                 "stage": r["stage"],
                 "outcome": r["outcome"],
                 "outcome_text": r["outcome_text"],
+                "words": event_words(str(r["stage"]), str(r["outcome"])),
                 "created_at": iso_utc(r["created_at"]),
             }
             block = f"id: {r['id']}\nevent: record\ndata: {json.dumps(data)}\n\n"

@@ -56,7 +56,8 @@ def _progress(
         "place": place,
         "retrying": retrying,
         "attempts": int(row["attempts"] or 0),
-        "retry_in": duration_words(float(retry_at) - now) if retrying else "",
+        "retry_in": duration_words(max(1.0, float(retry_at) - now)) if retrying else "",
+        "retry_at": iso_utc(float(retry_at)) if retrying else None,
         "stage_entered_at": iso_utc(entered),
         "time_in_stage": duration_words(now - entered),
     }

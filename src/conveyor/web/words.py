@@ -5,7 +5,7 @@ from __future__ import annotations
 from conveyor.halts import known
 from conveyor.runtime import halt_reasons
 
-__all__ = ["duration_words", "halt_words", "size_words", "stage_words"]
+__all__ = ["duration_words", "event_words", "halt_words", "size_words", "stage_words"]
 
 _STAGES = {
     "audio": {
@@ -63,3 +63,30 @@ def size_words(size: int) -> str:
         if size < scale * 1000 or unit == "GB":
             return f"{size / scale:.1f} {unit}"
     return f"{size} bytes"
+
+
+# What a step that finished at a stage did, as the activity list says it.
+_DONE_AT = {
+    "uploaded": "prepared for speech recognition",
+    "normalized": "sent to speech recognition",
+    "submitted": "speech recognised",
+    "transcribed": "transcript written",
+}
+
+
+def event_words(stage: str, outcome: str) -> str:
+    """A recording's journal event in plain words (``accepted`` → "uploaded", ``advanced`` at
+    ``submitted`` → "speech recognised", ``failed`` → "a try failed; it will be tried again")."""
+    if outcome == "accepted":
+        return "uploaded"
+    if outcome == "advanced":
+        return _DONE_AT.get(stage, f"moved on from {stage}")
+    if outcome == "postponed":
+        return "still being recognised" if stage == "submitted" else "waiting a little"
+    if outcome == "failed":
+        return "a try failed; it will be tried again"
+    if outcome == "halted":
+        return "stopped"
+    if outcome == "resumed":
+        return "resumed"
+    return outcome.replace("_", " ")

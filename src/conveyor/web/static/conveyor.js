@@ -19,11 +19,12 @@
     if (text) { el.textContent = text; el.hidden = false; } else { el.textContent = ""; el.hidden = true; }
   }
 
-  function logActivity(text) {
+  function logActivity(text, key, id) {
     var list = document.getElementById("activity");
     if (!list) return;
     var li = document.createElement("li");
     li.className = "activity-entry";
+    if (key) li.dataset[key] = String(id);
     li.textContent = text;
     list.insertBefore(li, list.firstChild);
   }
@@ -79,8 +80,16 @@
       var t = Date.parse(el.dataset.since);
       if (!isNaN(t)) el.textContent = words((Date.now() - t) / 1000);
     });
+    /* "retrying in 40 s" counts down, and says "a moment" once it is due (the row is
+     * swapped in again when the try happens). */
+    document.querySelectorAll("time[data-until]").forEach(function (el) {
+      var t = Date.parse(el.dataset.until);
+      if (isNaN(t)) return;
+      var left = (t - Date.now()) / 1000;
+      el.textContent = left >= 1 ? words(left) : "a moment";
+    });
   }
-  setInterval(tick, 5000);
+  setInterval(tick, 1000);
 
   /* The recordings list: rows change, appear (in id order, on the page they belong to) or
    * leave a filtered list as records move; the counts above it follow. */
@@ -125,11 +134,12 @@
   }
   if (records && records.dataset.live) {
     follow(records.dataset.live, parseInt(records.dataset.lastEventId, 10) || 0, function (ev) {
-      var label = "Recording " + ev.record_id + ": " + ev.outcome + " at " + ev.stage;
-      logActivity(label + (ev.outcome_text ? " (" + ev.outcome_text + ")" : ""));
+      var said = ev.words || (ev.outcome + " at " + ev.stage);
+      if (ev.outcome_text && ev.outcome !== "accepted") said += " (" + ev.outcome_text + ")";
       refreshCounts();
       fetchHtml("/records/" + ev.record_id + "/row").then(function (row) {
         var name = row.querySelector(".record-name").textContent;
+        logActivity(name + ": " + said, "record", ev.record_id);
         placeRow(row);
         announce(name + ": " + row.querySelector(".record-status").textContent.replace(/\s+/g, " ").trim());
       }).catch(function () {});
@@ -189,8 +199,9 @@
   }
   if (grid && grid.dataset.live) {
     follow(grid.dataset.live, parseInt(grid.dataset.lastEventId, 10) || 0, function (ev, type) {
-      logActivity("Item " + ev.item_id + ": " + type.replace("item.", "").replace("_", " "));
+      var said = { "item.ready": "ready", "item.playback_ready": "ready to play", "item.halted": "stopped" }[type] || type.replace("item.", "").replace("_", " ");
       fetchHtml("/items/" + ev.item_id + "/tile").then(function (tile) {
+        logActivity(tile.querySelector(".tile-name").textContent + ": " + said, "item", ev.item_id);
         placeTile(tile);
         announce(tile.querySelector(".tile-name").textContent + ": " + tile.querySelector(".tile-status").textContent.replace(/\s+/g, " ").trim());
       }).catch(function () {});
