@@ -362,3 +362,78 @@ def test_no_page_scrolls_sideways_on_a_phone(
     whole = name.bounding_box()
     assert whole is not None and whole["height"] > cut["height"]  # all of it, wrapped
     page.context.close()
+
+
+def test_the_viewer_zooms_steps_by_keys_and_swipes_and_offers_the_original(
+    browser: Browser, site: Served, corpus: Path, real_files: RealFiles
+) -> None:
+    runtime = site.site.runtime
+    album_id = create_album(runtime.engine, runtime.clock, owner="bob", name="Viewer")
+    ids = [
+        accept_media(
+            runtime.engine,
+            runtime.store,
+            runtime.clock,
+            path,
+            album_id=album_id,
+            owner="bob",
+            original_name=path.name,
+            max_pixels=runtime.settings.media.max_pixels,
+        )
+        for path in (
+            corpus / "media" / "exif-samples__Canon_40D.jpg",
+            real_files.photo,
+            corpus / "media" / "exif-samples__DSCN0010.jpg",
+        )
+    ]
+    newest, middle, oldest = ids[2], ids[1], ids[0]
+    page = new_page(browser, site.url, "bob", DESKTOP, bypass_csp=True)
+    page.goto(f"/items/{middle}")
+    assert serious_violations(page) == []
+    # Full size: the 12 MP original at its own size, in a box that scrolls.
+    fitted = page.locator("#viewer-img").bounding_box()
+    page.click("#zoom")
+    assert page.locator("#zoom").get_attribute("aria-pressed") == "true"
+    page.wait_for_function(
+        "() => document.getElementById('viewer-img').naturalWidth === 4000"
+        " && document.getElementById('viewer-img').complete"
+    )
+    zoomed = page.locator("#viewer-img").bounding_box()
+    assert fitted is not None and zoomed is not None and zoomed["width"] > 2 * fitted["width"]
+    page.click("#zoom")
+    assert page.locator("#zoom").get_attribute("aria-pressed") == "false"
+    # The original is offered as a download under its own name.
+    with page.expect_download() as download:
+        page.click("#item-figure a[download]")
+    assert download.value.suggested_filename == real_files.photo.name
+    # Arrow keys step through the album in the grid's order (newest first).
+    page.keyboard.press("ArrowRight")
+    page.wait_for_url(f"**/items/{oldest}")
+    page.keyboard.press("ArrowLeft")
+    page.wait_for_url(f"**/items/{middle}")
+    page.keyboard.press("ArrowLeft")
+    page.wait_for_url(f"**/items/{newest}")
+    assert page.locator("#newer").count() == 0  # nothing newer
+    page.context.close()
+    # On a phone, a swipe to the left goes to the older one.
+    phone = browser.new_context(viewport=PHONE, base_url=site.url, has_touch=True, is_mobile=True)
+    phone_page = phone.new_page()
+    phone_page.goto("/sign-in")
+    phone_page.fill("#username", "bob")
+    phone_page.fill("#password", "bob-password-22")
+    phone_page.click("button[type=submit]")
+    phone_page.wait_for_url("**/records")
+    phone_page.goto(f"/items/{middle}")
+    assert sideways(phone_page) == []
+    phone_page.evaluate(
+        """() => {
+            const at = (x) => [new Touch({identifier: 1, target: document.body, clientX: x,
+                                          clientY: 300})];
+            document.dispatchEvent(new TouchEvent('touchstart', {touches: at(300),
+                                                                 changedTouches: at(300)}));
+            document.dispatchEvent(new TouchEvent('touchend', {touches: [],
+                                                               changedTouches: at(100)}));
+        }"""
+    )
+    phone_page.wait_for_url(f"**/items/{oldest}")
+    phone.close()

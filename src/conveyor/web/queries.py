@@ -16,6 +16,7 @@ from conveyor.pipeline.queries import claim_order
 __all__ = [
     "PLACE_LIMIT",
     "RECORD_STATES",
+    "album_neighbours",
     "album_page",
     "audio_events_after",
     "backlog",
@@ -212,6 +213,25 @@ def album_page(
     if after is not None:
         query = query.where(comes_after(order, after))
     return conn.execute(query).mappings().all()
+
+
+def album_neighbours(conn: Connection, item: RowMapping) -> tuple[int | None, int | None]:
+    """The ids of the items just before (newer) and just after (older) ``item`` in its
+    album's grid order (newest upload first, id breaking ties); None at either end."""
+    order = [(media_items.c.uploaded_at, True), (media_items.c.id, True)]
+    at = (float(item["uploaded_at"]), int(item["id"]))
+    base = select(media_items.c.id).where(media_items.c.album_id == item["album_id"])
+    older = conn.execute(
+        base.where(comes_after(order, at))
+        .order_by(media_items.c.uploaded_at.desc(), media_items.c.id.desc())
+        .limit(1)
+    ).scalar()
+    newer = conn.execute(
+        base.where(comes_before(order, at))
+        .order_by(media_items.c.uploaded_at.asc(), media_items.c.id.asc())
+        .limit(1)
+    ).scalar()
+    return newer, older
 
 
 def halted_records(

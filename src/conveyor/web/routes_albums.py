@@ -190,8 +190,10 @@ def item_view_part(request: Request, state: State, viewer: Viewer, item_id: Item
 
 @router.get("/items/{item_id}")
 def item_page(request: Request, state: State, viewer: Viewer, item_id: ItemId) -> Response:
-    """The viewer: medium/preview image, or the video with its poster once converted; it
-    follows the album's live stream and fills in as the variants and playback arrive."""
+    """The viewer: medium/preview image (the original at full size when zoomed), or the video
+    with its poster once converted; the previous and next of the album's grid order (arrow
+    keys, swipe); it follows the album's live stream and fills in as the variants and playback
+    arrive."""
     runtime = state.runtime
     with runtime.engine.connect() as conn:
         # The stream's start is read first: a change after it reaches the page (maybe twice
@@ -201,9 +203,18 @@ def item_page(request: Request, state: State, viewer: Viewer, item_id: ItemId) -
             raise NotFound(f"item {item_id} does not exist")
         last_event_id = media_queries.latest_event_id(conn, int(item_row["album_id"]))
         item = item_status(conn, state.runtime.media, item_id, viewer.name, runtime.clock.now())
+        newer, older = queries.album_neighbours(conn, item_row)
     album = _album(state, int(item["album_id"]), viewer.name)
     return render(
-        request, "viewer.html", {"it": item, "album": album, "last_event_id": last_event_id}
+        request,
+        "viewer.html",
+        {
+            "it": item,
+            "album": album,
+            "last_event_id": last_event_id,
+            "newer": newer,
+            "older": older,
+        },
     )
 
 

@@ -258,6 +258,43 @@
     });
   }
 
+  /* The viewer: Full size (or a click on the picture) shows the original at its own size in
+   * a box that scrolls; the arrow keys and a sideways swipe go to the newer or older item. */
+  if (itemLive) {
+    document.addEventListener("click", function (e) {
+      var button = e.target.closest ? e.target.closest("#zoom, #viewer-img") : null;
+      if (!button) return;
+      var box = document.getElementById("zoom-box"), img = document.getElementById("viewer-img");
+      var zoom = document.getElementById("zoom");
+      if (!box || !img || !zoom) return;
+      var on = !box.classList.contains("zoomed");
+      if (on && !img.dataset.small) { img.dataset.small = img.src; }
+      img.src = on ? zoom.dataset.full : img.dataset.small;
+      box.classList.toggle("zoomed", on);
+      zoom.setAttribute("aria-pressed", on ? "true" : "false");
+      zoom.textContent = on ? "Fit to screen" : "Full size";
+    });
+    var go = function (id) { var a = document.getElementById(id); if (a) location.href = a.href; };
+    document.addEventListener("keydown", function (e) {
+      if (e.altKey || e.ctrlKey || e.metaKey || /^(INPUT|TEXTAREA|SELECT|VIDEO)$/.test(e.target.tagName)) return;
+      if (e.key === "ArrowLeft") go("newer");
+      if (e.key === "ArrowRight") go("older");
+    });
+    var touchX = null, touchY = null;
+    document.addEventListener("touchstart", function (e) {
+      if (e.touches.length !== 1) { touchX = null; return; }
+      touchX = e.touches[0].clientX; touchY = e.touches[0].clientY;
+    }, { passive: true });
+    document.addEventListener("touchend", function (e) {
+      if (touchX === null) return;
+      var box = document.getElementById("zoom-box");
+      if (box && box.classList.contains("zoomed")) return;  /* a zoomed picture pans instead */
+      var dx = e.changedTouches[0].clientX - touchX, dy = e.changedTouches[0].clientY - touchY;
+      touchX = null;
+      if (Math.abs(dx) > 60 && Math.abs(dx) > 2 * Math.abs(dy)) go(dx > 0 ? "newer" : "older");
+    }, { passive: true });
+  }
+
   /* Uploads: drag and drop or choose several files; each goes on its own with progress.
    * One queue for the page never sends more at once than the owner's upload slots
    * (data-upload-slots, the server's [api] uploads_per_owner); a file the server turns away
