@@ -114,3 +114,12 @@ def test_no_script_regenerates_a_shipped_migration() -> None:
         text = script.read_text()
         assert "autogenerate=True" not in text or "0001" not in text, script.name
         assert "versions/0001" not in text, script.name
+
+
+def test_every_api_route_module_is_out_of_the_pages_reach() -> None:
+    """A new ``api/routes_*.py`` joins the contract that keeps the pages off the API's routes."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    contracts = config["tool"]["importlinter"]["contracts"]
+    [pages] = [c for c in contracts if c.get("source_modules") == ["conveyor.web"]]
+    routes = {f"conveyor.api.{p.stem}" for p in (PACKAGE / "api").glob("routes_*.py")}
+    assert sorted(routes - set(pages["forbidden_modules"])) == []

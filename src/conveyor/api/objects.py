@@ -14,6 +14,9 @@ presign = true`` and a store that can sign URLs, the answer is instead a ``307``
 presigned URL of the object, valid ``[storage] presign_expires`` seconds, which makes the bucket
 answer with the same Content-Type and Content-Disposition (ranges and ETags are then the
 bucket's own).
+
+:func:`owned_file_response` serves an object by key to its owner only: the API's
+``/api/files/{key}`` and the pages' file routes both answer through it.
 """
 
 from __future__ import annotations
@@ -29,11 +32,13 @@ from starlette.responses import RedirectResponse, Response, StreamingResponse
 
 from conveyor.api.errors import error_response
 from conveyor.api.headers import header_int
+from conveyor.api.queries import owned_file
+from conveyor.api.state import ApiState
 from conveyor.error_codes import ErrorCode
 from conveyor.errors import NotFound
 from conveyor.objects import ListedObject, ObjectStore
 
-__all__ = ["is_inline", "object_response", "parse_range"]
+__all__ = ["is_inline", "object_response", "owned_file_response", "parse_range"]
 
 _CHUNK = 256 * 1024
 # Objects are private to their owner; caches may keep them but must ask before reuse (ETag).
@@ -184,3 +189,13 @@ def object_response(
     return StreamingResponse(
         _slice(store, key, 0, size), status_code=200, media_type=mime, headers=headers
     )
+
+
+def owned_file_response(request: Request, state: ApiState, key: str, owner: str) -> Response:
+    """The object ``key`` if it belongs to a record or item of ``owner`` (else NotFound)."""
+    with state.runtime.engine.connect() as conn:
+        row = owned_file(conn, key, owner)
+    if row is None:
+        raise NotFound("no such file")
+    runtime = state.runtime
+    return object_response(request, runtime.store, row, presign=runtime.presign_expires)

@@ -7,13 +7,11 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Request, Response
 
 from conveyor.api.auth import Owner
-from conveyor.api.objects import object_response
-from conveyor.api.queries import owned_file
+from conveyor.api.objects import owned_file_response
 from conveyor.api.schemas import ErrorBody
-from conveyor.api.state import ApiState, State
-from conveyor.errors import NotFound
+from conveyor.api.state import State
 
-__all__ = ["owned_file_response", "router"]
+__all__ = ["router"]
 
 router = APIRouter(prefix="/api/files", tags=["files"])
 
@@ -40,13 +38,3 @@ def get_file(
 ) -> Response:
     """An object of one of your records or items: ETag, `If-None-Match` → 304, one byte range."""
     return owned_file_response(request, state, key, owner.name)
-
-
-def owned_file_response(request: Request, state: ApiState, key: str, owner: str) -> Response:
-    """The object ``key`` if it belongs to a record or item of ``owner`` (else NotFound)."""
-    with state.runtime.engine.connect() as conn:
-        row = owned_file(conn, key, owner)
-    if row is None:
-        raise NotFound("no such file")
-    runtime = state.runtime
-    return object_response(request, runtime.store, row, presign=runtime.presign_expires)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 import anyio.to_thread
@@ -18,6 +17,7 @@ from conveyor.api.auth import Owner
 from conveyor.api.errors import ApiError
 from conveyor.api.idempotency import IDEMPOTENCY_KEY, REPLAYED, IdempotentUpload
 from conveyor.api.objects import object_response
+from conveyor.api.record_choices import RECORD_FIELDS, record_choices
 from conveyor.api.schemas import (
     PLAIN_TEXT,
     AudioStage,
@@ -34,24 +34,16 @@ from conveyor.api.uploads import Upload, clean_filename, receive_upload, upload_
 from conveyor.audio import queries
 from conveyor.audio.cards import hints_of, provider_wait, provider_waits, record_card
 from conveyor.audio.deletion import delete_record
-from conveyor.audio.intake import MAX_HINTS, accept_audio, clean_language
+from conveyor.audio.intake import accept_audio
 from conveyor.audio.search import MAX_QUERY, search_records
 from conveyor.audio.texts import export_text
 from conveyor.clock import iso_utc
 from conveyor.error_codes import ErrorCode
-from conveyor.errors import NotFound, RejectedInput
+from conveyor.errors import NotFound
 from conveyor.objects import file_by_id
 from conveyor.pipeline import resume
 
-__all__ = [
-    "RECORD_FIELDS",
-    "UPLOAD_BODY",
-    "RecordChoices",
-    "card_of",
-    "original_response",
-    "record_choices",
-    "router",
-]
+__all__ = ["UPLOAD_BODY", "card_of", "original_response", "router"]
 
 router = APIRouter(prefix="/api/records", tags=["records"])
 
@@ -68,9 +60,6 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 # A language code in any case, blanks around it allowed; it is stored lower case.
 LANGUAGE_PATTERN = r"^\s*[A-Za-z]{2,3}\s*$"
 LANGUAGE_HELP = "ISO 639-1 code such as `en` (any case; stored lower case); default: detect."
-
-# The text parts a multipart recording upload may carry before its `file` part.
-RECORD_FIELDS = frozenset({"title", "language", "hints", "channels"})
 
 UPLOAD_BODY: dict[str, Any] = {
     "required": True,
@@ -162,63 +151,6 @@ def _decode_cursor(cursor: str) -> int:
         raise ApiError(
             ErrorCode.BAD_CURSOR, "the cursor is malformed; pass the `next_cursor` of a page"
         ) from None
-
-
-def _field(upload: Upload, name: str, given: str | None, limit: int) -> str | None:
-    value = given if given is not None else upload.fields.get(name)
-    if value is not None and len(value) > limit:
-        raise RejectedInput(ErrorCode.INVALID_REQUEST, f"{name} is longer than {limit} characters")
-    if value is not None and "\x00" in value:
-        raise RejectedInput(ErrorCode.INVALID_REQUEST, f"{name} contains a NUL character")
-    return value
-
-
-@dataclass(frozen=True)
-class RecordChoices:
-    """What the owner chose for one recording upload, checked (see :func:`record_choices`)."""
-
-    title: str | None
-    language: str | None
-    hints: str | None
-    channels: str
-
-
-def record_choices(
-    upload: Upload,
-    *,
-    default_channels: str,
-    title: str | None = None,
-    language: str | None = None,
-    hints: str | None = None,
-    channels: str | None = None,
-) -> RecordChoices:
-    """The choices of a recording upload: each one given as a query parameter, else its
-    multipart text field (:data:`RECORD_FIELDS`), else its default.
-
-    Both upload routes (``POST /api/records`` and the web app's ``POST /records/upload``) check
-    them here, so a value one refuses the other refuses too. :func:`accept_audio` then checks
-    what needs the installation (a language the recognizer knows, the channel choices) and
-    collapses the hints' whitespace.
-
-    Args:
-        default_channels: ``[transcription] channels``, used when none is chosen.
-
-    Raises:
-        RejectedInput: ``invalid_request``: a field over its length (title 300, hints 1,000,
-            channels 8 characters), with a NUL character, or a ``language`` that is not two or
-            three ASCII letters (in any case, blanks around them allowed; the choice is lower
-            case).
-    """
-    given = language if language is not None else upload.fields.get("language")
-    lang = _field(upload, "language", clean_language(given), 3)
-    if lang is not None and not (lang.isascii() and lang.isalpha() and lang.islower()):
-        raise RejectedInput(ErrorCode.INVALID_REQUEST, "language is an ISO 639-1 code such as `en`")
-    return RecordChoices(
-        title=_field(upload, "title", title, 300),
-        language=lang,
-        hints=_field(upload, "hints", hints, MAX_HINTS),
-        channels=_field(upload, "channels", channels, 8) or default_channels,
-    )
 
 
 @router.post(

@@ -12,7 +12,7 @@ from fastapi import APIRouter, Form, Header, Path, Query, Request
 from fastapi.responses import JSONResponse, RedirectResponse, StreamingResponse
 from starlette.responses import Response
 
-from conveyor.api.routes_files import owned_file_response
+from conveyor.api.objects import owned_file_response
 from conveyor.api.state import ApiState, State
 from conveyor.api.uploads import Upload, receive_upload
 from conveyor.errors import Conflict, NotFound, RejectedInput

@@ -14,7 +14,7 @@ from sqlalchemy import Connection
 from starlette.responses import Response
 
 from conveyor.api.objects import object_response
-from conveyor.api.routes_records import RECORD_FIELDS, record_choices
+from conveyor.api.record_choices import RECORD_FIELDS, record_choices
 from conveyor.api.state import ApiState, State
 from conveyor.api.text_formats import srt, vtt
 from conveyor.api.uploads import Upload, receive_upload
