@@ -144,6 +144,8 @@ def worker(
     registry = runtime.registry(pool)  # seen by `conveyor workers`; obeys pauses and drains
 
     def ready() -> tuple[bool, str]:
+        if registry.id is None:
+            return False, "not registered yet: the database does not answer"
         if registry.drain.is_set():
             return False, "draining"
         if stop.is_set() or pool.stopping:

@@ -76,8 +76,21 @@ class ProcessRegistry:
         self._thread = threading.Thread(target=self._run, name="conveyor-registry", daemon=True)
 
     def start(self) -> None:
-        """Register (raises the database's error when it cannot), read the controls once, and
-        start the thread that keeps both current."""
+        """Register, read the controls once, and start the thread that keeps both current.
+
+        Raises:
+            Exception: the database's error, when it fails for another reason than an outage
+                (during an outage the thread registers once the database answers).
+        """
+        try:
+            self._register()
+        except Exception as exc:
+            if not outage.DATABASE.failed(exc, "process registry"):
+                raise
+        LANES.watch(self.lanes, self._busy, lambda: self._paused, self.drain)
+        self._thread.start()
+
+    def _register(self) -> None:
         now = queries.now_of(self.clock)
         with self.engine.begin() as conn:
             self.id = queries.register_process(
@@ -85,8 +98,6 @@ class ProcessRegistry:
             )
             self._paused = frozenset(queries.paused_lanes(conn))
         log.info("registered as worker process %d on %s", self.id, self.host)
-        LANES.watch(self.lanes, self._busy, lambda: self._paused, self.drain)
-        self._thread.start()
 
     def may_claim(self, lane: str) -> bool:
         """False while ``lane`` is paused, and for every lane once this process drains."""
@@ -126,7 +137,9 @@ class ProcessRegistry:
                 since_beat = 0.0
 
     def _tick(self, *, beat: bool) -> None:
-        assert self.id is not None
+        if self.id is None:  # the database was away at start
+            self._register()
+            return
         with self.engine.begin() as conn:
             if beat:
                 row = queries.beat(
