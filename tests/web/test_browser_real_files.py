@@ -22,7 +22,7 @@ import av
 import numpy as np
 import pytest
 import pyvips
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
 from conveyor.audio.intake import accept_audio
 from conveyor.db.tables import audio_records, files, media_items, media_objects
@@ -437,3 +437,49 @@ def test_the_viewer_zooms_steps_by_keys_and_swipes_and_offers_the_original(
     )
     phone_page.wait_for_url(f"**/items/{oldest}")
     phone.close()
+
+
+def _halt(site: Served, corpus: Path, owner: str, name: str) -> int:
+    runtime = site.site.runtime
+    record_id = accept_audio(
+        runtime.engine,
+        runtime.store,
+        runtime.clock,
+        corpus / "audio" / "jfk.wav",
+        owner=owner,
+        original_name=name,
+    )
+    with runtime.engine.begin() as conn:
+        conn.execute(
+            update(audio_records)
+            .where(audio_records.c.id == record_id)
+            .values(halted_at=runtime.clock.now(), halt_reason="step_error", halt_error="test")
+        )
+    return record_id
+
+
+def test_the_operator_view_is_live_with_resume_and_delete_per_row(
+    browser: Browser, site: Served, corpus: Path
+) -> None:
+    page = new_page(browser, site.url, "root", PHONE, bypass_csp=True)
+    page.goto("/operator")
+    # Halted after the page opened: it appears without a reload.
+    first = _halt(site, corpus, "alice", "first-halted.wav")
+    second = _halt(site, corpus, "bob", "second-halted.wav")
+    page.locator(f"button[aria-label='Resume recording {second}']").wait_for(timeout=20_000)
+    assert serious_violations(page) == []
+    assert sideways(page) == []
+    page.click(f"button[aria-label='Resume recording {first}']")
+    page.locator(".notice", has_text=f"Resumed the recording {first}").wait_for()
+    assert "first-halted.wav" in (page.locator(".notice").text_content() or "")
+    assert page.locator(f"button[aria-label='Resume recording {first}']").count() == 0
+    page.click(f"button[aria-label='Delete recording {second}…']")
+    page.locator("h1", has_text=f"Delete the recording {second}").wait_for()
+    assert "of bob?" in (page.locator("h1").text_content() or "")
+    page.click("button.danger")
+    page.locator(".notice", has_text=f"Deleted the recording {second}").wait_for()
+    with site.site.runtime.engine.connect() as conn:
+        left = conn.execute(select(audio_records.c.id, audio_records.c.halted_at)).all()
+    assert (second, None) not in left and all(i != second for i, _ in left)
+    assert dict(left)[first] is None  # resumed: no longer halted
+    page.context.close()

@@ -158,3 +158,34 @@ def test_photos_chosen_in_the_grid_then_the_album(make_site: MakeSite, corpus: P
         assert "Deleted the album “Trip”." in html.unescape(
             client.get("/albums?deleted=Trip", headers=HTML).text
         )
+
+
+def test_only_an_admin_resumes_or_deletes_rows_of_the_operator_view(
+    make_site: MakeSite, corpus: Path
+) -> None:
+    site = make_site()
+    runtime = site.runtime
+    record_id = accept_audio(
+        runtime.engine, runtime.store, runtime.clock, corpus / "audio" / "jfk.wav", owner="alice"
+    )
+    with TestClient(site.app) as client:
+        csrf = sign_in(client, "bob")
+        for action in ("resume", "delete"):
+            form = {"csrf_token": csrf, "domain": "audio", "id": str(record_id), "confirmed": "yes"}
+            refused = client.post(f"/operator/row/{action}", data=form, headers=HTML)
+            assert refused.status_code == 404
+    assert _count(site, audio_records) == 1
+    with TestClient(site.app) as client:
+        csrf = sign_in(client, "root")
+        form = {"csrf_token": csrf, "domain": "audio", "id": str(record_id)}
+        # Not halted: resuming says so and changes nothing.
+        said = client.post("/operator/row/resume", data=form, headers=HTML)
+        assert "is not halted any more" in html.unescape(said.text)
+        confirm = client.post("/operator/row/delete", data=form, headers=HTML)
+        assert f"Delete the recording {record_id}" in html.unescape(confirm.text)
+        assert "of alice?" in confirm.text
+        assert _count(site, audio_records) == 1
+        gone = client.post("/operator/row/delete", data={**form, "confirmed": "yes"}, headers=HTML)
+        assert f"Deleted the recording {record_id}" in html.unescape(gone.text)
+    assert _count(site, audio_records) == 0
+    assert object_keys(runtime.store) == []

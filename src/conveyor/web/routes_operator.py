@@ -1,14 +1,18 @@
 """The operator view (admins only): worker processes and lanes (pause, resume, drain), halted
 work of every owner, backlog, bulk resume.
 
-A bulk resume happens in two requests. The first freezes the set — the ids halted now with
-the reason — and shows how many it holds; the second resumes exactly those ids (a record
-halted with that reason after the count is not touched, one resumed meanwhile is skipped).
+Each halted row has its own **Resume** and **Delete…** (a page naming the record and its owner
+comes first). The page reloads its sections every few seconds while it is open (a section
+being typed in is left alone). A bulk resume happens in two requests. The first freezes the
+set — the ids halted now with the reason — and shows how many it holds; the second resumes
+exactly those ids (a record halted with that reason after the count is not touched, one
+resumed meanwhile is skipped).
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Form, Query, Request
 from sqlalchemy import Connection
@@ -16,10 +20,14 @@ from starlette.responses import RedirectResponse, Response
 
 from conveyor.accounts import SessionAccount
 from conveyor.api.state import ApiState, State
+from conveyor.audio import queries as audio_queries
+from conveyor.audio.deletion import delete_record
 from conveyor.clock import iso_utc
 from conveyor.error_codes import ErrorCode
-from conveyor.errors import RejectedInput
-from conveyor.pipeline import Domain, halted_ids, resume_many
+from conveyor.errors import Conflict, NotFound, RejectedInput
+from conveyor.media import queries as media_queries
+from conveyor.media.deletion import delete_item
+from conveyor.pipeline import Domain, halted_ids, resume, resume_many
 from conveyor.web import queries
 from conveyor.web.auth import Csrf, require_admin
 from conveyor.web.keyset import cursor_text, parse_cursor
@@ -51,6 +59,7 @@ def operator_page(
     viewer: Admin,
     domain: Annotated[str | None, Query(max_length=16)] = None,
     before: Annotated[str | None, Query(max_length=60)] = None,
+    message: Annotated[str | None, Query(max_length=300)] = None,
 ) -> Response:
     """Backlog per stage, halted totals per reason, the halted of every owner, most recent
     first, :data:`HALTED_PAGE` a page (``?domain=audio&before=`` the cursor of the last row
@@ -67,7 +76,7 @@ def operator_page(
     return render(
         request,
         "operator.html",
-        {"sections": sections, "shown": HALTED_PAGE, **_cluster(state)},
+        {"sections": sections, "shown": HALTED_PAGE, "message": message, **_cluster(state)},
     )
 
 
@@ -222,3 +231,81 @@ def operator_resume(
             "skipped": len(report.skipped),
         },
     )
+
+
+def _row(state: ApiState, domain: str, row_id: int) -> tuple[str, str]:
+    """``(what, owner)`` of one record or item of any owner: "recording 17 “name”"."""
+    with state.runtime.engine.connect() as conn:
+        if domain == "audio":
+            row = audio_queries.record_by_id(conn, row_id)
+            noun = "recording"
+            name = None if row is None else (row["title"] or row["original_name"])
+        else:
+            row = media_queries.item_by_id(conn, row_id)
+            noun = "video" if row is not None and row["kind"] == "video" else "photo"
+            name = None if row is None else row["original_name"]
+    if row is None:
+        raise NotFound(f"{domain} record {row_id} does not exist")
+    return f"{noun} {row_id}" + (f" “{name}”" if name else ""), str(row["owner"])
+
+
+def _back(message: str) -> Response:
+    return RedirectResponse(f"/operator?{urlencode({'message': message})}", status_code=303)
+
+
+@router.post("/operator/row/resume")
+def operator_row_resume(
+    state: State,
+    viewer: Csrf,
+    domain: Annotated[str, Form(max_length=16)],
+    row_id: Annotated[int, Form(ge=1, le=2**31 - 1, alias="id")],
+) -> Response:
+    """Resume one halted record or item of any owner (P9), back to the page with a line."""
+    require_admin(viewer)
+    runtime = state.runtime
+    what, owner = _row(state, domain, row_id)
+    try:
+        resume(runtime.engine, _domain(state, domain), row_id, clock=runtime.clock)
+    except Conflict:
+        return _back(f"The {what} of {owner} is not halted any more.")
+    runtime.notifier.publish()
+    return _back(f"Resumed the {what} of {owner}.")
+
+
+@router.post("/operator/row/delete")
+def operator_row_delete(
+    request: Request,
+    state: State,
+    viewer: Csrf,
+    domain: Annotated[str, Form(max_length=16)],
+    row_id: Annotated[int, Form(ge=1, le=2**31 - 1, alias="id")],
+    confirmed: Annotated[str, Form(max_length=3)] = "",
+) -> Response:
+    """Delete one record or item of any owner: first a page naming it and its owner, then,
+    with ``confirmed=yes``, gone for good (as ``DELETE`` in the API)."""
+    require_admin(viewer)
+    runtime = state.runtime
+    _domain(state, domain)
+    what, owner = _row(state, domain, row_id)
+    if confirmed != "yes":
+        return render(
+            request,
+            "confirm_delete.html",
+            {
+                "title": f"Delete the {what} of {owner}?",
+                "lines": [
+                    f"It goes for {owner} too: its files, texts and history. Resuming it "
+                    "instead keeps everything."
+                ],
+                "names": [],
+                "action": "/operator/row/delete",
+                "back": "/operator",
+                "fields": [("domain", domain), ("id", str(row_id)), ("confirmed", "yes")],
+            },
+        )
+    if domain == "audio":
+        delete_record(runtime.engine, runtime.store, runtime.clock, row_id)
+    else:
+        delete_item(runtime.engine, runtime.store, runtime.clock, row_id)
+    runtime.notifier.publish()
+    return _back(f"Deleted the {what} of {owner}.")

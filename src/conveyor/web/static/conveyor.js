@@ -258,6 +258,33 @@
     });
   }
 
+  /* The operator view stays current: every few seconds (while the tab is shown) its
+   * sections are read again and swapped in, each section by its id, so a panel added later
+   * (with an id) follows too; a section holding the focus or a changed field is left alone. */
+  var operatorLive = document.getElementById("operator-live");
+  function busy(section) {
+    if (section.contains(document.activeElement) && document.activeElement !== document.body) return true;
+    return Array.prototype.some.call(section.querySelectorAll("input:not([type=hidden]), textarea, select"), function (f) {
+      return f.value !== (f.defaultValue === undefined ? f.value : f.defaultValue);
+    });
+  }
+  if (operatorLive) {
+    setInterval(function () {
+      if (document.hidden) return;
+      fetch(location.href, { headers: { Accept: "text/html" }, credentials: "same-origin" })
+        .then(function (r) { if (!r.ok) throw new Error(r.status); return r.text(); })
+        .then(function (html) {
+          var fresh = new DOMParser().parseFromString(html, "text/html");
+          fresh.querySelectorAll("main section.card[id]").forEach(function (section) {
+            var old = document.getElementById(section.id);
+            if (old && !busy(old)) old.replaceWith(document.importNode(section, true));
+          });
+          setLive("");
+        })
+        .catch(function () { setLive("The operator view could not be refreshed; trying again."); });
+    }, parseInt(operatorLive.dataset.refresh, 10) || 10000);
+  }
+
   /* The viewer: Full size (or a click on the picture) shows the original at its own size in
    * a box that scrolls; the arrow keys and a sideways swipe go to the newer or older item. */
   if (itemLive) {
