@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from conveyor.audio.stages import AUDIO
-from conveyor.media.domain import MEDIA
+from conveyor.kinds import MediaKind, Role
+from conveyor.media.stages import MEDIA
 
 __all__ = [
     "PLAIN_TEXT",
@@ -28,6 +29,7 @@ __all__ = [
     "Health",
     "Item",
     "ItemLinks",
+    "KindName",
     "MediaStage",
     "Proofread",
     "ProviderWait",
@@ -36,7 +38,7 @@ __all__ = [
     "RecordLinks",
     "RecordPage",
     "RecordPatch",
-    "Role",
+    "RoleName",
     "RoleObject",
     "TextJson",
     "TextSegment",
@@ -50,11 +52,15 @@ PLAIN_TEXT = r"^[^\x00]*$"
 if TYPE_CHECKING:
     AudioStage = str
     MediaStage = str
+    RoleName = str
+    KindName = str
 else:
     # Derived from each domain's one declaration (D11): a new stage needs no edit here.
     AudioStage = Literal[AUDIO.stage_names]
     MediaStage = Literal[MEDIA.stage_names]
-Role = Literal["original", "thumb", "medium", "preview", "poster", "playback"]
+    # And from the one list of roles and kinds (conveyor.kinds).
+    RoleName = Literal[tuple(r.value for r in Role)]
+    KindName = Literal[tuple(k.value for k in MediaKind)]
 
 
 class ErrorDetail(BaseModel):
@@ -319,7 +325,7 @@ class Item(BaseModel):
     id: int
     album_id: int
     owner: str
-    kind: Literal["photo", "video"]
+    kind: KindName
     original_name: str | None
     stage: MediaStage
     done: bool
@@ -331,7 +337,7 @@ class Item(BaseModel):
     duration: float | None
     uploaded_at: datetime
     captured_at: datetime | None
-    roles: dict[Role, RoleObject]
+    roles: dict[RoleName, RoleObject]
     links: ItemLinks
 
 

@@ -13,6 +13,7 @@ from conveyor.audio.stages import AUDIO
 from conveyor.clock import Clock
 from conveyor.error_codes import ErrorCode
 from conveyor.errors import RejectedInput, UnsupportedMedia
+from conveyor.kinds import TextKind
 from conveyor.objects import ObjectStore, new_key, put_file_row
 from conveyor.objects.sniff import (
     OCTET_STREAM,
@@ -136,7 +137,7 @@ def accept_audio(
                 queries.upsert_text(
                     conn,
                     record_id=record_id,
-                    kind="hints",
+                    kind=TextKind.HINTS,
                     body=hints,
                     segments=None,
                     language=None,

@@ -21,6 +21,7 @@ from conveyor.audio import queries
 from conveyor.audio.halts import AudioHalt
 from conveyor.audio.normalize import normalize_audio
 from conveyor.audio.recognition import RecognitionSteps
+from conveyor.kinds import TextKind
 from conveyor.objects import put_file_row
 from conveyor.pipeline import Advance, Fail, Halt, StepContext
 from conveyor.pipeline.outcomes import Outcome
@@ -153,7 +154,7 @@ class AudioSteps(RecognitionSteps):
             queries.upsert_text(
                 conn,
                 record_id=record_id,
-                kind="transcript",
+                kind=TextKind.TRANSCRIPT,
                 body=body,
                 segments=segments,
                 language=language,

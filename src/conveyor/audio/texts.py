@@ -21,6 +21,7 @@ from conveyor.audio import queries
 from conveyor.clock import Clock
 from conveyor.error_codes import ErrorCode
 from conveyor.errors import Conflict, NotFound, RejectedInput
+from conveyor.kinds import TextKind
 
 __all__ = [
     "MAX_TOPICS",
@@ -35,8 +36,8 @@ __all__ = [
     "set_topics",
 ]
 
-TRANSCRIPT = "transcript"
-PROOFREAD = "proofread"
+TRANSCRIPT = TextKind.TRANSCRIPT
+PROOFREAD = TextKind.PROOFREAD
 MAX_TOPICS = 5
 _MAX_TOPIC = 100
 _MAX_SEGMENT = 10_000

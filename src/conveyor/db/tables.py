@@ -28,6 +28,8 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import TSVECTOR
 from sqlalchemy.sql import ColumnElement
 
+from conveyor.kinds import MediaKind, Role, sql_in
+
 __all__ = [
     "album_events",
     "albums",
@@ -384,7 +386,7 @@ media_items = Table(
     Column("height", Integer, nullable=True),
     Column("duration", Double, nullable=True),
     *queue_columns(),
-    CheckConstraint("kind IN ('photo', 'video')", name="kind"),
+    CheckConstraint(sql_in("kind", MediaKind), name="kind"),
     Index("ix_media_items_album", "album_id", "id"),
 )
 
@@ -409,9 +411,7 @@ media_objects = Table(
     ),
     Column("role", String(16), primary_key=True),
     Column("file_id", Integer, ForeignKey("files.id"), nullable=False),
-    CheckConstraint(
-        "role IN ('original', 'thumb', 'medium', 'preview', 'poster', 'playback')", name="role"
-    ),
+    CheckConstraint(sql_in("role", Role), name="role"),
 )
 
 # Durable per-album outbox that feeds live subscribers (M5).

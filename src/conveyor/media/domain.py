@@ -48,6 +48,7 @@ from sqlalchemy import Connection, Engine, RowMapping
 from conveyor.clock import seconds
 from conveyor.config import MediaSettings
 from conveyor.errors import MediaError
+from conveyor.kinds import IMAGE_ROLES, Role
 from conveyor.media import queries
 from conveyor.media.halts import MediaHalt
 from conveyor.media.images import make_image_variants, probe_image
@@ -70,8 +71,7 @@ __all__ = [
     "build_media_domain",
 ]
 
-IMAGE_ROLES = ("thumb", "medium", "preview")
-ROLES = ("original", *IMAGE_ROLES, "poster", "playback")
+ROLES = tuple(Role)
 
 
 @dataclass(frozen=True)

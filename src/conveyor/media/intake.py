@@ -20,13 +20,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import BinaryIO, Literal
+from typing import BinaryIO
 
 from sqlalchemy import Connection, Engine
 
 from conveyor.clock import Clock
 from conveyor.error_codes import ErrorCode
 from conveyor.errors import MediaError, NotFound, RejectedInput, UnsupportedMedia
+from conveyor.kinds import MediaKind, Role
 from conveyor.media import queries
 from conveyor.media.halts import MediaHalt
 from conveyor.media.images import probe_image
@@ -37,8 +38,6 @@ from conveyor.objects.sniff import sniff
 from conveyor.pipeline.lifecycle import admit, database_now
 
 __all__ = ["Probed", "accept_media", "owner_message", "probe_upload"]
-
-Kind = Literal["photo", "video"]
 
 
 @dataclass(frozen=True)
@@ -54,7 +53,7 @@ class Probed:
         captured_at: capture time from the metadata, epoch seconds, when present.
     """
 
-    kind: Kind
+    kind: MediaKind
     mime_type: str
     width: int
     height: int
@@ -96,7 +95,7 @@ def probe_upload(path: Path, *, max_pixels: int, name: str | None = None) -> Pro
         if sniffed.kind == "image":
             image = probe_image(path, max_pixels=max_pixels)
             return Probed(
-                "photo",
+                MediaKind.PHOTO,
                 sniffed.mime,
                 image.width,
                 image.height,
@@ -106,7 +105,7 @@ def probe_upload(path: Path, *, max_pixels: int, name: str | None = None) -> Pro
         if sniffed.kind == "video":
             video = probe_video(path)
             return Probed(
-                "video",
+                MediaKind.VIDEO,
                 sniffed.mime,
                 video.width,
                 video.height,
@@ -222,7 +221,7 @@ def accept_media(
             )
             if on_insert is not None:
                 on_insert(conn, item_id)
-            queries.put_object(conn, item_id, "original", file_id)
+            queries.put_object(conn, item_id, Role.ORIGINAL, file_id)
     except BaseException:
         store.delete(key)
         raise

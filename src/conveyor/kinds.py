@@ -1,0 +1,46 @@
+"""The words stored in kind and role columns, declared once: schemas, CHECK constraints, the
+API's enums and the docs derive from these enums.
+
+A new media kind or role is a member here (and a migration when a CHECK constraint lists it).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+__all__ = ["IMAGE_ROLES", "MediaKind", "Role", "TextKind", "sql_in"]
+
+
+class MediaKind(StrEnum):
+    """``media_items.kind``: what an item of an album is."""
+
+    PHOTO = "photo"
+    VIDEO = "video"
+
+
+class Role(StrEnum):
+    """``media_objects.role``: which object of an item (M1)."""
+
+    ORIGINAL = "original"
+    THUMB = "thumb"
+    MEDIUM = "medium"
+    PREVIEW = "preview"
+    POSTER = "poster"
+    PLAYBACK = "playback"
+
+
+#: The variants made from a photo (or a video's poster frame) in one decode.
+IMAGE_ROLES = (Role.THUMB, Role.MEDIUM, Role.PREVIEW)
+
+
+class TextKind(StrEnum):
+    """``texts.kind``: which text of a recording."""
+
+    TRANSCRIPT = "transcript"
+    PROOFREAD = "proofread"
+    HINTS = "hints"
+
+
+def sql_in(column: str, words: type[StrEnum]) -> str:
+    """``column IN ('a', 'b')`` over every member, in declaration order (a CHECK constraint)."""
+    return f"{column} IN ({', '.join(repr(m.value) for m in words)})"
