@@ -32,8 +32,6 @@ Size: ``[api] max_upload_bytes`` is checked from ``Content-Length`` before anyth
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
@@ -43,6 +41,7 @@ import anyio.to_thread
 from starlette.requests import ClientDisconnect, Request
 from starlette.types import Message
 
+from conveyor.api.body import BodyChunks
 from conveyor.api.errors import ApiError
 from conveyor.api.headers import header_int
 from conveyor.api.multipart import MultipartFile, Upload, boundary_of, clean_filename
@@ -92,8 +91,6 @@ def upload_responses(not_media: str, unprocessable: str) -> dict[int | str, dict
 
 # Room for multipart boundaries and part headers beyond the file itself.
 _MULTIPART_OVERHEAD = 256 * 1024
-# How often a waiting upload looks at the server's stop flag (seconds).
-_TICK = 0.25
 
 
 def check_length(request: Request, max_bytes: int) -> None:
@@ -119,119 +116,6 @@ def check_length(request: Request, max_bytes: int) -> None:
 def _is_multipart(request: Request) -> bool:
     kind = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
     return kind == "multipart/form-data"
-
-
-class BodyChunks:
-    """The request body as a blocking iterator of byte chunks, for a worker thread.
-
-    Each step asks the event loop for the next chunk (``anyio.from_thread``), so the body is
-    read as fast as the intake writes it: back-pressure reaches the client through TCP.
-
-    When the server begins to stop (``closing``), an upload still arriving gets ``stop_grace``
-    seconds more; then it is refused with 503 ``shutting_down`` (the intake removes what it
-    stored), before uvicorn's own graceful-shutdown timeout would cancel it without a word.
-    """
-
-    def __init__(
-        self,
-        request: Request,
-        limit: int,
-        *,
-        closing: threading.Event | None = None,
-        stop_grace: float = 0.0,
-        idle_timeout: float = float("inf"),
-        min_rate: float = 0.0,
-        first: Message | None = None,
-    ) -> None:
-        self._receive = request.receive
-        self._limit = limit
-        self._seen = 0
-        self._done = False
-        self._closing = closing
-        self._stop_grace = stop_grace
-        self._stop_at: float | None = None
-        self._idle_timeout = idle_timeout
-        self._min_rate = min_rate
-        # The progress window: bytes arrived since it began.
-        self._window_start = time.monotonic()
-        self._window_bytes = 0
-        self._first = first
-
-    def _check_progress(self) -> None:
-        now = time.monotonic()
-        if now - self._window_start < self._idle_timeout:
-            return
-        wanted = self._min_rate * (now - self._window_start)
-        if self._window_bytes < wanted:
-            raise ApiError(
-                ErrorCode.UPLOAD_TIMEOUT,
-                f"the upload sent {self._window_bytes} bytes in {now - self._window_start:.0f} s, "
-                f"below the minimum of {self._min_rate:g} bytes/s; nothing was kept, send it "
-                "again",
-                headers={"Connection": "close"},
-            )
-        self._window_start, self._window_bytes = now, 0
-
-    async def _message(self) -> Message:
-        # Waits a tick at a time (uvicorn's receive is safe to cancel: a message is taken only
-        # once it is there), so a stop is noticed while the client is slow or silent.
-        if self._first is not None:
-            first, self._first = self._first, None
-            return first
-        idle_since = time.monotonic()
-        while True:
-            wait = _TICK
-            self._check_progress()
-            if time.monotonic() - idle_since >= self._idle_timeout:
-                # A connection that holds an upload slot and sends nothing would keep it
-                # forever; the intake removes what was stored so far.
-                raise ApiError(
-                    ErrorCode.UPLOAD_TIMEOUT,
-                    f"the upload sent nothing for {self._idle_timeout:g} s; nothing was kept, "
-                    "send it again",
-                    headers={"Connection": "close"},
-                )
-            if self._closing is not None and self._closing.is_set():
-                if self._stop_at is None:
-                    self._stop_at = time.monotonic() + self._stop_grace
-                left = self._stop_at - time.monotonic()
-                if left <= 0:
-                    raise ApiError(
-                        ErrorCode.SHUTTING_DOWN,
-                        "the server is stopping and the upload did not finish in time; "
-                        "nothing was kept, send it again",
-                    )
-                wait = min(wait, left)
-            with anyio.move_on_after(wait):
-                return await self._receive()
-
-    async def _next(self) -> bytes | None:
-        while not self._done:
-            message = await self._message()
-            if message["type"] == "http.disconnect":
-                raise ClientDisconnect()
-            if message["type"] == "http.request":
-                if not message.get("more_body", False):
-                    self._done = True
-                body: bytes = message.get("body", b"")
-                self._window_bytes += len(body)
-                if body:
-                    return body
-        return None
-
-    def __iter__(self) -> Iterator[bytes]:
-        while True:
-            chunk = anyio.from_thread.run(self._next)
-            if chunk is None:
-                return
-            self._seen += len(chunk)
-            # The intake bounds the file; this bounds what surrounds it (multipart parts).
-            if self._seen > self._limit:
-                raise RejectedInput(
-                    ErrorCode.TOO_LARGE, f"the request body is larger than {self._limit} bytes"
-                )
-            if chunk:
-                yield chunk
 
 
 def _receive(
