@@ -24,6 +24,7 @@ import pytest
 import pyvips
 from sqlalchemy import func, select, update
 
+from conveyor.audio import queries as audio_queries
 from conveyor.audio.intake import accept_audio
 from conveyor.db.tables import audio_records, files, media_items, media_objects
 from conveyor.media.albums import create_album
@@ -482,4 +483,54 @@ def test_the_operator_view_is_live_with_resume_and_delete_per_row(
         left = conn.execute(select(audio_records.c.id, audio_records.c.halted_at)).all()
     assert (second, None) not in left and all(i != second for i, _ in left)
     assert dict(left)[first] is None  # resumed: no longer halted
+    page.context.close()
+
+
+def test_search_finds_what_was_said_and_plays_from_that_moment(
+    browser: Browser, site: Served, corpus: Path
+) -> None:
+    runtime = site.site.runtime
+    record_id = accept_audio(
+        runtime.engine,
+        runtime.store,
+        runtime.clock,
+        corpus / "audio" / "jfk.wav",
+        owner="alice",
+        original_name="inaugural.wav",
+        language="en",
+    )
+    segments = [
+        {"start": 0.0, "end": 3.5, "text": "And so, my fellow Americans,"},
+        {"start": 3.5, "end": 8.0, "text": "ask not what your country can do for you,"},
+        {"start": 8.0, "end": 11.0, "text": "ask what you can do for your country."},
+    ]
+    with runtime.engine.begin() as conn:
+        audio_queries.upsert_text(
+            conn,
+            record_id=record_id,
+            kind="transcript",
+            body=" ".join(str(s["text"]) for s in segments),
+            segments=segments,
+            language="en",
+            now=runtime.clock.now(),
+        )
+    page = new_page(browser, site.url, "alice", PHONE, bypass_csp=True)
+    page.goto("/records")
+    page.fill("#search-q", "Americans")
+    page.press("#search-q", "Enter")
+    page.wait_for_url("**/search?q=Americans")
+    hit = page.locator(".hit").first
+    assert hit.locator("mark").all_text_contents() == ["Americans"]
+    assert serious_violations(page) == []
+    assert sideways(page) == []
+    page.goto("/search?q=country+ask")
+    page.locator(".hit a").first.click()
+    page.wait_for_url(f"**/records/{record_id}?t=3.50")
+    page.wait_for_function("() => document.getElementById('player').currentTime >= 3.4")
+    assert (
+        page.locator("#transcript .seg.current")
+        .text_content()
+        .strip()
+        .endswith("ask not what your country can do for you,")
+    )
     page.context.close()
