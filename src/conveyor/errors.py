@@ -7,6 +7,7 @@
     ├── DeclarationError       a domain's stages are declared wrongly (start-up fails, D11)
     ├── NotFound               a record, album, item or object does not exist (for this owner)
     ├── Conflict               the action does not fit the record's state (resume of a running one)
+    ├── Duplicate              the owner already holds an upload's content; nothing was stored
     ├── RejectedInput          an upload we will not accept (empty, not media, too large)
     │   └── UnsupportedMedia   content is not a kind we process
     ├── Unprocessable          a step's input can never be processed; the record halts with
@@ -29,6 +30,7 @@ __all__ = [
     "Conflict",
     "ConveyorError",
     "DeclarationError",
+    "Duplicate",
     "MediaError",
     "NotFound",
     "RejectedInput",
@@ -55,6 +57,24 @@ class NotFound(ConveyorError):
 
 class Conflict(ConveyorError):
     """The action does not fit the current state, e.g. resuming a record that is not halted."""
+
+
+class Duplicate(ConveyorError):
+    """The owner already holds a file with this content (same SHA-256); nothing was stored.
+
+    Intake says so instead of keeping a second copy, unless asked to keep one
+    (``keep_duplicate``). Entry points answer with the existing record or item.
+
+    Attributes:
+        existing_id: the record's or item's id that holds the content.
+        noun: ``record`` or ``item``.
+    """
+
+    def __init__(self, existing_id: int, noun: str, name: str | None = None) -> None:
+        shown = name or "the upload"
+        super().__init__(f"{shown} is already here as {noun} {existing_id}")
+        self.existing_id = existing_id
+        self.noun = noun
 
 
 class RejectedInput(ConveyorError):

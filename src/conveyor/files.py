@@ -1,4 +1,5 @@
-"""Writing a local file so a reader sees the whole old file or the whole new one, never half.
+"""Local files: writing one so a reader sees the whole old file or the whole new one, never
+half, and reading one's SHA-256.
 
 Every file Conveyor produces (variants, posters, playbacks, normalised audio, job and model files)
 goes through :func:`atomic_path`: it is written under a temporary name in the destination's folder
@@ -8,13 +9,14 @@ On any exception the temporary file is removed and the previous destination, if 
 
 from __future__ import annotations
 
+import hashlib
 import os
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["atomic_path", "write_atomic"]
+__all__ = ["atomic_path", "file_sha256", "write_atomic"]
 
 
 @contextmanager
@@ -55,3 +57,16 @@ def write_atomic(dst: Path, data: bytes | str, *, durable: bool = True) -> None:
             tmp.write_text(data, encoding="utf-8")
         else:
             tmp.write_bytes(data)
+
+
+def file_sha256(path: Path, *, chunk_size: int = 1 << 20) -> str:
+    """The SHA-256 of the local file ``path`` as 64 hex digits, read in ``chunk_size`` pieces.
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(chunk_size):
+            digest.update(chunk)
+    return digest.hexdigest()

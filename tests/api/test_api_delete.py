@@ -50,7 +50,9 @@ def test_deleting_an_item_tells_the_album_and_an_album_takes_its_items(
     photo = (corpus / "media" / "exif-samples__Canon_40D.jpg").read_bytes()
     album = client.post("/api/albums", json={"name": "a"}, headers=api.alice).json()
     items = [
-        client.post(f"/api/albums/{album['id']}/items", content=photo, headers=api.alice).json()
+        client.post(
+            f"/api/albums/{album['id']}/items?keep_duplicate=true", content=photo, headers=api.alice
+        ).json()
         for _ in range(3)
     ]
     assert client.delete(f"/api/items/{items[0]['id']}", headers=api.bob).status_code == 204

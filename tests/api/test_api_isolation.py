@@ -61,9 +61,11 @@ def test_a_second_owner_gets_404_everywhere(api: Api, client: TestClient, corpus
     wav = (corpus / "audio" / "jfk.wav").read_bytes()
     photo = (corpus / "media" / "exif-samples__Canon_40D.jpg").read_bytes()
     record = client.post("/api/records?title=mine", content=wav, headers=api.alice).json()
+    assert record.pop("duplicate") is False  # the upload's answer says it was new
     album = client.post("/api/albums", json={"name": "Mine"}, headers=api.alice).json()
     item = client.post(f"/api/albums/{album['id']}/items", content=photo, headers=api.alice)
     item_view = item.json()
+    assert item_view.pop("duplicate") is False
     with api.runtime.engine.connect() as conn:
         row = record_by_id(conn, record["id"])
         assert row is not None

@@ -25,6 +25,7 @@ def test_upload_raw_body_answers_201_with_the_card(
     )
     assert response.status_code == 201, response.text
     card = response.json()
+    assert card.pop("duplicate") is False  # only the upload's answer says it
     assert card["stage"] == "uploaded"
     assert card["halted"] is False and card["done"] is False
     assert card["owner"] == "alice"
@@ -55,11 +56,16 @@ def test_a_language_in_any_case_is_stored_lower_case(
     api: Api, client: TestClient, corpus: Path, given: str
 ) -> None:
     data = (corpus / "audio" / "jfk.wav").read_bytes()
-    query = client.post("/api/records", params={"language": given}, content=data, headers=api.alice)
+    query = client.post(
+        "/api/records",
+        params={"language": given, "keep_duplicate": "true"},
+        content=data,
+        headers=api.alice,
+    )
     assert query.status_code == 201, query.text
     assert query.json()["language"] == "en"
     form = client.post(
-        "/api/records",
+        "/api/records?keep_duplicate=true",
         data={"language": given},
         files={"file": ("jfk.wav", data, "application/octet-stream")},
         headers=api.alice,
@@ -74,7 +80,7 @@ def test_a_language_that_is_no_code_is_still_refused_in_any_case(
 ) -> None:
     data = (corpus / "audio" / "jfk.wav").read_bytes()
     form = client.post(
-        "/api/records",
+        "/api/records?keep_duplicate=true",
         data={"language": given},
         files={"file": ("jfk.wav", data, "application/octet-stream")},
         headers=api.alice,
@@ -184,7 +190,9 @@ def upload(
     client: TestClient, api: Api, path: Path, headers: dict[str, str] | None = None
 ) -> dict[str, Any]:
     response = client.post(
-        f"/api/records?name={path.name}", content=path.read_bytes(), headers=headers or api.alice
+        f"/api/records?name={path.name}&keep_duplicate=true",
+        content=path.read_bytes(),
+        headers=headers or api.alice,
     )
     assert response.status_code == 201, response.text
     return dict(response.json())
@@ -387,7 +395,9 @@ def test_values_the_database_cannot_store_are_422_not_500(
     assert_error(client.post("/api/albums", json={"name": nul}, headers=api.alice), 422)
     assert_error(client.get("/api/files/a%00b", headers=api.alice), 404)
     long_name = client.post(
-        "/api/records", files={"file": ("C:\\x\\" + "n" * 400 + "\x01.wav", wav)}, headers=api.alice
+        "/api/records?keep_duplicate=true",
+        files={"file": ("C:\\x\\" + "n" * 400 + "\x01.wav", wav)},
+        headers=api.alice,
     )
     assert long_name.status_code == 201, long_name.text
     assert long_name.json()["original_name"] == "n" * 255

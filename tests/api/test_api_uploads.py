@@ -117,7 +117,7 @@ def test_vocabulary_hints_are_kept_with_the_record(
     assert response.status_code == 201, response.text
     by_query = client.post(
         "/api/records",
-        params={"hints": "Anya Petrova"},
+        params={"hints": "Anya Petrova", "keep_duplicate": "true"},
         content=wav,
         headers={**api.alice, "Content-Type": "application/octet-stream"},
     )

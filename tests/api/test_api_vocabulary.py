@@ -58,11 +58,15 @@ def test_a_recordings_channel_choice_is_kept_on_its_card(
             parts = [("channels", None, channels.encode())] if channels else []
             body, kind = multipart(*parts, ("file", "a.wav", wav))
             return client.post(
-                "/api/records", content=body, headers={**api.alice, "Content-Type": kind}
+                "/api/records?keep_duplicate=true",
+                content=body,
+                headers={**api.alice, "Content-Type": kind},
             )
         return client.post(
             "/api/records",
-            params={"channels": channels} if channels else {},
+            params={"channels": channels, "keep_duplicate": "true"}
+            if channels
+            else {"keep_duplicate": "true"},
             content=wav,
             headers={**api.alice, "Content-Type": "application/octet-stream"},
         )

@@ -122,6 +122,7 @@ def test_corpus_through_the_pipeline(
             audio / name,
             owner="ann",
             raw_pcm=name.endswith(".raw"),
+            keep_duplicate=True,
         )
     pool = runtime.pool()
     pool.start()
@@ -187,7 +188,9 @@ def test_empty_upload_is_refused_and_nothing_is_written(engine: Engine, tmp_path
     empty = tmp_path / "empty.ogg"
     empty.write_bytes(b"")
     with pytest.raises(RejectedInput) as caught:
-        accept_audio(runtime.engine, runtime.store, runtime.clock, empty, owner="ann")
+        accept_audio(
+            runtime.engine, runtime.store, runtime.clock, empty, owner="ann", keep_duplicate=True
+        )
     assert caught.value.reason == "empty_file"
     with runtime.engine.connect() as conn:
         assert conn.execute(select(func.count()).select_from(files)).scalar_one() == 0
@@ -205,6 +208,7 @@ def test_d12_attempt_row_is_written_before_the_provider_call_and_never_twice(
         runtime.clock,
         corpus / "audio" / "sense_and_sensibility_0880.wav",
         owner="ann",
+        keep_duplicate=True,
     )
     domain = runtime.audio
     executor = runtime.pool({}).executor
@@ -261,6 +265,7 @@ def test_p7_owner_title_edit_during_the_pipeline_survives(
         corpus / "audio" / "silence_1s.wav",
         owner="ann",
         title="before",
+        keep_duplicate=True,
     )
     executor = runtime.pool({}).executor
     assert executor.run_once(runtime.audio, "audio")  # normalize
@@ -284,6 +289,7 @@ def test_p9_resume_at_submitted_gives_recognition_a_fresh_set_of_tries(
         runtime.clock,
         corpus / "audio" / "sense_and_sensibility_0880.wav",
         owner="ann",
+        keep_duplicate=True,
     )
     # A language the recognizer refuses makes every recognition attempt fail.
     with runtime.engine.begin() as conn:
@@ -328,6 +334,7 @@ def test_d2_raw_response_is_a_stored_object_and_never_re_requested(
         runtime.clock,
         corpus / "audio" / "sense_and_sensibility_0880.wav",
         owner="ann",
+        keep_duplicate=True,
     )
     executor = runtime.pool({}).executor
     deadline = time.monotonic() + 300
@@ -377,7 +384,12 @@ def test_collect_sees_the_local_result_at_once_whatever_the_poll_delay(
     pool.start()
     try:
         rid = accept_audio(
-            runtime.engine, runtime.store, runtime.clock, corpus / "audio" / "jfk.wav", owner="ann"
+            runtime.engine,
+            runtime.store,
+            runtime.clock,
+            corpus / "audio" / "jfk.wav",
+            owner="ann",
+            keep_duplicate=True,
         )
         runtime.notifier.publish()
         wait_settled(runtime, [rid], timeout=120)
@@ -397,7 +409,12 @@ def test_collect_sees_the_local_result_at_once_whatever_the_poll_delay(
         assert recognised and transcribed - submitted < recognised[-1] + 1.0
         # A worker waiting on a recording gives it back when the pool stops, without delay.
         second = accept_audio(
-            runtime.engine, runtime.store, runtime.clock, corpus / "audio" / "jfk.mp3", owner="ann"
+            runtime.engine,
+            runtime.store,
+            runtime.clock,
+            corpus / "audio" / "jfk.mp3",
+            owner="ann",
+            keep_duplicate=True,
         )
         runtime.notifier.publish()
         deadline = time.monotonic() + 60

@@ -46,7 +46,14 @@ def test_sigkill_mid_step_then_restart_loses_nothing(
     runtime = Runtime(Settings(storage={"root": root}), engine=engine)  # type: ignore[arg-type]
     names = ["jfk.wav", "LDC93S1.flac", "sense_and_sensibility_0880.wav", "cards_005.wav"]
     ids = [
-        accept_audio(engine, runtime.store, runtime.clock, corpus / "audio" / n, owner="ann")
+        accept_audio(
+            engine,
+            runtime.store,
+            runtime.clock,
+            corpus / "audio" / n,
+            owner="ann",
+            keep_duplicate=True,
+        )
         for n in names
     ]
     env = worker_env(engine, root)

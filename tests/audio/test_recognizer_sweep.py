@@ -50,7 +50,8 @@ def test_job_folders_of_deleted_and_stuck_records_are_swept_and_resume_recognise
     executor = runtime.pool({}).executor
     clip = corpus / "audio" / "jfk.wav"
     deleted, stuck, live = (
-        accept_audio(engine, runtime.store, runtime.clock, clip, owner="ann") for _ in range(3)
+        accept_audio(engine, runtime.store, runtime.clock, clip, owner="ann", keep_duplicate=True)
+        for _ in range(3)
     )
     while {_stage(runtime, r) for r in (deleted, stuck, live)} != {"submitted"}:
         assert executor.run_once(runtime.audio, "audio")

@@ -70,7 +70,9 @@ def test_every_recording_of_the_owner_gets_the_vocabulary_merged_with_its_own_hi
     audio = corpus / "audio" / "jfk.wav"
 
     def ingest(owner: str, hints: str | None = None) -> int:
-        return accept_audio(engine, runtime.store, clock, audio, owner=owner, hints=hints)
+        return accept_audio(
+            engine, runtime.store, clock, audio, owner=owner, hints=hints, keep_duplicate=True
+        )
 
     with_own = ingest("ann", "Kennedy, anya petrova")
     plain = ingest("ann")
@@ -109,7 +111,10 @@ def test_each_recordings_channel_choice_overrides_the_default(
     # None: a record from before the choice existed follows [transcription] channels.
     choices = ["separate", "mix", None]
     ids = [
-        accept_audio(engine, runtime.store, clock, stereo, owner="ann", channels=c) for c in choices
+        accept_audio(
+            engine, runtime.store, clock, stereo, owner="ann", channels=c, keep_duplicate=True
+        )
+        for c in choices
     ]
     _run(runtime, clock, ids[0])
     heard = [provider.requests[key].channels for key in provider.submits]
@@ -128,7 +133,9 @@ def test_a_separate_choice_a_provider_cannot_honour_is_said_on_the_record(
     settings = Settings(storage={"root": tmp_path / "data"}, pipeline={"workers": 1})  # type: ignore[arg-type]
     runtime = Runtime(settings, clock, engine=engine, provider=provider)
     stereo = corpus / "audio" / "stereo_two_speakers.wav"
-    rid = accept_audio(engine, runtime.store, clock, stereo, owner="ann", channels="separate")
+    rid = accept_audio(
+        engine, runtime.store, clock, stereo, owner="ann", channels="separate", keep_duplicate=True
+    )
     _run(runtime, clock, rid)
     assert [provider.requests[key].channels for key in provider.submits] == [1]
     with engine.connect() as conn:

@@ -80,7 +80,9 @@ def test_quiet_memo_is_heard_not_judged_silent(
     measured = normalize_audio(memo, tmp_path / "check.wav")
     assert measured.rms_dbfs < -60.0 < measured.peak_dbfs  # the case as reported
     runtime = make_runtime(engine, tmp_path)
-    rid = accept_audio(runtime.engine, runtime.store, runtime.clock, memo, owner="ann")
+    rid = accept_audio(
+        runtime.engine, runtime.store, runtime.clock, memo, owner="ann", keep_duplicate=True
+    )
     row = run_to_end(runtime, rid)
     assert row["stage"] == "done", dict(row)
     assert row["no_speech"] is False
@@ -104,7 +106,9 @@ def test_language_switch_gives_each_language_and_the_card_shows_both(
         tmp_path / "switch.wav", [np.concatenate([clips[0], pause, clips[1], pause, clips[2]])]
     )
     runtime = make_runtime(engine, tmp_path)
-    rid = accept_audio(runtime.engine, runtime.store, runtime.clock, mixed, owner="ann")
+    rid = accept_audio(
+        runtime.engine, runtime.store, runtime.clock, mixed, owner="ann", keep_duplicate=True
+    )
     row = run_to_end(runtime, rid)
     assert row["stage"] == "done", dict(row)
     assert row["detected_language"] == "en,ru"
@@ -156,7 +160,9 @@ def test_every_audio_track_is_heard(engine: Engine, tmp_path: Path, corpus: Path
     )
     source = write_two_track_mkv(tmp_path / "meeting.mkv", [first, second])
     runtime = make_runtime(engine, tmp_path)
-    rid = accept_audio(runtime.engine, runtime.store, runtime.clock, source, owner="ann")
+    rid = accept_audio(
+        runtime.engine, runtime.store, runtime.clock, source, owner="ann", keep_duplicate=True
+    )
     row = run_to_end(runtime, rid)
     assert row["stage"] == "done", dict(row)
     with runtime.engine.connect() as conn:
@@ -178,6 +184,7 @@ def test_two_speakers_on_two_channels_are_recognised_apart_with_labels(
         corpus / "audio" / "stereo_two_speakers.wav",
         owner="ann",
         channels="separate",
+        keep_duplicate=True,
     )
     row = run_to_end(runtime, rid)
     assert row["stage"] == "done", dict(row)
@@ -200,7 +207,9 @@ def test_channels_in_opposite_phase_are_transcribed_not_called_silence(
     speech = read_clip(corpus / "audio" / "jfk.wav")
     source = write_wav(tmp_path / "antiphase.wav", [speech, -speech])
     runtime = make_runtime(engine, tmp_path)
-    rid = accept_audio(runtime.engine, runtime.store, runtime.clock, source, owner="ann")
+    rid = accept_audio(
+        runtime.engine, runtime.store, runtime.clock, source, owner="ann", keep_duplicate=True
+    )
     row = run_to_end(runtime, rid)
     assert row["stage"] == "done" and not row["no_speech"], dict(row)
     with runtime.engine.connect() as conn:

@@ -205,7 +205,12 @@ def test_d3_records_stats_shows_the_backlog_per_domain_and_stage(
     runtime.migrate()
     for _ in range(2):
         accept_audio(
-            runtime.engine, runtime.store, runtime.clock, corpus / "audio" / "jfk.wav", owner="ann"
+            runtime.engine,
+            runtime.store,
+            runtime.clock,
+            corpus / "audio" / "jfk.wav",
+            owner="ann",
+            keep_duplicate=True,
         )
     runtime.engine.dispose()
     result = run(["records", "stats", "--json"], tmp_path)

@@ -100,6 +100,7 @@ def test_a_video_handed_from_the_short_process_to_the_long_process_is_taken_at_o
             album_id=album,
             owner="ann",
             max_pixels=100_000_000,
+            keep_duplicate=True,
         )
         started = time.monotonic()
         while time.monotonic() - started < POLL * 0.75:

@@ -85,7 +85,13 @@ def test_a_step_that_halts_after_storing_removes_what_it_stored(
     clock = FakeClock()
     runtime = Runtime(Settings(storage={"root": tmp_path / "data"}), clock, engine=engine)  # type: ignore[arg-type]
     record_id = accept_audio(
-        engine, runtime.store, clock, [bytes(range(100))], owner="alice", raw_pcm=True
+        engine,
+        runtime.store,
+        clock,
+        [bytes(range(100))],
+        owner="alice",
+        raw_pcm=True,
+        keep_duplicate=True,
     )
     executor = Executor(engine, clock, runtime.settings.pipeline)
     assert executor.run_once(runtime.audio, "audio")

@@ -32,7 +32,10 @@ def halt(engine: Engine, record_id: int, stage: str, reason: str) -> None:
 def test_p9_resume_many_resumes_exactly_the_frozen_set(engine: Engine, tmp_path: Path) -> None:
     clock = FakeClock()
     runtime = Runtime(Settings(storage={"root": tmp_path / "data"}), clock, engine=engine)  # type: ignore[arg-type]
-    ids = [accept_audio(engine, runtime.store, clock, WAV, owner="a") for _ in range(7)]
+    ids = [
+        accept_audio(engine, runtime.store, clock, WAV, owner="a", keep_duplicate=True)
+        for _ in range(7)
+    ]
     plan = {
         ids[0]: ("uploaded", "stuck"),
         ids[1]: ("normalized", "stuck"),
@@ -85,7 +88,10 @@ def test_p9_records_resume_takes_reason_stage_all_and_dry_run(
     runtime = Runtime(settings)
     runtime.migrate()
     engine = runtime.engine
-    ids = [accept_audio(engine, runtime.store, runtime.clock, WAV, owner="a") for _ in range(4)]
+    ids = [
+        accept_audio(engine, runtime.store, runtime.clock, WAV, owner="a", keep_duplicate=True)
+        for _ in range(4)
+    ]
     halt(engine, ids[0], "normalized", "stuck")
     halt(engine, ids[1], "normalized", "stuck")
     halt(engine, ids[2], "uploaded", "stuck")

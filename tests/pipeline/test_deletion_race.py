@@ -93,7 +93,9 @@ def test_p6_a_record_deleted_during_normalize_gets_nothing_written_afterwards(
     engine: Engine, tmp_path: Path
 ) -> None:
     runtime = runtime_for(engine, tmp_path)
-    record_id = accept_audio(engine, runtime.store, runtime.clock, AUDIO / "jfk.wav", owner="alice")
+    record_id = accept_audio(
+        engine, runtime.store, runtime.clock, AUDIO / "jfk.wav", owner="alice", keep_duplicate=True
+    )
     executor = Executor(engine, runtime.clock, runtime.settings.pipeline)
     deleted: list[bool] = []
     race(
@@ -129,6 +131,7 @@ def test_p6_an_item_deleted_during_its_variants_step_gets_no_role_and_no_event(
         album_id=album_id,
         owner="alice",
         max_pixels=10**8,
+        keep_duplicate=True,
     )
     other = accept_media(
         engine,
@@ -138,6 +141,7 @@ def test_p6_an_item_deleted_during_its_variants_step_gets_no_role_and_no_event(
         album_id=album_id,
         owner="alice",
         max_pixels=10**8,
+        keep_duplicate=True,
     )
     executor = Executor(engine, runtime.clock, runtime.settings.pipeline)
     # Newest first (M6): the step holds `other`; delete it while it runs.
@@ -176,6 +180,7 @@ def test_p6_an_album_deleted_during_a_step_takes_everything_with_it(
             album_id=album_id,
             owner="alice",
             max_pixels=10**8,
+            keep_duplicate=True,
         )
     executor = Executor(engine, runtime.clock, runtime.settings.pipeline)
     executor.run_once(runtime.media, SHORT_LANE)  # one item done, with its variants
@@ -214,6 +219,7 @@ def test_p6_deleting_items_under_a_running_pool_leaves_no_trace(
                 album_id=album_id,
                 owner="alice",
                 max_pixels=10**8,
+                keep_duplicate=True,
             )
             runtime.notifier.publish()
             time.sleep(0.02 * (index % 5))  # before, during or after the variants step

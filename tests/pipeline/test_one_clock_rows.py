@@ -90,6 +90,7 @@ def test_d17_rows_written_by_intake_and_steps_carry_the_database_time(
         corpus / "audio" / "jfk.wav",
         owner="ann",
         hints="Americans",
+        keep_duplicate=True,
     )
     album = create_album(engine, runtime.clock, owner="ann", name="trip")
     media = corpus / "media"
@@ -102,6 +103,7 @@ def test_d17_rows_written_by_intake_and_steps_carry_the_database_time(
             album_id=album,
             owner="ann",
             max_pixels=settings.media.max_pixels,
+            keep_duplicate=True,
         )
         for name in (
             "exif-samples__DSCN0010.jpg",

@@ -241,6 +241,7 @@ def seed(engine: Engine, store: ObjectStore, *, jobs_count: int, audio: int, pho
             AUDIO_CORPUS / AUDIO_FILES[i % len(AUDIO_FILES)],
             owner="ann",
             strict=True,
+            keep_duplicate=True,
         )
         for i in range(audio)
     ]
@@ -257,6 +258,7 @@ def seed(engine: Engine, store: ObjectStore, *, jobs_count: int, audio: int, pho
             owner="ann",
             original_name=name,
             max_pixels=100_000_000,
+            keep_duplicate=True,
         )
         for name in chosen
     ]

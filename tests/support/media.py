@@ -90,8 +90,24 @@ def album(engine: Engine, clock: Clock, name: str = "trip", owner: str = "ann") 
 
 
 def add(
-    engine: Engine, store: ObjectStore, clock: Clock, album_id: int, path: Path, owner: str = "ann"
+    engine: Engine,
+    store: ObjectStore,
+    clock: Clock,
+    album_id: int,
+    path: Path,
+    owner: str = "ann",
+    *,
+    keep_duplicate: bool = True,
 ) -> int:
+    """Accept ``path`` into the album; by default a second copy of a file is kept (the domain
+    tests add one file several times; the tests of keeping each file once say otherwise)."""
     return accept_media(
-        engine, store, clock, path, album_id=album_id, owner=owner, max_pixels=MEDIA.max_pixels
+        engine,
+        store,
+        clock,
+        path,
+        album_id=album_id,
+        owner=owner,
+        max_pixels=MEDIA.max_pixels,
+        keep_duplicate=keep_duplicate,
     )

@@ -30,7 +30,15 @@ def make_runtime(
 
 
 def ingest(runtime: Runtime, path: Path, **values: Any) -> int:
-    return accept_audio(runtime.engine, runtime.store, runtime.clock, path, owner="ann", **values)
+    return accept_audio(
+        runtime.engine,
+        runtime.store,
+        runtime.clock,
+        path,
+        owner="ann",
+        **values,
+        keep_duplicate=True,
+    )
 
 
 def record(runtime: Runtime, rid: int) -> RowMapping:

@@ -281,6 +281,7 @@ def test_choose_two_photos_on_a_phone_and_delete_them_after_the_page_naming_them
             owner="alice",
             original_name=name,
             max_pixels=runtime.settings.media.max_pixels,
+            keep_duplicate=True,
         )
     page = new_page(browser, site.url, "alice", PHONE, bypass_csp=True)
     page.goto(f"/albums/{album_id}")

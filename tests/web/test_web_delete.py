@@ -33,6 +33,7 @@ def _photo(site: Site, corpus: Path, album_id: int, name: str) -> int:
         owner="alice",
         original_name=name,
         max_pixels=runtime.settings.media.max_pixels,
+        keep_duplicate=True,
     )
 
 
@@ -48,6 +49,7 @@ def test_a_recording_is_deleted_after_a_page_that_names_it(
         corpus / "audio" / "jfk.wav",
         owner="alice",
         original_name="Board meeting <b>.wav",
+        keep_duplicate=True,
     )
     assert object_keys(runtime.store)
     with TestClient(site.app) as client:
@@ -83,7 +85,12 @@ def test_another_owners_things_cannot_be_deleted(make_site: MakeSite, corpus: Pa
     site = make_site()
     runtime = site.runtime
     record_id = accept_audio(
-        runtime.engine, runtime.store, runtime.clock, corpus / "audio" / "jfk.wav", owner="alice"
+        runtime.engine,
+        runtime.store,
+        runtime.clock,
+        corpus / "audio" / "jfk.wav",
+        owner="alice",
+        keep_duplicate=True,
     )
     album_id = create_album(runtime.engine, runtime.clock, owner="alice", name="Hers")
     item_id = _photo(site, corpus, album_id, "hers.jpg")

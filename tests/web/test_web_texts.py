@@ -36,6 +36,7 @@ def transcribed_record(site: Site, corpus: Path, owner: str = "alice") -> int:
             source,
             owner=owner,
             original_name="jfk.wav",
+            keep_duplicate=True,
         )
     with runtime.engine.begin() as conn:
         conn.execute(
@@ -220,7 +221,13 @@ def test_the_record_pages_text_part_is_what_the_page_swaps_in(
     runtime = site.runtime
     with (corpus / "audio" / "jfk.wav").open("rb") as source:
         waiting = accept_audio(
-            runtime.engine, runtime.store, runtime.clock, source, owner="alice", original_name="w"
+            runtime.engine,
+            runtime.store,
+            runtime.clock,
+            source,
+            owner="alice",
+            original_name="w",
+            keep_duplicate=True,
         )
     done = transcribed_record(site, corpus)
     with TestClient(site.app) as client:

@@ -27,7 +27,9 @@ def wav(corpus: Path) -> bytes:
 
 
 def upload(client: TestClient, csrf: str, wav: bytes, **fields: str) -> Any:
-    """POST /records/upload as the page's script does: the text parts, then the file."""
+    """POST /records/upload as the page's script does: the text parts, then the file (the
+    same file each time: a second copy is asked for)."""
+    fields = {"keep_duplicate": "true", **fields}
     parts = [(name, None, value.encode()) for name, value in fields.items()]
     body, kind = multipart(*parts, ("file", "jfk.wav", wav))
     return client.post(
@@ -105,7 +107,12 @@ def test_the_default_channel_choice_follows_the_setting(make_site: MakeSite, wav
         ({"hints": "Kennedy\x00"}, 422, "invalid_request", "NUL"),
         ({"channels": "both"}, 422, "bad_channels", "mix, separate"),
         ({"channels": "separately"}, 422, "invalid_request", "channels is longer"),
-        ({"title": "Standup"}, 400, "unknown_field", "`channels`, `hints`, `language`"),
+        (
+            {"title": "Standup"},
+            400,
+            "unknown_field",
+            "`channels`, `hints`, `keep_duplicate`, `language`",
+        ),
     ],
 )
 def test_invalid_upload_options_are_refused_with_nothing_stored(
@@ -142,7 +149,9 @@ def test_upload_options_are_checked_as_the_api_checks_them(make_site: MakeSite, 
             parts = [(name, None, value.encode()) for name, value in fields.items()]
             body, kind = multipart(*parts, ("file", "jfk.wav", wav))
             api = client.post(
-                "/api/records", content=body, headers={**bearer, "Content-Type": kind}
+                "/api/records?keep_duplicate=true",
+                content=body,
+                headers={**bearer, "Content-Type": kind},
             )
             assert web.status_code == api.status_code, (fields, web.text, api.text)
             if api.status_code == 201:

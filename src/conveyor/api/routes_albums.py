@@ -15,11 +15,19 @@ from starlette.background import BackgroundTask
 from conveyor.api.auth import Owner
 from conveyor.api.headers import last_event_id as parse_last_event_id
 from conveyor.api.idempotency import IDEMPOTENCY_KEY, REPLAYED, IdempotentUpload
-from conveyor.api.schemas import PLAIN_TEXT, Album, AlbumCreate, AlbumDetail, ErrorBody, Item
+from conveyor.api.schemas import (
+    PLAIN_TEXT,
+    Album,
+    AlbumCreate,
+    AlbumDetail,
+    ErrorBody,
+    Item,
+    UploadedItem,
+)
 from conveyor.api.sse import album_stream
 from conveyor.api.state import ApiState, State
 from conveyor.api.uploads import Upload, clean_filename, receive_upload, upload_responses
-from conveyor.errors import NotFound
+from conveyor.errors import Duplicate, NotFound
 from conveyor.media import albums as views
 from conveyor.media import queries
 from conveyor.media.deletion import delete_album, delete_item
@@ -151,10 +159,15 @@ def get_album(state: State, owner: Owner, album_id: AlbumId) -> dict[str, Any]:
 @router.post(
     "/albums/{album_id}/items",
     status_code=201,
-    response_model=Item,
+    response_model=UploadedItem,
     summary="Upload a photo or video",
     openapi_extra={"requestBody": _MEDIA_BODY},
     responses={
+        200: {
+            "model": UploadedItem,
+            "description": "You already had this content: the item that holds it "
+            "(`duplicate: true`, in whichever of your albums), nothing stored.",
+        },
         **_ERRORS,
         **upload_responses(
             "The content is not a photo or video.", "Empty, too many pixels, or unreadable."
@@ -172,8 +185,15 @@ async def upload_item(
         Query(max_length=300, pattern=PLAIN_TEXT, description="The file's name (raw bodies)."),
     ] = None,
     idempotency_key: Annotated[str | None, IDEMPOTENCY_KEY] = None,
+    keep_duplicate: Annotated[
+        bool,
+        Query(description="Keep a second item of content you already have (same SHA-256)."),
+    ] = False,
 ) -> dict[str, Any]:
     """Accept a photo or video into the album: 201 with the item (only `original` so far).
+
+    Content you already have as an item, in any of your albums (same SHA-256), is kept once:
+    200 with that item and `duplicate: true`, nothing stored, unless `keep_duplicate=true`.
 
     Refused with nothing stored: empty (422), too large (413), not a photo or video (415).
     """
@@ -192,6 +212,7 @@ async def upload_item(
             max_pixels=runtime.settings.media.max_pixels,
             max_bytes=max_bytes,
             on_insert=once.recorder(runtime.clock),
+            keep_duplicate=keep_duplicate,
         )
 
     def check_album() -> int | None:
@@ -210,6 +231,17 @@ async def upload_item(
     else:
         try:
             item_id = await receive_upload(request, accept, max_bytes=max_bytes, owner=owner.name)
+        except Duplicate as exc:
+            # A racing retry with this request's Idempotency-Key finds the content its twin
+            # just stored: a replay of that upload, not a duplicate.
+            winner = await anyio.to_thread.run_sync(once.earlier, runtime.engine)
+            if winner is None:
+                response.status_code = 200
+                response.headers["Location"] = f"/api/items/{exc.existing_id}"
+                item = await anyio.to_thread.run_sync(_item_of, state, exc.existing_id, owner.name)
+                return {**item, "duplicate": True}
+            item_id = winner
+            response.headers[REPLAYED] = "true"
         except IntegrityError as exc:
             # A concurrent retry with the same key created it first, or the album was deleted
             # while the upload arrived.
@@ -219,7 +251,8 @@ async def upload_item(
         else:
             await anyio.to_thread.run_sync(runtime.notifier.publish)
     response.headers["Location"] = f"/api/items/{item_id}"
-    return await anyio.to_thread.run_sync(_item_of, state, item_id, owner.name)
+    item = await anyio.to_thread.run_sync(_item_of, state, item_id, owner.name)
+    return {**item, "duplicate": False}
 
 
 @router.get(

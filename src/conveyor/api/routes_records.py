@@ -27,6 +27,7 @@ from conveyor.api.schemas import (
     RecordPage,
     RecordPatch,
     TextJson,
+    UploadedRecord,
 )
 from conveyor.api.state import ApiState, State
 from conveyor.api.text_formats import srt, vtt
@@ -39,7 +40,7 @@ from conveyor.audio.search import MAX_QUERY, search_records
 from conveyor.audio.texts import export_text
 from conveyor.clock import iso_utc
 from conveyor.error_codes import ErrorCode
-from conveyor.errors import NotFound
+from conveyor.errors import Duplicate, NotFound
 from conveyor.objects import file_by_id
 from conveyor.pipeline import resume
 
@@ -156,10 +157,15 @@ def _decode_cursor(cursor: str) -> int:
 @router.post(
     "",
     status_code=201,
-    response_model=RecordCard,
+    response_model=UploadedRecord,
     summary="Upload a recording",
     openapi_extra={"requestBody": UPLOAD_BODY},
     responses={
+        200: {
+            "model": UploadedRecord,
+            "description": "You already had this content: the record that holds it "
+            "(`duplicate: true`), nothing stored.",
+        },
         **_ERRORS,
         **upload_responses("The content is not audio or video.", "Empty upload or invalid fields."),
     },
@@ -196,8 +202,15 @@ async def upload_record(
             "label its segments; `mix`: hear them as one. Default: `[transcription] channels`.",
         ),
     ] = None,
+    keep_duplicate: Annotated[
+        bool,
+        Query(description="Keep a second record of content you already have (same SHA-256)."),
+    ] = False,
 ) -> dict[str, Any]:
     """Accept one recording: 201 with its card at stage `uploaded`.
+
+    Content you already have as a record (same SHA-256) is kept once: 200 with that record's
+    card and `duplicate: true`, nothing stored, unless `keep_duplicate=true`.
 
     Refused with nothing stored: an empty upload (422 `empty_file`), one larger than the limit
     (413), content that is neither audio nor video (415 `not_media`).
@@ -234,12 +247,22 @@ async def upload_record(
             on_insert=once.recorder(runtime.clock),
             hints=chosen.hints,
             channels=chosen.channels,
+            keep_duplicate=keep_duplicate,
         )
 
     try:
         record_id = await receive_upload(
             request, accept, max_bytes=max_bytes, owner=owner.name, fields=RECORD_FIELDS
         )
+    except Duplicate as exc:
+        # A racing retry with this request's Idempotency-Key finds the content its twin just
+        # stored: it is a replay of that upload, not a duplicate.
+        winner = await anyio.to_thread.run_sync(once.earlier, runtime.engine)
+        if winner is not None:
+            return await _answer(state, response, winner, owner.name, replayed=True)
+        response.status_code = 200
+        card = await _answer(state, response, exc.existing_id, owner.name, replayed=False)
+        return {**card, "duplicate": True}
     except IntegrityError as exc:  # a concurrent retry with the same key created it first
         winner = await anyio.to_thread.run_sync(once.winner_of, runtime.engine, exc)
         return await _answer(state, response, winner, owner.name, replayed=True)
@@ -254,7 +277,7 @@ async def _answer(
     response.headers["Location"] = card["links"]["self"]
     if replayed:
         response.headers[REPLAYED] = "true"
-    return card
+    return {**card, "duplicate": False}
 
 
 @router.get(

@@ -44,6 +44,8 @@ __all__ = [
     "TextSegment",
     "TextWord",
     "Topics",
+    "UploadedItem",
+    "UploadedRecord",
 ]
 
 # Text the databases can store: no NUL (PostgreSQL refuses it in text columns).
@@ -179,6 +181,17 @@ class SearchHit(BaseModel):
     start: float | None = Field(
         description="Seconds into the recording where the matched line starts (null for a "
         "title or brief)."
+    )
+
+
+class UploadedRecord(RecordCard):
+    """The answer to an upload: the new record (201), or the one that already holds the same
+    content (200, ``duplicate`` true; nothing was stored)."""
+
+    duplicate: bool = Field(
+        default=False,
+        description="True when you already had this content (same SHA-256) as this record; "
+        "upload with `keep_duplicate=true` to keep a second copy.",
     )
 
 
@@ -339,6 +352,17 @@ class Item(BaseModel):
     captured_at: datetime | None
     roles: dict[RoleName, RoleObject]
     links: ItemLinks
+
+
+class UploadedItem(Item):
+    """The answer to an upload: the new item (201), or the one that already holds the same
+    content (200, ``duplicate`` true; nothing was stored), in whichever of your albums."""
+
+    duplicate: bool = Field(
+        default=False,
+        description="True when you already had this content (same SHA-256) as this item; "
+        "upload with `keep_duplicate=true` to keep a second copy.",
+    )
 
 
 class AlbumDetail(Album):

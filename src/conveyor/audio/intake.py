@@ -12,7 +12,8 @@ from conveyor.audio import queries
 from conveyor.audio.stages import AUDIO
 from conveyor.clock import Clock
 from conveyor.error_codes import ErrorCode
-from conveyor.errors import RejectedInput, UnsupportedMedia
+from conveyor.errors import Duplicate, RejectedInput, UnsupportedMedia
+from conveyor.files import file_sha256
 from conveyor.kinds import TextKind
 from conveyor.objects import ObjectStore, new_key, put_file_row
 from conveyor.objects.sniff import (
@@ -25,7 +26,14 @@ from conveyor.objects.sniff import (
 )
 from conveyor.pipeline.lifecycle import admit, database_now
 
-__all__ = ["CHANNEL_CHOICES", "MAX_HINTS", "accept_audio", "clean_hints", "clean_language"]
+__all__ = [
+    "CHANNEL_CHOICES",
+    "MAX_HINTS",
+    "accept_audio",
+    "clean_hints",
+    "clean_language",
+    "record_holding",
+]
 
 CHANNEL_CHOICES = ("mix", "separate")
 """How a recording's channels and audio tracks are recognised: as one mix, or each apart."""
@@ -48,8 +56,14 @@ def accept_audio(
     on_insert: Callable[[Connection, int], None] | None = None,
     hints: str | None = None,
     channels: str | None = None,
+    keep_duplicate: bool = False,
 ) -> int:
     """Accept one recording; the original is stored unchanged and the record starts ``uploaded``.
+
+    Each file is kept once per owner: content the owner already holds as a record's original
+    (same SHA-256) raises :class:`~conveyor.errors.Duplicate` naming that record, with nothing
+    stored, unless ``keep_duplicate``. A local file is hashed before anything is stored (a
+    rerun over a folder copies nothing twice); a stream is hashed as it is stored.
 
     Args:
         source: a file path, a binary stream or byte chunks (streamed, never held in memory).
@@ -70,6 +84,7 @@ def accept_audio(
             recognised on its own, segments labelled), stored with the record; None leaves the
             choice to ``[transcription] channels`` when the record is normalized (callers pass
             that setting, so the record shows what it gets).
+        keep_duplicate: keep a second record of content the owner already holds.
 
     Returns:
         The new record's id.
@@ -79,9 +94,11 @@ def accept_audio(
             ``unknown_language``, ``bad_hints``, ``bad_channels`` (checked before anything is
             stored).
         UnsupportedMedia: with ``strict``, content that is not audio or video.
+        Duplicate: the owner holds this content already (not with ``keep_duplicate``).
     """
     if not owner or not owner.strip():
         raise RejectedInput(ErrorCode.NO_OWNER, "every record needs an owner")
+    owner = owner.strip()
     language = clean_language(language)
     if language is not None and languages is not None and language not in languages:
         raise RejectedInput(
@@ -98,10 +115,19 @@ def accept_audio(
     key = new_key("uploads/audio")
     if isinstance(source, Path):
         original_name = original_name or source.name
+        if not keep_duplicate:
+            held = record_holding(engine, owner, source)
+            if held is not None:
+                raise Duplicate(held, "record", original_name)
     stored = store.put(key, source, max_bytes=max_bytes)
     try:
         if stored.size == 0:
             raise RejectedInput(ErrorCode.EMPTY_FILE, "the upload is empty (0 bytes)")
+        if not keep_duplicate:
+            with engine.connect() as conn:
+                held = queries.record_with_content(conn, owner, stored.sha256)
+            if held is not None:
+                raise Duplicate(held, "record", original_name)
         sniffed, head = sniff_object(store, key)
         if strict:
             _check_content(head, sniffed, raw_pcm=raw_pcm)
@@ -119,7 +145,7 @@ def accept_audio(
                 conn,
                 AUDIO,
                 fields={
-                    "owner": owner.strip(),
+                    "owner": owner,
                     "title": title,
                     "created_at": now,
                     "original_name": original_name,
@@ -147,6 +173,20 @@ def accept_audio(
         store.delete(key)
         raise
     return record_id
+
+
+def record_holding(engine: Engine, owner: str, path: Path) -> int | None:
+    """The record of ``owner`` whose original has the same bytes as the local file ``path``
+    (by SHA-256), or None: how ``conveyor ingest`` knows a file it already accepted.
+
+    Raises:
+        OSError: ``path`` cannot be read.
+    """
+    if not path.stat().st_size:
+        return None  # an empty file is refused, never "already here"
+    digest = file_sha256(path)
+    with engine.connect() as conn:
+        return queries.record_with_content(conn, owner.strip(), digest)
 
 
 def _check_content(head: bytes, sniffed: Sniffed, *, raw_pcm: bool) -> None:

@@ -175,6 +175,7 @@ def ingest(
             raw_pcm=raw_pcm,
             strict=True,
             languages=runtime.languages,
+            keep_duplicate=keep_duplicates,
         ),
         files,
         hint=audio_hint,

@@ -168,7 +168,7 @@ def accept_files(
     Raises:
         StorageFailed: the storage could not take a file (those accepted before stay).
     """
-    from conveyor.errors import RejectedInput
+    from conveyor.errors import Duplicate, RejectedInput
 
     intake = Intake()
     for index, path in enumerate(paths):
@@ -181,6 +181,18 @@ def accept_files(
         reason = "unreadable"
         try:
             existing = _existing(path, known) if problem is None and known else None
+            if existing is None and problem is None:
+                try:
+                    with holding_interrupts(), path.open("rb") as handle:
+                        new_id = accept(_chunks(handle), shown_name(path.name)[:_MAX_NAME])
+                except Duplicate as exc:  # stored by someone else since it was looked up
+                    existing = exc.existing_id
+                else:
+                    intake.ids.append(new_id)
+                    intake.names[new_id] = name
+                    if as_json:
+                        print_json_line({"event": "accepted", "file": name, noun: new_id})
+                    continue
             if existing is not None:
                 intake.duplicates[name] = existing
                 if as_json:
@@ -192,13 +204,6 @@ def accept_files(
                     )
                 )
                 continue
-            if problem is None:
-                with holding_interrupts(), path.open("rb") as handle:
-                    new_id = accept(_chunks(handle), shown_name(path.name)[:_MAX_NAME])
-                intake.ids.append(new_id)
-                intake.names[new_id] = name
-                if as_json:
-                    print_json_line({"event": "accepted", "file": name, noun: new_id})
         except RejectedInput as exc:
             reason = exc.reason
             problem = f"refused ({exc.reason}): {exc}"

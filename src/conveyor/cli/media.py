@@ -243,6 +243,7 @@ def media_add(
             owner=owner,
             original_name=name,
             max_pixels=runtime.settings.media.max_pixels,
+            keep_duplicate=keep_duplicates,
         ),
         files,
         hint=media_hint,

@@ -158,6 +158,8 @@ files = Table(
     Column("duration", Double, nullable=True),
     Column("state", String(16), nullable=False),
     Column("created_at", Double, nullable=False),
+    # Intake finds content an owner already holds by it (each file kept once per owner).
+    Index("ix_files_sha256", "sha256"),
 )
 
 audio_records = Table(

@@ -30,6 +30,9 @@ object takes over the earlier run's journal row, and the earlier object, named b
 with the sweep. Steps work on a local copy of the original in a scratch folder of the process's
 work folder (never on the store's own files), removed when the step ends.
 
+Roles whose bytes would be equal (the ``medium`` and ``preview`` of a photo smaller than both
+edges) name one object and its one journal row: it is stored once (M1).
+
 The pipeline writes only ``OWNED_FIELDS``; owner, album and names are the owner's (P7).
 """
 
@@ -38,7 +41,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +51,7 @@ from sqlalchemy import Connection, Engine, RowMapping
 from conveyor.clock import seconds
 from conveyor.config import MediaSettings
 from conveyor.errors import MediaError
+from conveyor.files import file_sha256
 from conveyor.kinds import IMAGE_ROLES, Role
 from conveyor.media import queries
 from conveyor.media.halts import MediaHalt
@@ -55,7 +59,13 @@ from conveyor.media.images import make_image_variants, probe_image
 from conveyor.media.intake import owner_message
 from conveyor.media.stages import LONG_LANE, LONG_LEASE, MEDIA, OWNED_FIELDS, SHORT_LANE
 from conveyor.media.video import Playback, extract_poster, make_playback, probe_video
-from conveyor.objects import ObjectStore, discard_unjournaled, put_file_row, put_file_rows
+from conveyor.objects import (
+    ObjectStore,
+    delete_file_rows,
+    discard_unjournaled,
+    put_file_row,
+    put_file_rows,
+)
 from conveyor.pipeline import Advance, Domain, Halt, StepContext
 from conveyor.pipeline.outcomes import Outcome, Writes
 
@@ -87,6 +97,9 @@ class _Object:
     width: int | None
     height: int | None
     duration: float | None = None
+    # Another role of the same step whose object has exactly these bytes: this role names
+    # that object (one object, one journal row, M1) instead of storing a copy.
+    shares: str | None = None
 
 
 def _facts(obj: _Object) -> dict[str, Any]:
@@ -160,7 +173,9 @@ class MediaSteps:
                 return self._halt(ctx, exc, original)
         fields, objects = outcome
         target = "done" if item["kind"] == "photo" else "transcoding"
-        roles = ", ".join(o.role for o in objects)
+        roles = ", ".join(
+            o.role if o.shares is None else f"{o.role} (the {o.shares}'s object)" for o in objects
+        )
         return Advance(
             fields,
             to=target,
@@ -182,6 +197,8 @@ class MediaSteps:
             except MediaError as exc:
                 return self._halt(ctx, exc, original)
         how = "remuxed" if result.remuxed else "transcoded"
+        if result.deinterlaced:
+            how += " (interlaced source, deinterlaced)"
         return Advance(
             writes=self._save(ctx, [obj], "item.playback_ready", "done"),
             note=f"playback {how}: {result.width}×{result.height}, {result.size} bytes",
@@ -276,7 +293,21 @@ class MediaSteps:
             max_pixels=self.settings.max_pixels,
         )
         ctx.check()
-        return [self._keep(ctx, v.role, v.path, v.mime_type, v.width, v.height) for v in variants]
+        kept: list[_Object] = []
+        by_digest: dict[str, _Object] = {}
+        # Largest first: a photo no larger than a role's edge gives the same bytes for several
+        # roles (medium and preview of a small photo), stored once under the largest's name and
+        # named by each role.
+        for v in sorted(reversed(variants), key=lambda v: -v.width * v.height):
+            digest = file_sha256(v.path)
+            same = by_digest.get(digest)
+            if same is not None:
+                kept.append(replace(same, role=v.role, shares=same.role))
+                continue
+            obj = self._keep(ctx, v.role, v.path, v.mime_type, v.width, v.height)
+            by_digest[digest] = obj
+            kept.append(obj)
+        return kept
 
     def _keep(
         self,
@@ -314,17 +345,34 @@ class MediaSteps:
             # event's roles come from what is at hand instead of a query.
             rows = queries.objects_of(conn, item_id)
             earlier = {str(r["role"]): int(r["file_id"]) for r in rows}
-            fresh = [obj for obj in objects if obj.role not in earlier]
+            written: dict[str, int] = {}
+            fresh: list[_Object] = []
             for obj in objects:
-                if obj.role not in earlier:
+                if obj.shares is not None:
+                    continue
+                replaces = earlier.get(obj.role)
+                if replaces is None or replaces in written.values():
+                    # New, or the earlier run named one object by several roles: a new row.
+                    fresh.append(obj)
                     continue
                 # A re-run's object takes over the earlier run's journal row; the earlier
                 # object, named by no row now, goes with the sweep.
-                file_id = put_file_row(conn, replaces=earlier[obj.role], now=now, **_facts(obj))
-                if file_id != earlier[obj.role]:
-                    queries.put_object(conn, item_id, obj.role, file_id)
+                file_id = put_file_row(conn, replaces=replaces, now=now, **_facts(obj))
+                written[obj.role] = file_id
             ids = put_file_rows(conn, [_facts(obj) for obj in fresh], now)
-            queries.add_objects(conn, item_id, {o.role: i for o, i in zip(fresh, ids, strict=True)})
+            written.update({obj.role: i for obj, i in zip(fresh, ids, strict=True)})
+            # Roles with the same bytes as another name its object (one object, one row, M1).
+            written.update({o.role: written[o.shares] for o in objects if o.shares is not None})
+            for role, file_id in written.items():
+                if role in earlier and earlier[role] != file_id:
+                    queries.put_object(conn, item_id, role, file_id)
+            queries.add_objects(
+                conn, item_id, {r: i for r, i in written.items() if r not in earlier}
+            )
+            # An earlier run's row that no role names now (this run shares what it kept apart).
+            unnamed = set(earlier.values()) - set({**earlier, **written}.values())
+            if unnamed:
+                delete_file_rows(conn, unnamed)
             roles = {str(r["role"]): _role(r) for r in rows}
             roles.update({obj.role: _role(_facts(obj)) for obj in objects})
             payload = {

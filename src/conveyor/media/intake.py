@@ -3,11 +3,16 @@
 Refused at intake (nothing is kept: no object, no journal row, no item):
 
 * a zero-byte upload (``empty_file``);
-* content that sniffs as neither image nor video, whatever its name says (``not_media``),
-  including audio-only MP4/M4A and videos without a video track;
+* content that is neither image nor video, whatever its name says (``not_media``), including
+  audio-only MP4/M4A and videos without a video track; content no signature names is probed
+  with PyAV first, and accepted as a video when a video frame of it decodes;
 * an image whose header declares more than ``[media] max_pixels`` (``too_many_pixels``): a bomb
   is refused from the header, no pixels are decoded;
 * an image or video whose header cannot be read at all (``undecodable``).
+
+Content the owner already holds as an item's original (same SHA-256, in any of their albums)
+raises :class:`~conveyor.errors.Duplicate` naming that item, nothing kept, unless the caller asks
+to keep a second copy (``keep_duplicate``).
 
 Everything else becomes an item at stage ``uploaded`` with its ``original`` role (M2). Damage
 only the decode can see (a truncated JPEG, a codec this build lacks) halts the item later with a
@@ -26,7 +31,8 @@ from sqlalchemy import Connection, Engine
 
 from conveyor.clock import Clock
 from conveyor.error_codes import ErrorCode
-from conveyor.errors import MediaError, NotFound, RejectedInput, UnsupportedMedia
+from conveyor.errors import Duplicate, MediaError, NotFound, RejectedInput, UnsupportedMedia
+from conveyor.files import file_sha256
 from conveyor.kinds import MediaKind, Role
 from conveyor.media import queries
 from conveyor.media.halts import MediaHalt
@@ -34,10 +40,10 @@ from conveyor.media.images import probe_image
 from conveyor.media.stages import MEDIA
 from conveyor.media.video import probe_video
 from conveyor.objects import ObjectStore, new_key, put_file_row
-from conveyor.objects.sniff import sniff
+from conveyor.objects.sniff import OCTET_STREAM, sniff
 from conveyor.pipeline.lifecycle import admit, database_now
 
-__all__ = ["Probed", "accept_media", "owner_message", "probe_upload"]
+__all__ = ["Probed", "accept_media", "item_holding", "owner_message", "probe_upload"]
 
 
 @dataclass(frozen=True)
@@ -102,11 +108,13 @@ def probe_upload(path: Path, *, max_pixels: int, name: str | None = None) -> Pro
                 None,
                 _epoch(image.captured_at),
             )
-        if sniffed.kind == "video":
+        if sniffed.kind == "video" or (sniffed.kind == "unknown" and sniffed.mime == OCTET_STREAM):
+            # What no signature names (a raw elementary stream, a container we do not sniff)
+            # is still a video if PyAV decodes a frame of it.
             video = probe_video(path)
             return Probed(
                 MediaKind.VIDEO,
-                sniffed.mime,
+                sniffed.mime if sniffed.kind == "video" else video.mime_type,
                 video.width,
                 video.height,
                 video.duration,
@@ -114,6 +122,11 @@ def probe_upload(path: Path, *, max_pixels: int, name: str | None = None) -> Pro
             )
     except MediaError as exc:
         message = owner_message(exc.message, path, name)
+        if sniffed.kind == "unknown":  # nothing named it and PyAV found no video in it either
+            raise UnsupportedMedia(
+                ErrorCode.NOT_MEDIA,
+                f"the upload is not a photo or video (its content looks like {sniffed.mime})",
+            ) from None
         if exc.reason in (MediaHalt.UNSUPPORTED_MEDIA, MediaHalt.NOT_VIDEO):
             raise UnsupportedMedia(
                 ErrorCode.NOT_MEDIA, f"the upload is not a photo or video: {message}"
@@ -142,8 +155,12 @@ def accept_media(
     max_pixels: int,
     max_bytes: int | None = None,
     on_insert: Callable[[Connection, int], None] | None = None,
+    keep_duplicate: bool = False,
 ) -> int:
     """Accept one photo or video into an album; it starts at ``uploaded`` (M2, M4).
+
+    Each file is kept once per owner: a local file is hashed before anything is stored, a
+    stream as it is stored, and content the owner already holds raises ``Duplicate``.
 
     The original is stored unchanged under a fresh key, journalled (MIME type from content
     sniffing, size, upright dimensions, duration) and referenced as role ``original``. The item,
@@ -158,6 +175,7 @@ def accept_media(
         max_bytes: size limit in bytes.
         on_insert: called with the open transaction and the new id, before it commits (the
             HTTP layer records an ``Idempotency-Key`` there); what it raises undoes the upload.
+        keep_duplicate: keep a second item of content the owner already holds.
 
     Returns:
         The new item's id.
@@ -167,6 +185,8 @@ def accept_media(
             ``undecodable``.
         UnsupportedMedia: ``not_media``.
         NotFound: no album ``album_id`` of ``owner``.
+        Duplicate: the owner holds this content already (not with ``keep_duplicate``); its
+            ``existing_id`` is the item that holds it, in whichever album.
     """
     if not owner or not owner.strip():
         raise RejectedInput(ErrorCode.NO_OWNER, "every item needs an owner")
@@ -177,8 +197,17 @@ def accept_media(
     key = new_key("uploads/media")
     if isinstance(source, Path):
         original_name = original_name or source.name
+        if not keep_duplicate:
+            held = item_holding(engine, owner, source)
+            if held is not None:
+                raise Duplicate(held, "item", original_name)
     stored = store.put(key, source, max_bytes=max_bytes)
     try:
+        if not keep_duplicate and stored.size:
+            with engine.connect() as conn:
+                found = queries.item_with_content(conn, owner, stored.sha256)
+            if found is not None:
+                raise Duplicate(found, "item", original_name)
         if isinstance(source, Path):
             # A local file holds the bytes just stored: probe it rather than fetching a copy
             # back from the store (a bucket would cost a second transfer).
@@ -226,3 +255,17 @@ def accept_media(
         store.delete(key)
         raise
     return item_id
+
+
+def item_holding(engine: Engine, owner: str, path: Path) -> int | None:
+    """The item of ``owner`` (in any album) whose original has the same bytes as the local
+    file ``path`` (by SHA-256), or None: how ``conveyor media add`` knows a file it already added.
+
+    Raises:
+        OSError: ``path`` cannot be read.
+    """
+    if not path.stat().st_size:
+        return None  # an empty file is refused, never "already here"
+    digest = file_sha256(path)
+    with engine.connect() as conn:
+        return queries.item_with_content(conn, owner.strip(), digest)

@@ -272,6 +272,35 @@ def _matroska(head: bytes) -> Sniffed | None:
     return Sniffed("video/x-matroska", "video")
 
 
+# --- MPEG transport and program streams: camcorders (AVCHD .MTS/.M2TS), DVDs, recorders ------
+
+_TS_SYNC: Final = 0x47
+_PACK_START: Final = b"\x00\x00\x01\xba"  # MPEG-PS pack header (.VOB, .MOD, .MPG)
+_SEQUENCE_START: Final = b"\x00\x00\x01\xb3"  # MPEG-1/2 video sequence header (.m2v, .mpg)
+
+
+def _synced(head: bytes, first: int, size: int) -> bool:
+    """A sync byte at ``first`` and every ``size`` bytes after it, four packets (or as many as
+    ``head`` holds, at least two): one 0x47 is any byte, four in step are a transport stream."""
+    positions = range(first, min(len(head), first + 4 * size), size)
+    return len(positions) >= 2 and all(head[p] == _TS_SYNC for p in positions)
+
+
+def _mpeg_streams(head: bytes) -> Sniffed | None:
+    if _synced(head, 0, 188):
+        return Sniffed("video/mp2t", "video")
+    if _synced(head, 4, 192):  # BDAV/AVCHD: a 4-byte timecode before each 188-byte packet
+        return Sniffed("video/mp2t", "video")
+    # A pack header, then an MPEG-2 (marker bits 01) or MPEG-1 (0010) system clock.
+    if head.startswith(_PACK_START) and len(head) > 4 and head[4] >> 6 == 0b01:
+        return Sniffed("video/mpeg", "video")
+    if head.startswith(_PACK_START) and len(head) > 4 and head[4] >> 4 == 0b0010:
+        return Sniffed("video/mpeg", "video")
+    if head.startswith(_SEQUENCE_START):
+        return Sniffed("video/mpeg", "video")
+    return None
+
+
 # --- Ogg ----------------------------------------------------------------------------------------
 
 # Identification-packet prefixes of the beginning-of-stream pages, by codec.
@@ -617,4 +646,14 @@ def looks_like_pcm(head: bytes) -> bool:
     return lagged / energy >= PCM_CORRELATION
 
 
-_MATCHERS: Final = (_image, _riff, _iso_bmff, _matroska, _ogg, _audio, _asf, _document)
+_MATCHERS: Final = (
+    _image,
+    _riff,
+    _iso_bmff,
+    _matroska,
+    _ogg,
+    _mpeg_streams,
+    _audio,
+    _asf,
+    _document,
+)

@@ -15,7 +15,7 @@ from starlette.responses import Response
 from conveyor.api.objects import owned_file_response
 from conveyor.api.state import ApiState, State
 from conveyor.api.uploads import Upload, receive_upload
-from conveyor.errors import Conflict, NotFound, RejectedInput
+from conveyor.errors import Conflict, Duplicate, NotFound, RejectedInput
 from conveyor.media import albums as album_views
 from conveyor.media import queries as media_queries
 from conveyor.media.intake import accept_media
@@ -32,6 +32,10 @@ __all__ = ["GRID_PAGE", "router"]
 router = APIRouter(include_in_schema=False)
 
 GRID_PAGE = 60
+
+# The one text part an album upload may carry before its file: ``keep_duplicate=true`` keeps a
+# second copy of a file the viewer already has.
+KEEP_FIELDS = frozenset({"keep_duplicate"})
 """Tiles a page of the album grid shows (``Older`` continues after the last)."""
 
 AlbumId = Annotated[int, Path(ge=1, le=2**31 - 1)]
@@ -124,7 +128,9 @@ def album_page(
 async def album_upload(
     request: Request, state: State, viewer: CsrfHeader, album_id: AlbumId
 ) -> Response:
-    """One photo or video per request: 201 ``{"id", "url"}``."""
+    """One photo or video per request: 201 ``{"id", "url"}``; content the viewer already has
+    (same SHA-256, any album) is not stored again: 200 ``{"id", "url", "duplicate": true}``
+    naming the item that holds it."""
     runtime = state.runtime
     max_bytes = runtime.settings.api.max_upload_bytes
     await anyio.to_thread.run_sync(_album, state, album_id, viewer.name)
@@ -140,9 +146,16 @@ async def album_upload(
             original_name=upload.filename,
             max_pixels=runtime.settings.media.max_pixels,
             max_bytes=max_bytes,
+            keep_duplicate=upload.fields.get("keep_duplicate") == "true",
         )
 
-    item_id = await receive_upload(request, accept, max_bytes=max_bytes, owner=viewer.name)
+    try:
+        item_id = await receive_upload(
+            request, accept, max_bytes=max_bytes, owner=viewer.name, fields=KEEP_FIELDS
+        )
+    except Duplicate as exc:
+        url = f"/items/{exc.existing_id}"
+        return JSONResponse({"id": exc.existing_id, "url": url, "duplicate": True})
     await anyio.to_thread.run_sync(runtime.notifier.publish)
     return JSONResponse({"id": item_id, "url": f"/items/{item_id}"}, status_code=201)
 

@@ -32,7 +32,7 @@ from conveyor.audio.texts import (
     set_topics,
 )
 from conveyor.audio.vocabulary import owner_vocabulary
-from conveyor.errors import Conflict, NotFound, RejectedInput
+from conveyor.errors import Conflict, Duplicate, NotFound, RejectedInput
 from conveyor.objects import file_by_id
 from conveyor.pipeline import resume
 from conveyor.web import queries
@@ -136,7 +136,7 @@ def records_counts(request: Request, state: State, viewer: Viewer) -> Response:
 
 
 # The page's upload options (a title would name every dropped file alike, so it has none).
-UPLOAD_FIELDS = RECORD_FIELDS - {"title"}
+UPLOAD_FIELDS = (RECORD_FIELDS - {"title"}) | {"keep_duplicate"}
 
 
 @router.post("/records/upload")
@@ -145,10 +145,13 @@ async def upload_recording(request: Request, state: State, viewer: CsrfHeader) -
 
     Text parts before ``file``: ``language`` (ISO 639-1; absent = detect), ``hints`` (at most
     1,000 characters), ``channels`` (``mix`` / ``separate``; absent = ``[transcription]
-    channels``), checked as ``POST /api/records`` checks them (:func:`record_choices`).
+    channels``), checked as ``POST /api/records`` checks them (:func:`record_choices`);
+    ``keep_duplicate`` (``true``: keep a second copy of a file the viewer already has).
 
-    201 ``{"id", "url"}``; a refused file answers the API's error shape with its status (422
-    for an invalid option, 400 ``unknown_field`` for another field), nothing stored.
+    201 ``{"id", "url"}``; a file the viewer already has (same SHA-256) is not stored again:
+    200 ``{"id", "url", "duplicate": true}`` naming the record that holds it. A refused file
+    answers the API's error shape with its status (422 for an invalid option, 400
+    ``unknown_field`` for another field), nothing stored.
     """
     runtime = state.runtime
     max_bytes = runtime.settings.api.max_upload_bytes
@@ -170,11 +173,16 @@ async def upload_recording(request: Request, state: State, viewer: CsrfHeader) -
             languages=runtime.languages,
             hints=chosen.hints,
             channels=chosen.channels,
+            keep_duplicate=upload.fields.get("keep_duplicate") == "true",
         )
 
-    record_id = await receive_upload(
-        request, accept, max_bytes=max_bytes, owner=viewer.name, fields=UPLOAD_FIELDS
-    )
+    try:
+        record_id = await receive_upload(
+            request, accept, max_bytes=max_bytes, owner=viewer.name, fields=UPLOAD_FIELDS
+        )
+    except Duplicate as exc:
+        url = f"/records/{exc.existing_id}"
+        return JSONResponse({"id": exc.existing_id, "url": url, "duplicate": True})
     await anyio.to_thread.run_sync(runtime.notifier.publish)
     return JSONResponse({"id": record_id, "url": f"/records/{record_id}"}, status_code=201)
 

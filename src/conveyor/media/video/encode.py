@@ -7,6 +7,7 @@ each packet carrying its frame's duration; audio re-timed continuously from the 
 
 from __future__ import annotations
 
+from collections import deque
 from fractions import Fraction
 from typing import Any
 
@@ -85,6 +86,11 @@ class VideoPath:
         # so the source's colour tags stay true; copying them lets players pick the same matrix.
         source, target = inp.codec_context, self.stream.codec_context
         target.color_range = 1  # MPEG / limited range
+        # Anamorphic sources (DVD 720×576 at 16:9, HDV/AVCHD 1440×1080) keep their pixel shape;
+        # a quarter turn swaps the pixel's sides.
+        aspect = source.sample_aspect_ratio
+        if aspect and aspect > 0 and aspect != 1:
+            target.sample_aspect_ratio = 1 / aspect if info.rotation in (90, 270) else aspect
         for name in ("colorspace", "color_primaries", "color_trc"):
             value = getattr(source, name)
             if value not in (None, 2):  # 2 = unspecified
@@ -93,6 +99,8 @@ class VideoPath:
         self._graph_key: tuple[int, int, str] | None = None
         self._last_pts = -1
         self._durations: dict[int, int] = {}
+        self._pending: deque[tuple[int, int]] = deque()
+        self.deinterlaced = False  # an interlaced source was deinterlaced
         self.frames = 0
         self.end = 0  # end of the last frame, 1/90000 s
 
@@ -106,6 +114,12 @@ class VideoPath:
                 time_base=self._inp.time_base,
             )
         ]
+        if frame.interlaced_frame:
+            # Camcorders (AVCHD), DVDs and broadcast recordings store fields; a browser shows
+            # them as combs. bwdif makes one frame per frame (field order from each frame), and
+            # leaves a progressive frame of a mixed source as it is.
+            nodes.append(graph.add("bwdif", "mode=send_frame:parity=auto:deint=interlaced"))
+            self.deinterlaced = True
         for name, args in _rotate_filters(self._rotation):
             nodes.append(graph.add(name, args))
         width, height = self._size
@@ -117,9 +131,12 @@ class VideoPath:
 
     def encode(self, frame: Any | None) -> list[Any]:
         if frame is None:
-            return self._timed(list(self.stream.encode(None)))
+            packets = self._flush_graph()
+            return packets + self._timed(list(self.stream.encode(None)))
         key = (int(frame.width), int(frame.height), str(frame.format.name))
+        packets = []
         if self._graph is None or key != self._graph_key:
+            packets = self._flush_graph()
             self._graph, self._graph_key = self._build_graph(frame), key
         seconds = frame.time
         if seconds is None:
@@ -134,13 +151,23 @@ class VideoPath:
         # QuickTime sample tables may give the last frame a long duration that the edit list
         # cuts (train.mov: 0.87 s of a 1.23 s clip); the shown end is the container's.
         duration = max(1, min(duration, self._end - pts))
+        # A deinterlacer holds a frame back to see the next: outputs take their times in order.
+        self._pending.append((pts, duration))
         self._graph.push(frame)
+        return packets + self._pull()
+
+    def _pull(self) -> list[Any]:
+        """Encode what the filter graph has ready, each with the time of its input frame."""
+        assert self._graph is not None
         packets: list[Any] = []
         while True:
             try:
                 upright = self._graph.pull()
             except (BlockingIOError, av.EOFError):
                 break
+            if not self._pending:
+                continue
+            pts, duration = self._pending.popleft()
             upright.pts = pts
             upright.time_base = Fraction(1, TICKS)
             self._durations[pts] = duration
@@ -148,6 +175,16 @@ class VideoPath:
             packets.extend(self.stream.encode(upright))
             self.frames += 1
         return self._timed(packets)
+
+    def _flush_graph(self) -> list[Any]:
+        """Send the end of stream through the graph (a frame held back comes out) and drop it."""
+        if self._graph is None:
+            return []
+        self._graph.push(None)
+        packets = self._pull()
+        self._graph, self._graph_key = None, None
+        self._pending.clear()
+        return packets
 
     def _timed(self, packets: list[Any]) -> list[Any]:
         # libx264 leaves packet durations at 0 and the muxer then guesses the last frame's

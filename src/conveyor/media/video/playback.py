@@ -59,6 +59,7 @@ class Playback:
         duration: seconds.
         size: bytes.
         remuxed: True when the source streams were copied, not re-encoded.
+        deinterlaced: True when the source's frames were interlaced and were deinterlaced.
     """
 
     path: Path
@@ -67,6 +68,7 @@ class Playback:
     duration: float
     size: int
     remuxed: bool
+    deinterlaced: bool = False
 
 
 def make_playback(
@@ -109,10 +111,11 @@ def make_playback(
     with atomic_path(dst) as tmp:
         report(0.0, force=True)
         remuxed = _can_remux(src, info, max_height=max_height, max_bitrate=max_bitrate)
+        deinterlaced = False
         if remuxed:
             _remux(src, tmp, report)
         else:
-            _transcode(
+            deinterlaced = _transcode(
                 src,
                 tmp,
                 info,
@@ -125,7 +128,7 @@ def make_playback(
         report(1.0, force=True)
         width, height, duration = _read_back(tmp)
         size = tmp.stat().st_size
-    return Playback(dst, width, height, duration, size, remuxed)
+    return Playback(dst, width, height, duration, size, remuxed, deinterlaced)
 
 
 class _Progress:
@@ -216,7 +219,8 @@ def _transcode(
     crf: int,
     audio_bitrate: int,
     report: _Progress,
-) -> None:
+) -> bool:
+    """Re-encode ``src`` into ``tmp``; True when its frames were interlaced (deinterlaced)."""
     with open_source(src) as inp, _open_output(tmp) as out:
         video_in = video_stream(inp)
         if video_in is None:
@@ -251,6 +255,7 @@ def _transcode(
         out.mux(video.encode(None))
         if audio is not None:
             out.mux(audio.encode(None, end=video.end / TICKS))
+        return video.deinterlaced
 
 
 def _read_back(path: Path) -> tuple[int, int, float]:

@@ -351,6 +351,7 @@
       var values = [];
       if (!options) return values;
       options.querySelectorAll("input[name], textarea[name], select[name]").forEach(function (el) {
+        if (el.type === "checkbox" && !el.checked) return;
         var value = el.value.trim();
         if (value) values.push([el.name, value]);
       });
@@ -410,6 +411,15 @@
             li.className = "upload-done";
             announce(file.name + " uploaded");
             if (grid) fetchHtml(body.url + "/tile").then(placeTile).catch(function () {});
+          } else if (xhr.status === 200 && body.duplicate) {
+            /* Kept once: the file is here already; nothing was stored again. */
+            bar.value = 100;
+            state.textContent = "already here: ";
+            var held = document.createElement("a");
+            held.href = body.url; held.textContent = "the copy you have";
+            state.appendChild(held);
+            li.className = "upload-duplicate";
+            announce(file.name + " is already here; not uploaded again");
           } else if (xhr.status === 429 || xhr.status === 503) {
             bar.value = 0;
             later(retryAfter(xhr), xhr.status === 429 ? "the server is busy with your other uploads" : "the server is not ready");

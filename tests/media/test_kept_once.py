@@ -1,0 +1,144 @@
+"""Each file kept once per owner (issue 21): intake knows a photo, video or recording it already
+holds by content and says so; equal variant bytes are one object with one journal row (M1).
+On SQLite and PostgreSQL, real files, a real store."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, func, select
+
+from conveyor.audio.intake import accept_audio, record_holding
+from conveyor.db.tables import audio_records, files, media_items, media_objects, record_events
+from conveyor.errors import Duplicate
+from conveyor.media.albums import item_view
+from conveyor.media.deletion import delete_item
+from conveyor.media.intake import accept_media, item_holding
+from conveyor.objects import LocalStore, ObjectStore, WorkFolder
+from conveyor.testing import FakeClock
+from tests.support.media import MEDIA, add, album, drain, make_photo, media_domain
+from tests.support.stored import object_keys
+
+CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus"
+PHOTO = CORPUS / "media" / "exif-samples__landscape_6.jpg"
+WAV = CORPUS / "audio" / "jfk.wav"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> ObjectStore:
+    return LocalStore(tmp_path / "store", work=WorkFolder(tmp_path / "work"))
+
+
+def counts(engine: Engine) -> tuple[int, ...]:
+    with engine.connect() as conn:
+        return tuple(
+            conn.execute(select(func.count()).select_from(table)).scalar_one()
+            for table in (files, media_items, media_objects, audio_records, record_events)
+        )
+
+
+def chunks(path: Path) -> Iterator[bytes]:
+    data = path.read_bytes()
+    for start in range(0, len(data), 65_536):
+        yield data[start : start + 65_536]
+
+
+def test_a_photo_added_again_is_a_duplicate_in_any_album_of_its_owner(
+    engine: Engine, store: ObjectStore, clock: FakeClock, tmp_path: Path
+) -> None:
+    trip = album(engine, clock, "trip")
+    home = album(engine, clock, "home")
+    first = add(engine, store, clock, trip, PHOTO, keep_duplicate=False)
+    before, objects = counts(engine), object_keys(store)
+    # The same bytes under another name, as a file and as a stream, into either album.
+    renamed = tmp_path / "IMG_0001.jpg"
+    renamed.write_bytes(PHOTO.read_bytes())
+    for album_id in (trip, home):
+        for source in (PHOTO, renamed):
+            with pytest.raises(Duplicate) as found:
+                add(engine, store, clock, album_id, source, keep_duplicate=False)
+            assert found.value.existing_id == first and found.value.noun == "item"
+            assert source.name in str(found.value) and f"item {first}" in str(found.value)
+        with pytest.raises(Duplicate):
+            accept_media(
+                engine,
+                store,
+                clock,
+                chunks(PHOTO),
+                album_id=album_id,
+                owner="ann",
+                original_name="stream.jpg",
+                max_pixels=MEDIA.max_pixels,
+            )
+    assert counts(engine) == before  # no item, no journal row, no history
+    assert object_keys(store) == objects  # nothing stored, not even for a moment's leftover
+    assert item_holding(engine, "ann", renamed) == first
+    assert item_holding(engine, "bob", renamed) is None
+    # Another owner's copy is theirs; asking for a second copy keeps one.
+    bobs = add(engine, store, clock, album(engine, clock, "b", owner="bob"), PHOTO, owner="bob")
+    second = accept_media(
+        engine,
+        store,
+        clock,
+        PHOTO,
+        album_id=home,
+        owner="ann",
+        max_pixels=MEDIA.max_pixels,
+        keep_duplicate=True,
+    )
+    assert len({first, bobs, second}) == 3
+    # A different photo is new, however alike its name.
+    other = make_photo(tmp_path / "landscape_6.jpg", 3)
+    assert add(engine, store, clock, trip, other) not in (first, second)
+
+
+def test_a_recording_accepted_again_is_a_duplicate(
+    engine: Engine, store: ObjectStore, clock: FakeClock
+) -> None:
+    def accept(source: Path | Iterator[bytes], **kw: bool) -> int:
+        return accept_audio(engine, store, clock, source, owner="ann", strict=True, **kw)
+
+    first = accept(WAV)
+    before, objects = counts(engine), object_keys(store)
+    for source in (WAV, chunks(WAV)):
+        with pytest.raises(Duplicate) as found:
+            accept(source)
+        assert found.value.existing_id == first and found.value.noun == "record"
+    assert counts(engine) == before and object_keys(store) == objects
+    assert record_holding(engine, " ann ", WAV) == first
+    assert record_holding(engine, "bob", WAV) is None
+    assert accept(WAV, keep_duplicate=True) != first
+    assert accept_audio(engine, store, clock, WAV, owner="bob") != first
+
+
+def test_equal_variants_are_one_object_with_one_journal_row(
+    engine: Engine, store: ObjectStore, clock: FakeClock, tmp_path: Path
+) -> None:
+    album_id = album(engine, clock)
+    # 64×48: thumb, medium and preview are all the photo's own size, the same bytes.
+    small = add(engine, store, clock, album_id, make_photo(tmp_path / "small.jpg", 1))
+    # 600×450: the thumb is 320 px; medium and preview both stay at 600 px.
+    landscape = add(engine, store, clock, album_id, PHOTO)
+    drain(engine, media_domain(store), clock)
+    with engine.connect() as conn:
+        small_roles = item_view(conn, small)["roles"]
+        land_roles = item_view(conn, landscape)["roles"]
+        journal = conn.execute(select(files)).mappings().all()
+        refs = conn.execute(select(media_objects)).mappings().all()
+    assert set(small_roles) == set(land_roles) == {"original", "thumb", "medium", "preview"}
+    assert small_roles["thumb"]["key"] == small_roles["medium"]["key"]
+    assert small_roles["medium"]["key"] == small_roles["preview"]["key"]
+    assert land_roles["medium"]["key"] == land_roles["preview"]["key"]
+    assert land_roles["thumb"]["key"] != land_roles["medium"]["key"]
+    assert land_roles["thumb"]["width"] == 320 and land_roles["preview"]["width"] == 600
+    # M1: one journal row per physical object, and every object in the store has its row.
+    assert len(refs) == 8 and len(journal) == 2 + 3
+    assert sorted(r["key"] for r in journal) == object_keys(store)
+    assert {r["file_id"] for r in refs} == {r["id"] for r in journal}
+    # Deleting the item removes the shared object once, and nothing else.
+    assert delete_item(engine, store, clock, small)
+    with engine.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(files)).scalar_one() == 3
+    assert len(object_keys(store)) == 3
