@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import av
 import numpy as np
@@ -42,7 +43,7 @@ def write_video(
     """``frames`` frames of a bar moving over a gradient, with MP2 sound unless raw."""
     width, height = size
     with av.open(str(path), "w", format=container, options=options or {}) as out:
-        video = out.add_stream(codec, rate=FPS)
+        video: Any = out.add_stream(codec, rate=FPS)
         video.width, video.height, video.pix_fmt = width, height, "yuv420p"
         if interlaced:  # field-coded pictures, as a camcorder writes them
             flags = av.codec.context.Flags

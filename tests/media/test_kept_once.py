@@ -97,8 +97,10 @@ def test_a_photo_added_again_is_a_duplicate_in_any_album_of_its_owner(
 def test_a_recording_accepted_again_is_a_duplicate(
     engine: Engine, store: ObjectStore, clock: FakeClock
 ) -> None:
-    def accept(source: Path | Iterator[bytes], **kw: bool) -> int:
-        return accept_audio(engine, store, clock, source, owner="ann", strict=True, **kw)
+    def accept(source: Path | Iterator[bytes], *, keep_duplicate: bool = False) -> int:
+        return accept_audio(
+            engine, store, clock, source, owner="ann", strict=True, keep_duplicate=keep_duplicate
+        )
 
     first = accept(WAV)
     before, objects = counts(engine), object_keys(store)
