@@ -141,12 +141,13 @@ def search_records(engine: Engine, owner: str, query: str, *, limit: int = 20) -
                 best[record_id] = (str(row["kind"]), float(row["rank"]))
         chosen = list(best.items())[:limit]
         named = queries.records_named(conn, [r for r, _ in chosen])
+        shown = queries.shown_texts(conn, [(r, kind) for r, (kind, _) in chosen])
         hits = []
         for record_id, (kind, rank) in chosen:
             record = named.get(record_id)
             if record is None:
                 continue
-            parts, start = _excerpt(queries.shown_text(conn, record_id, kind), terms)
+            parts, start = _excerpt(shown.get((record_id, kind), []), terms)
             name = record["title"] or record["original_name"] or f"Recording {record_id}"
             hits.append(
                 Hit(

@@ -36,7 +36,7 @@ __all__ = [
     "index_record",
     "match",
     "records_named",
-    "shown_text",
+    "shown_texts",
 ]
 
 SEARCHED_KINDS = ("transcript", "proofread")
@@ -114,8 +114,20 @@ def match(
         )
         params = {"query": fts5_query(words), "owner": owner, "limit": limit}
         return conn.execute(statement, params).mappings().all(), [w.lower() for w in words]
+    # The owner's dictionaries, one index probe each (a loose index scan of (owner, config)),
+    # not a walk over every row of the owner.
     configs = (
-        conn.execute(select(search_texts.c.config).where(search_texts.c.owner == owner).distinct())
+        conn.execute(
+            text(
+                "WITH RECURSIVE c(config) AS ("
+                " SELECT min(config) FROM search_texts WHERE owner = :owner"
+                " UNION ALL SELECT (SELECT min(config) FROM search_texts"
+                "  WHERE owner = :owner AND config > c.config) FROM c"
+                " WHERE c.config IS NOT NULL) "
+                "SELECT config FROM c WHERE config IS NOT NULL"
+            ),
+            {"owner": owner},
+        )
         .scalars()
         .all()
     )
@@ -146,24 +158,36 @@ def match(
     return rows, [x.replace("''", "'") for x in lexemes]
 
 
-def shown_text(conn: Connection, record_id: int, kind: str) -> list[dict[str, Any]]:
-    """What a hit shows: the timed segments of the record's transcript or correction (one
-    untimed segment for a text without times), or its title or brief as one untimed segment."""
-    if kind not in SEARCHED_KINDS:
-        body = conn.execute(
-            select(search_texts.c.body).where(
-                search_texts.c.record_id == record_id, search_texts.c.kind == kind
+def shown_texts(
+    conn: Connection, hits: Sequence[tuple[int, str]]
+) -> dict[tuple[int, str], list[dict[str, Any]]]:
+    """What each hit ``(record_id, kind)`` shows, read together: the timed segments of a
+    transcript or correction (one untimed segment for a text without times), or a title or
+    brief as one untimed segment."""
+    found: dict[tuple[int, str], list[dict[str, Any]]] = {}
+    timed = [(r, k) for r, k in hits if k in SEARCHED_KINDS]
+    other = [(r, k) for r, k in hits if k not in SEARCHED_KINDS]
+    if timed:
+        rows = conn.execute(
+            select(texts.c.record_id, texts.c.kind, texts.c.segments).where(
+                texts.c.record_id.in_({r for r, _ in timed}), texts.c.kind.in_(SEARCHED_KINDS)
             )
-        ).scalar()
-        return [{"start": None, "text": body or ""}]
-    row = conn.execute(
-        select(texts.c.segments, texts.c.body).where(
-            texts.c.record_id == record_id, texts.c.kind == kind
         )
-    ).first()
-    if row is None:
-        return []
-    return list(row.segments or []) or [{"start": None, "text": row.body}]
+        for row in rows:
+            if row.segments:
+                found[(int(row.record_id), str(row.kind))] = list(row.segments)
+    untimed = other + [h for h in timed if h not in found]
+    if untimed:
+        rows = conn.execute(
+            select(search_texts.c.record_id, search_texts.c.kind, search_texts.c.body).where(
+                search_texts.c.record_id.in_({r for r, _ in untimed})
+            )
+        )
+        for row in rows:
+            key = (int(row.record_id), str(row.kind))
+            if key in untimed:
+                found[key] = [{"start": None, "text": row.body}]
+    return found
 
 
 def records_named(conn: Connection, record_ids: Sequence[int]) -> dict[int, RowMapping]:
