@@ -82,4 +82,4 @@ def test_every_provider_setting_names_a_backend_and_every_backend_a_setting() ->
 def test_every_store_backend_is_a_module_of_its_scheme() -> None:
     from conveyor.objects.factory import backends
 
-    assert backends() == ["file", "s3"]
+    assert {"file", "s3"} <= set(backends())

@@ -75,10 +75,7 @@ def test_d10_the_final_stage_is_done() -> None:
     runtime = Runtime(Settings())
     assert runtime.audio.stages[-1].name == "done"
     assert runtime.audio.terminal_stages == ["done"]
-    assert [s.name for s in runtime.audio.stages] == [
-        "uploaded",
-        "normalized",
-        "submitted",
-        "transcribed",
-        "done",
-    ]
+    # The spec's stages, verbatim and in this order; an optional stage may sit between them.
+    names = iter(s.name for s in runtime.audio.stages)
+    spec = ["uploaded", "normalized", "submitted", "transcribed", "done"]
+    assert all(stage in names for stage in spec), "the spec's stages, in order"
