@@ -127,6 +127,12 @@ def corpus() -> Path:
 
 
 @pytest.fixture
+def wav(corpus: Path) -> bytes:
+    """The bytes of the corpus's ``jfk.wav`` (11 s of speech), for upload tests."""
+    return (corpus / "audio" / "jfk.wav").read_bytes()
+
+
+@pytest.fixture
 def audio_corpus() -> Path:
     """The shared corpus's audio folder (used in place, never copied)."""
     return need_corpus(AUDIO_CORPUS)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,12 +19,7 @@ from conveyor.config import Settings
 from conveyor.db.engine import make_engine
 from conveyor.runtime import Runtime
 from conveyor.testing import FakeClock
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from tests.support.servers import free_port
 
 
 def test_serve_no_workers_stops_on_sigterm_with_a_stream_open(

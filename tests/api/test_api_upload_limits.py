@@ -26,11 +26,6 @@ from tests.support.api import (
 from tests.support.multipart_body import multipart
 
 
-@pytest.fixture
-def wav(corpus: Path) -> bytes:
-    return (corpus / "audio" / "jfk.wav").read_bytes()
-
-
 def test_five_thousand_parts_under_one_name_are_400(
     api: Api, client: TestClient, wav: bytes
 ) -> None:

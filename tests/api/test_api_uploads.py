@@ -14,11 +14,6 @@ from tests.support.multipart_body import multipart
 
 
 @pytest.fixture
-def wav(corpus: Path) -> bytes:
-    return (corpus / "audio" / "jfk.wav").read_bytes()
-
-
-@pytest.fixture
 def mp3(corpus: Path) -> bytes:
     return (corpus / "audio" / "jfk.mp3").read_bytes()
 

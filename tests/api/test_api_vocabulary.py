@@ -3,7 +3,6 @@ a recording's channel choice at upload, kept on its card."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -42,11 +41,6 @@ def test_vocabulary_is_each_owners_own(api: Api, client: TestClient) -> None:
     }
     assert client.delete("/api/vocabulary", headers=api.alice).status_code == 204
     assert client.get("/api/vocabulary", headers=api.alice).json() == {"hints": None}
-
-
-@pytest.fixture
-def wav(corpus: Path) -> bytes:
-    return (corpus / "audio" / "jfk.wav").read_bytes()
 
 
 @pytest.mark.parametrize("how", ["form", "query"])

@@ -5,19 +5,13 @@ the journal (one ``postponed`` row per wait, not per try). SQLite and PostgreSQL
 from __future__ import annotations
 
 import re
-import socket
 import time
 from pathlib import Path
 
 from fastapi.testclient import TestClient
 
 from tests.support.api import MakeApi
-
-
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from tests.support.servers import free_port
 
 
 def test_the_card_says_what_the_unreachable_provider_said_the_tries_and_the_next_try(
@@ -28,7 +22,7 @@ def test_the_card_says_what_the_unreachable_provider_said_the_tries_and_the_next
         pipeline={"workers": 1, "retry_base": 0.2, "retry_max": 0.4},
         transcription={
             "provider": "openai",
-            "openai": {"base_url": f"http://127.0.0.1:{_closed_port()}/v1"},
+            "openai": {"base_url": f"http://127.0.0.1:{free_port()}/v1"},
         },
     )
     data = (corpus / "audio" / "LDC93S1.flac").read_bytes()

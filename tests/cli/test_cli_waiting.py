@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import re
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -19,6 +18,7 @@ from sqlalchemy import Engine
 
 from conveyor.cli.exits import ExitCode
 from tests.support.cli_run import CONVEYOR, clean_env, run
+from tests.support.servers import free_port
 
 WAITING = re.compile(
     r"^record (\d+): openai is unreachable \(ConnectError: .*\); retrying (in \d+ s|now)$",
@@ -26,19 +26,12 @@ WAITING = re.compile(
 )
 
 
-def closed_port() -> int:
-    """A loopback port that was free a moment ago and that nothing listens on."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _setup(tmp_path: Path, engine: Engine) -> dict[str, str]:
     """``conveyor.toml`` with an unreachable openai provider and short retries; the env that
     points the command at the test database."""
     (tmp_path / "conveyor.toml").write_text(
         '[transcription]\nprovider = "openai"\n'
-        f'[transcription.openai]\nbase_url = "http://127.0.0.1:{closed_port()}/v1"\n'
+        f'[transcription.openai]\nbase_url = "http://127.0.0.1:{free_port()}/v1"\n'
         "[pipeline]\nworkers = 1\nretry_base = 0.2\nretry_max = 0.4\npoll_interval = 0.1\n"
     )
     url = engine.url.render_as_string(hide_password=False).replace(

@@ -11,7 +11,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.cli_run import clean_env
+from tests.support.servers import free_port
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 BIN = str(Path(sys.executable).parent)
@@ -45,12 +45,6 @@ def _documents(text: str) -> list[dict[str, Any]]:
     return found
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _wait_gone(group: int, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -73,7 +67,7 @@ def test_the_readme_quick_start_and_http_walkthrough_run_as_written(
         "IMG_0001.heic": "media/immich-test-assets__IMG_2682.heic",
     }.items():
         (tmp_path / name).symlink_to(corpus / source)
-    port = _free_port()
+    port = free_port()
     env = clean_env(
         PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}",
         CONVEYOR_API__PORT=str(port),

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -43,6 +42,7 @@ from tests.support.fault_harness import (
 from tests.support.fault_report import record
 from tests.support.needs import AUDIO_CORPUS, MEDIA_CORPUS
 from tests.support.s3server import S3Server
+from tests.support.servers import free_port
 
 CONVEYOR = str(Path(sys.executable).with_name("conveyor"))
 
@@ -78,12 +78,6 @@ class Size:
     recordings: int
     photos: int
     videos: int
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class Processes:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -35,17 +34,12 @@ from conveyor.runtime import default_model_cache
 from conveyor.testing import FakeClock
 from tests.support.needs import need
 from tests.support.remote import attempts, drive, ingest, make_runtime
+from tests.support.servers import free_port
 
 JFK = (
     "and so my fellow americans ask not what your country can do for you "
     "ask what you can do for your country"
 )
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +58,7 @@ def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "    model_options: {device: cpu, compute_type: int8, cpu_threads: 2}\n"
         "    transcribe_options: {beam_size: 5, vad_filter: true}\n"
     )
-    port = _free_port()
+    port = free_port()
     log = (folder / "server.log").open("wb")
     child = subprocess.Popen(
         [sys.executable, "-m", "faster_whisper_server", "--config", str(config),

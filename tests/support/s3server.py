@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -22,19 +21,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tests.support.needs import need
+from tests.support.servers import free_port
 
-__all__ = ["PART", "S3Server", "free_port", "start_s3_server"]
+__all__ = ["PART", "S3Server", "start_s3_server"]
 
 #: The smallest part S3 allows: tests set it as ``[storage] part_size`` so that multipart
 #: uploads are exercised with small objects.
 PART = 5 * 1024 * 1024
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass

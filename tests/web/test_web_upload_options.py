@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import html
 import re
-from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -19,11 +18,6 @@ from tests.support.api import counts
 from tests.support.multipart_body import multipart
 from tests.support.stored import object_keys
 from tests.support.web import HTML, MakeSite, Site, sign_in
-
-
-@pytest.fixture
-def wav(corpus: Path) -> bytes:
-    return (corpus / "audio" / "jfk.wav").read_bytes()
 
 
 def upload(client: TestClient, csrf: str, wav: bytes, **fields: str) -> Any:
