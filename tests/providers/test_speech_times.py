@@ -5,7 +5,7 @@ process) and checked against where each clip's speech really is.
 Each segment starts and ends within 0.25 s of the speech it holds; no segment spans a pause of
 more than a second between its words; every word has times inside its clip's speech; channels
 recognised apart come back in order of time. The 10-minute silence crosses a window seam of the
-streaming reader (windows of 5 minutes), so the seam is proven too.
+streaming reader (windows of about a minute) several times, so the seams are proven too.
 """
 
 from __future__ import annotations

@@ -166,7 +166,35 @@ class StretchMap:
                     "stretch": index,
                 }
             )
-        return mapped
+        return self._across_cuts(mapped)
+
+    def _across_cuts(self, words: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Words of one segment moved to the stretch they belong to when Whisper put them on
+        the wrong side of a cut: a word the neighbour after it follows in the next stretch, but
+        timed past the end of its own stretch's speech, is the first word of the next stretch
+        (Whisper's alignment often starts the first word after a cut early); and the other way
+        round for a word timed before its stretch's speech whose neighbour before is in the
+        stretch before."""
+        for i, word in enumerate(words):
+            k = word["stretch"]
+            after = words[i + 1] if i + 1 < len(words) else None
+            before = words[i - 1] if i else None
+            length = word["end"] - word["start"]
+            if after is not None and after["stretch"] == k + 1:
+                ends = self._offset + self._stretches[k].speech_end / RATE
+                if word["start"] >= ends - SLACK:
+                    begins = self._offset + self._stretches[k + 1].speech_start / RATE
+                    word["start"] = round(begins, 3)
+                    word["end"] = round(min(begins + length, max(begins, after["start"])), 3)
+                    word["stretch"] = k + 1
+            elif before is not None and before["stretch"] == k - 1:
+                begins = self._offset + self._stretches[k].speech_start / RATE
+                if word["end"] <= begins + SLACK:
+                    ends = self._offset + self._stretches[k - 1].speech_end / RATE
+                    word["end"] = round(ends, 3)
+                    word["start"] = round(max(ends - length, min(ends, before["end"])), 3)
+                    word["stretch"] = k - 1
+        return words
 
 
 def split_at_pauses(segment: dict[str, Any]) -> list[dict[str, Any]]:

@@ -41,7 +41,7 @@ from conveyor.providers.speech_times import StretchMap, speech_stretches, split_
 __all__ = ["WINDOW", "recognise", "windows"]
 
 _RATE = 16_000
-WINDOW = 300  # seconds of audio read at once (a window holds up to 1.5 x this)
+WINDOW = 120  # seconds of audio read at once (a window holds up to 1.5 x this)
 _SEAM_SILENCE_MS = 300  # the shortest pause a window may be cut in
 
 
@@ -85,10 +85,47 @@ def _window(
                 _transcribe(model, job, audio, start, end, language, label)
                 for start, end, language in runs
             ]
-    return [
+    passes = [
         (_recover_loops(model, job, audio, run, label), language, probability)
         for run, language, probability in passes
     ]
+    return passes + _recover_dropped(model, job, audio, passes, label)
+
+
+def _recover_dropped(
+    model: Any,
+    job: dict[str, Any],
+    audio: npt.NDArray[np.float32],
+    passes: list[tuple[list[dict[str, Any]], str, float]],
+    label: str | None,
+) -> list[tuple[list[dict[str, Any]], str, float]]:
+    """Passes over the stretches of speech (a second or more) that no word of ``passes``
+    falls in, each heard alone.
+
+    Whisper sometimes ends a 30 s window early and never hears the speech after (a short clip
+    at the end of what it was given, after a pause): the stretch is then given to it alone.
+    What that gives passes the same gates as everything else. Costs nothing when every
+    stretch is heard.
+    """
+    said = [
+        (float(w["start"]) + float(w["end"])) / 2
+        for run, _, _ in passes
+        for segment in run
+        for w in segment.get("words") or []
+    ]
+    language = job["language"] or (passes[0][1] if passes else None)
+    again: list[tuple[list[dict[str, Any]], str, float]] = []
+    for stretch in speech_stretches(audio):
+        if stretch.speech_end - stretch.speech_start < _RATE:
+            continue
+        start, end = stretch.start / _RATE, stretch.end / _RATE
+        if any(start <= middle <= end for middle in said):
+            continue
+        run, heard, probability = _transcribe(
+            model, job, audio, stretch.start, stretch.end, language, label
+        )
+        again.append((_recover_loops(model, job, audio, run, label), heard, probability))
+    return again
 
 
 def _shifted(segment: dict[str, Any], offset: float) -> dict[str, Any]:
