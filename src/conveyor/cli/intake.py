@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from rich.text import Text
 
 from conveyor.cli.output import err_console, print_json_line
-from conveyor.cli.signals import holding_interrupts
+from conveyor.cli.signals import holding_interrupts, interrupt_pending
 
 if TYPE_CHECKING:
     from conveyor.errors import RejectedInput
@@ -171,71 +171,69 @@ def accept_files(
     from conveyor.errors import Duplicate, RejectedInput
 
     intake = Intake()
-    for index, path in enumerate(paths):
-        if stop is not None and stop.is_set():
-            intake.stopped = True
-            intake.untried = len(paths) - index
-            break
-        name = shown_name(path)
-        problem = _unreadable(path)
-        reason = "unreadable"
-        try:
-            existing = _existing(path, known) if problem is None and known else None
-            if existing is None and problem is None:
-                try:
-                    with holding_interrupts(), path.open("rb") as handle:
-                        new_id = accept(_chunks(handle), shown_name(path.name)[:_MAX_NAME])
-                except Duplicate as exc:  # stored by someone else since it was looked up
-                    existing = exc.existing_id
-                else:
-                    intake.ids.append(new_id)
-                    intake.names[new_id] = name
+    # A second Ctrl-C waits for the file in hand, then ends intake as the first one does.
+    with holding_interrupts(then_raise=False):
+        for index, path in enumerate(paths):
+            if (stop is not None and stop.is_set()) or interrupt_pending():
+                intake.stopped = True
+                intake.untried = len(paths) - index
+                break
+            name = shown_name(path)
+            problem = _unreadable(path)
+            reason = "unreadable"
+            try:
+                existing = _existing(path, known) if problem is None and known else None
+                if existing is None and problem is None:
+                    try:
+                        with path.open("rb") as handle:
+                            new_id = accept(_chunks(handle), shown_name(path.name)[:_MAX_NAME])
+                    except Duplicate as exc:  # stored by someone else since it was looked up
+                        existing = exc.existing_id
+                    else:
+                        intake.ids.append(new_id)
+                        intake.names[new_id] = name
+                        if as_json:
+                            print_json_line({"event": "accepted", "file": name, noun: new_id})
+                        continue
+                if existing is not None:
+                    intake.duplicates[name] = existing
                     if as_json:
-                        print_json_line({"event": "accepted", "file": name, noun: new_id})
-                    continue
-            if existing is not None:
-                intake.duplicates[name] = existing
-                if as_json:
-                    print_json_line({"event": "duplicate", "file": name, noun: existing})
-                err_console.print(
-                    Text(
-                        f"{name}: already there as {noun} {existing}; skipped (--keep-duplicates "
-                        "adds it again)"
+                        print_json_line({"event": "duplicate", "file": name, noun: existing})
+                    err_console.print(
+                        Text(
+                            f"{name}: already there as {noun} {existing}; skipped "
+                            "(--keep-duplicates adds it again)"
+                        )
                     )
+                    continue
+            except RejectedInput as exc:
+                reason = exc.reason
+                problem = f"refused ({exc.reason}): {exc}"
+                extra = hint(path, exc) if hint is not None else None
+                if extra:
+                    problem = f"{problem}; {extra}"
+            except _ReadFailed as exc:
+                problem = f"cannot be read: {exc}"
+            except Exception as exc:
+                if not _is_storage_error(exc):
+                    raise
+                opening_the_source = (
+                    isinstance(exc, OSError)
+                    and exc.filename is not None
+                    and os.fsdecode(exc.filename) == os.fsdecode(path)
                 )
-                continue
-        except RejectedInput as exc:
-            reason = exc.reason
-            problem = f"refused ({exc.reason}): {exc}"
-            extra = hint(path, exc) if hint is not None else None
-            if extra:
-                problem = f"{problem}; {extra}"
-        except _ReadFailed as exc:
-            problem = f"cannot be read: {exc}"
-        except KeyboardInterrupt:  # a second Ctrl-C, after the file in hand was finished
-            intake.stopped = True
-            intake.untried = len(paths) - index - 1
-            break
-        except Exception as exc:
-            if not _is_storage_error(exc):
-                raise
-            opening_the_source = (
-                isinstance(exc, OSError)
-                and exc.filename is not None
-                and os.fsdecode(exc.filename) == os.fsdecode(path)
-            )
-            if opening_the_source and problem is None:
-                problem = f"cannot be read: {getattr(exc, 'strerror', None) or exc}"
-            if problem is None:
-                raise StorageFailed(name, exc, intake) from exc
-        if problem is not None:
-            intake.refused += 1
-            if as_json:
-                message = problem.split(": ", 1)[-1]
-                print_json_line(
-                    {"event": "refused", "file": name, "reason": reason, "message": message}
-                )
-            err_console.print(Text(f"{name}: {problem}", style="red"))
+                if opening_the_source and problem is None:
+                    problem = f"cannot be read: {getattr(exc, 'strerror', None) or exc}"
+                if problem is None:
+                    raise StorageFailed(name, exc, intake) from exc
+            if problem is not None:
+                intake.refused += 1
+                if as_json:
+                    message = problem.split(": ", 1)[-1]
+                    print_json_line(
+                        {"event": "refused", "file": name, "reason": reason, "message": message}
+                    )
+                err_console.print(Text(f"{name}: {problem}", style="red"))
     return intake
 
 

@@ -1,9 +1,10 @@
 """Stop signals: SIGINT or SIGTERM asks a long command to stop gracefully.
 
 The first signal sets the command's stop event; it finishes what is in hand and says what it
-did. A second SIGINT aborts at once (``KeyboardInterrupt``), except inside
-:func:`holding_interrupts`, where it waits for the block to end: a file being stored is
-finished with its record, never left half-done.
+did. A second SIGINT ends the command at once (exit code 130; ``finally`` blocks still run),
+except inside :func:`holding_interrupts`, where it waits for the block to end (then as
+``KeyboardInterrupt``, which intake takes as "stop now"): a file being stored is finished with
+its record, never left half-done.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["holding_interrupts", "interrupt_exits", "stop_on_signals"]
+__all__ = ["holding_interrupts", "interrupt_exits", "interrupt_pending", "stop_on_signals"]
 
 #: The exit code of a command stopped by a signal (``ExitCode.INTERRUPTED``).
 _INTERRUPTED = 130
@@ -49,7 +50,8 @@ def interrupt_exits() -> None:
 
 
 def stop_on_signals() -> threading.Event:
-    """An event set by SIGINT or SIGTERM (graceful stop); a second SIGINT aborts at once."""
+    """An event set by SIGINT or SIGTERM (graceful stop); a second SIGINT ends the command at
+    once with exit code 130."""
     stop = threading.Event()
 
     def handler(signum: int, _frame: Any) -> None:
@@ -58,7 +60,8 @@ def stop_on_signals() -> threading.Event:
                 _Held.pending = True
                 _say("SIGINT: finishing the file in hand…\n")
                 return
-            raise KeyboardInterrupt
+            _say("SIGINT again: stopping at once\n")
+            raise SystemExit(_INTERRUPTED)  # exit 130, not Click's "Aborted!" and 1
         stop.set()
         _say(f"{signal.Signals(signum).name}: stopping…\n")
 
@@ -68,9 +71,10 @@ def stop_on_signals() -> threading.Event:
 
 
 @contextlib.contextmanager
-def holding_interrupts() -> Iterator[None]:
+def holding_interrupts(*, then_raise: bool = True) -> Iterator[None]:
     """A block a second SIGINT does not cut short: its ``KeyboardInterrupt`` is raised when the
-    block ends (successfully or not) instead of inside it."""
+    block ends (successfully or not) instead of inside it; with ``then_raise=False`` it is only
+    noted, for the block to poll with :func:`interrupt_pending` and end itself."""
     _Held.depth += 1
     try:
         yield
@@ -78,4 +82,10 @@ def holding_interrupts() -> Iterator[None]:
         _Held.depth -= 1
         if not _Held.depth and _Held.pending:
             _Held.pending = False
-            raise KeyboardInterrupt
+            if then_raise:
+                raise KeyboardInterrupt
+
+
+def interrupt_pending() -> bool:
+    """True when a second SIGINT came inside :func:`holding_interrupts` and waits for it."""
+    return _Held.pending
