@@ -83,3 +83,12 @@ def test_every_store_backend_is_a_module_of_its_scheme() -> None:
     from conveyor.objects.factory import backends
 
     assert {"file", "s3"} <= set(backends())
+
+
+def test_d11_every_declared_stage_has_plain_words_on_the_web() -> None:
+    from conveyor.web.words import stage_words
+
+    for declaration in DECLARATIONS:
+        for stage in declaration.stages:
+            assert stage.words, f"{declaration.name} stage {stage.name} has no words"
+            assert stage_words(declaration.name, stage.name) == stage.words

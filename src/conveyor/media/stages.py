@@ -32,9 +32,23 @@ MEDIA = Declaration(
     noun="item",
     table=media_items,
     stages=[
-        Stage("uploaded", lane=SHORT_LANE, work="own", lease=SHORT_LEASE, heartbeat=True),
-        Stage("transcoding", lane=LONG_LANE, work="own", lease=LONG_LEASE, heartbeat=True),
-        Stage("done"),
+        Stage(
+            "uploaded",
+            lane=SHORT_LANE,
+            work="own",
+            lease=SHORT_LEASE,
+            heartbeat=True,
+            words="Uploaded; thumbnails are being made",
+        ),
+        Stage(
+            "transcoding",
+            lane=LONG_LANE,
+            work="own",
+            lease=LONG_LEASE,
+            heartbeat=True,
+            words="Thumbnails ready; the video is being converted for playback",
+        ),
+        Stage("done", words="Ready"),
     ],
     lanes=[
         Lane(SHORT_LANE, lambda s: s.media.short_workers),

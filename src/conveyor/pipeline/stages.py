@@ -42,6 +42,7 @@ class Stage:
         lease: claim length in seconds, written as ``now + lease`` at claim time (P4).
         heartbeat: the executor extends the lease every ``lease / 3`` seconds while the step
             runs (long steps, M8).
+        words: the stage as a person would say it, for the web pages (the name when empty).
     """
 
     name: str
@@ -50,6 +51,7 @@ class Stage:
     work: Work = "own"
     lease: float = 300.0
     heartbeat: bool = False
+    words: str = ""
 
     @property
     def terminal(self) -> bool:

@@ -3,29 +3,19 @@
 from __future__ import annotations
 
 from conveyor.halts import known
-from conveyor.runtime import halt_reasons
+from conveyor.runtime import DECLARATIONS, halt_reasons
 
 __all__ = ["duration_words", "event_words", "halt_words", "size_words", "stage_words"]
 
-_STAGES = {
-    "audio": {
-        "uploaded": "Uploaded; waiting to be prepared",
-        "normalized": "Prepared; waiting for speech recognition",
-        "submitted": "Speech recognition is running",
-        "transcribed": "Recognised; the transcript is being written",
-        "done": "Done",
-    },
-    "media": {
-        "uploaded": "Uploaded; thumbnails are being made",
-        "transcoding": "Thumbnails ready; the video is being converted for playback",
-        "done": "Ready",
-    },
-}
-
 
 def stage_words(domain: str, stage: str) -> str:
-    """A stage as a person would say it (``audio``/``media``)."""
-    return _STAGES.get(domain, {}).get(stage, stage)
+    """A stage as a person would say it (``audio``/``media``): its declared words."""
+    for declaration in DECLARATIONS:
+        if declaration.name == domain:
+            for declared in declaration.stages:
+                if declared.name == stage:
+                    return declared.words or stage
+    return stage
 
 
 def halt_words(reason: str | None) -> str:
