@@ -24,6 +24,7 @@ __all__ = [
     "item_view",
     "list_albums",
     "roles_of",
+    "view_of",
 ]
 
 
@@ -103,7 +104,12 @@ def item_view(conn: Connection, item_id: int, *, owner: str | None = None) -> di
     item = queries.item_by_id(conn, item_id, owner)
     if item is None:
         raise NotFound(f"item {item_id} does not exist")
-    roles = roles_of(conn, item_id)
+    return view_of(item, roles_of(conn, item_id))
+
+
+def view_of(item: RowMapping, roles: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The item view of :func:`item_view` from a row already read and its roles (the web's
+    pages and the API serve the same fields)."""
     return {
         "id": item["id"],
         "album_id": item["album_id"],

@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import Connection, RowMapping
 
 from conveyor.audio.cards import provider_wait, provider_waits
-from conveyor.clock import iso_utc, seconds
+from conveyor.clock import iso_utc
 from conveyor.db.keyset import order_terms
 from conveyor.errors import NotFound
 from conveyor.media import albums as album_views
@@ -95,28 +95,8 @@ def _item(
     *,
     count_place: bool = True,
 ) -> dict[str, Any]:
-    # The same fields as the API's item view (conveyor.media.albums.item_view), from a row
-    # already read; tests hold the two equal.
-    view = {
-        "id": row["id"],
-        "album_id": row["album_id"],
-        "owner": row["owner"],
-        "kind": row["kind"],
-        "original_name": row["original_name"],
-        "stage": row["stage"],
-        "done": row["stage"] == "done",
-        "halted": row["halted_at"] is not None,
-        "halt_reason": row["halt_reason"],
-        "halt_error": row["halt_error"],
-        "halted_at": iso_utc(row["halted_at"]),
-        "attempts": row["attempts"],
-        "width": row["width"],
-        "height": row["height"],
-        "duration": seconds(row["duration"]),
-        "uploaded_at": iso_utc(row["uploaded_at"]),
-        "captured_at": iso_utc(row["captured_at"]),
-        "roles": roles,
-    }
+    # The API's item view (one function for both), from a row already read.
+    view = album_views.view_of(row, roles)
     return {
         **view,
         "urls": {role: f"/files/{obj['key']}" for role, obj in roles.items()},
