@@ -3,10 +3,6 @@ stage."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 from sqlalchemy import Engine, insert, select
 
 from conveyor.db.migrate import current_revision, upgrade
@@ -19,16 +15,10 @@ from conveyor.db.tables import (
     users,
     web_sessions,
 )
-from tests.support.old_database import AUDIO_STAGES, MEDIA_STAGES, database_at, fill_every_stage
+from tests.support.old_database import AUDIO_STAGES, MEDIA_STAGES, fill_every_stage
 
 # The columns this revision knows (0006 added `channels`).
 AUDIO_COLUMNS = [c for c in audio_records.c if c.name != "channels"]
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def old_engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
-    """A database at revision 0004."""
-    yield from database_at("0004", request, tmp_path)
 
 
 def _fill(engine: Engine) -> None:

@@ -3,21 +3,11 @@ every stage; it only adds tables, so what an older worker reads and writes is un
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 from sqlalchemy import Engine, insert, select
 
 from conveyor.db.migrate import current_revision, upgrade
 from conveyor.db.tables import audio_records, lane_pauses, media_items, users, worker_processes
-from tests.support.old_database import AUDIO_STAGES, database_at, fill_every_stage
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def old_engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
-    """A database at revision 0006."""
-    yield from database_at("0006", request, tmp_path)
+from tests.support.old_database import AUDIO_STAGES, fill_every_stage
 
 
 def test_0007_keeps_every_record_and_adds_processes_and_pauses(old_engine: Engine) -> None:

@@ -3,21 +3,11 @@ and says the schema still works with code from revision 0006 on (it only adds)."
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 from sqlalchemy import Engine, insert, select
 
 from conveyor.db.migrate import current_revision, oldest_code, upgrade
 from conveyor.db.tables import audio_records, media_items, users
-from tests.support.old_database import AUDIO_STAGES, database_at, fill_every_stage
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def old_engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
-    """A database at revision 0007."""
-    yield from database_at("0007", request, tmp_path)
+from tests.support.old_database import AUDIO_STAGES, fill_every_stage
 
 
 def test_0008_keeps_every_record_and_says_which_code_still_works(old_engine: Engine) -> None:

@@ -3,22 +3,12 @@ database made by 0008 with records in every stage, and what was there is found a
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 from sqlalchemy import Engine, insert, select
 
 from conveyor.audio.search import search_records
 from conveyor.db.migrate import current_revision, upgrade
 from conveyor.db.tables import audio_records, media_items, users
-from tests.support.old_database import AUDIO_STAGES, database_at, fill_every_stage
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def old_engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
-    """A database at revision 0008."""
-    yield from database_at("0008", request, tmp_path)
+from tests.support.old_database import AUDIO_STAGES, fill_every_stage
 
 
 def test_0009_keeps_every_record_and_indexes_their_titles_and_texts(old_engine: Engine) -> None:

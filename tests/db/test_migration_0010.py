@@ -3,23 +3,13 @@ in every stage, and intake then finds content an owner already holds in it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 from sqlalchemy import Engine, inspect, select, update
 
 from conveyor.audio import queries as audio_queries
 from conveyor.db.migrate import current_revision, upgrade
 from conveyor.db.tables import audio_records, files, media_items, texts, users
 from conveyor.media import queries as media_queries
-from tests.support.old_database import AUDIO_STAGES, MEDIA_STAGES, database_at, fill_every_stage
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def old_engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
-    """A database at revision 0009."""
-    yield from database_at("0009", request, tmp_path)
+from tests.support.old_database import AUDIO_STAGES, MEDIA_STAGES, fill_every_stage
 
 
 def test_0010_keeps_every_record_and_indexes_content_hashes(old_engine: Engine) -> None:
