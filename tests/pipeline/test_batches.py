@@ -8,21 +8,10 @@ from typing import Any
 from sqlalchemy import Connection, Engine, event, insert, select
 
 from conveyor.config import PipelineSettings
-from conveyor.db.tables import record_events
 from conveyor.pipeline import Advance, Executor, StepContext, queries
 from conveyor.pipeline.outcomes import Outcome
 from conveyor.testing import FakeClock
-from tests.support.jobs_domain import add_jobs, effects, job, jobs, make_domain
-
-
-def events_of(db: Engine, record_id: int) -> list[dict[str, Any]]:
-    with db.connect() as conn:
-        rows = conn.execute(
-            select(record_events)
-            .where(record_events.c.domain == "jobs", record_events.c.record_id == record_id)
-            .order_by(record_events.c.id)
-        ).mappings()
-        return [dict(r) for r in rows]
+from tests.support.jobs_domain import add_jobs, effects, events_of, job, jobs, make_domain
 
 
 def test_p1_p2_p5_one_statement_claims_a_batch_in_order_each_with_its_own_token(

@@ -32,17 +32,15 @@ from conveyor.pipeline import (
 from conveyor.pipeline.outcomes import Outcome
 from conveyor.runtime import Runtime
 from conveyor.testing import FakeClock
-from tests.support.jobs_domain import JobHalt, add_jobs, default_step, job, jobs, make_domain
-
-
-def events_of(db: Engine, record_id: int) -> list[dict[str, Any]]:
-    with db.connect() as conn:
-        rows = conn.execute(
-            select(record_events)
-            .where(record_events.c.domain == "jobs", record_events.c.record_id == record_id)
-            .order_by(record_events.c.id)
-        ).mappings()
-        return [dict(r) for r in rows]
+from tests.support.jobs_domain import (
+    JobHalt,
+    add_jobs,
+    default_step,
+    events_of,
+    job,
+    jobs,
+    make_domain,
+)
 
 
 def lost_count(stage: str) -> float:

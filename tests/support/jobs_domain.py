@@ -20,7 +20,7 @@ from sqlalchemy import (
     text,
 )
 
-from conveyor.db.tables import queue_columns
+from conveyor.db.tables import queue_columns, record_events
 from conveyor.halts import Guide, HaltReason
 from conveyor.pipeline import Domain, Stage, StepContext
 from conveyor.pipeline.outcomes import Advance, Outcome
@@ -128,3 +128,14 @@ def job(engine: Engine, job_id: int) -> dict[str, Any]:
     with engine.connect() as conn:
         row = conn.execute(select(jobs).where(jobs.c.id == job_id)).mappings().one()
     return dict(row)
+
+
+def events_of(db: Engine, record_id: int) -> list[dict[str, Any]]:
+    """The journal rows of job ``record_id``, oldest first."""
+    with db.connect() as conn:
+        rows = conn.execute(
+            select(record_events)
+            .where(record_events.c.domain == "jobs", record_events.c.record_id == record_id)
+            .order_by(record_events.c.id)
+        ).mappings()
+        return [dict(r) for r in rows]
