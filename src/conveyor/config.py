@@ -194,9 +194,9 @@ class PipelineSettings(_Section):
     lost_after: float = Field(default=60.0, gt=0)
     """Seconds without an update after which a worker process is shown as lost (killed,
     frozen or cut off from the database)."""
-    claim_batch: int = Field(default=100, ge=1, le=1000)
-    """Most records one claim statement takes for a worker; fewer when the lane's steps are
-    slow (a batch holds about 50 ms of step work), one for long steps."""
+    prefetch: int = Field(default=0, ge=0, le=1000)
+    """Records a lane's producer claims beyond its idle workers, to hand over the moment one is
+    free (fast steps); such a claim holds its record about a second until its step starts."""
 
 
 class SpeechKitSettings(_Section):

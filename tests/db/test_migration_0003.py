@@ -22,7 +22,9 @@ from conveyor.db.tables import (
 from conveyor.media.stages import MEDIA
 
 # The columns this revision knows (0005 added `channels`).
-AUDIO_COLUMNS = [c for c in audio_records.c if c.name != "channels"]
+AUDIO_COLUMNS = [c for c in audio_records.c if c.name not in {"channels", "step_started_at"}]
+# (0011 adds `step_started_at` to both record tables.)
+MEDIA_COLUMNS = [c for c in media_items.c if c.name != "step_started_at"]
 
 
 def _at_revision_0002(engine: Engine) -> None:
@@ -79,14 +81,14 @@ def test_0003_upgrade_keeps_records_in_every_stage(engine: Engine) -> None:
                 insert(media_objects).values(item_id=item_id, role="original", file_id=file_id)
             )
         before_audio = conn.execute(select(*AUDIO_COLUMNS).order_by(audio_records.c.id)).all()
-        before_media = conn.execute(select(media_items).order_by(media_items.c.id)).all()
+        before_media = conn.execute(select(*MEDIA_COLUMNS).order_by(media_items.c.id)).all()
     upgrade(engine)
     assert (current_revision(engine) or "") >= "0003"
     with engine.begin() as conn:
         assert conn.execute(select(*AUDIO_COLUMNS).order_by(audio_records.c.id)).all() == (
             before_audio
         )
-        assert conn.execute(select(media_items).order_by(media_items.c.id)).all() == before_media
+        assert conn.execute(select(*MEDIA_COLUMNS).order_by(media_items.c.id)).all() == before_media
         assert [r.stage for r in before_audio] == [*audio_stages, "normalized"]
         # The new table works with what was there: a key naming an old record.
         conn.execute(

@@ -16,7 +16,9 @@ from conveyor.db.tables import (
 from tests.support.old_database import AUDIO_STAGES, fill_every_stage
 
 # The columns this revision knows (0005 added `channels`).
-AUDIO_COLUMNS = [c for c in audio_records.c if c.name != "channels"]
+AUDIO_COLUMNS = [c for c in audio_records.c if c.name not in {"channels", "step_started_at"}]
+# (0011 adds `step_started_at` to both record tables.)
+MEDIA_COLUMNS = [c for c in media_items.c if c.name != "step_started_at"]
 
 
 def _fill(engine: Engine) -> None:
@@ -33,14 +35,14 @@ def test_0004_keeps_every_record_and_adds_sign_in(old_engine: Engine) -> None:
     _fill(old_engine)
     with old_engine.connect() as conn:
         before_audio = conn.execute(select(*AUDIO_COLUMNS).order_by(audio_records.c.id)).all()
-        before_media = conn.execute(select(media_items).order_by(media_items.c.id)).all()
+        before_media = conn.execute(select(*MEDIA_COLUMNS).order_by(media_items.c.id)).all()
     upgrade(old_engine)
     assert (revision := current_revision(old_engine)) is not None and revision >= "0004"
     with old_engine.connect() as conn:
         assert (
             conn.execute(select(*AUDIO_COLUMNS).order_by(audio_records.c.id)).all() == before_audio
         )
-        assert conn.execute(select(media_items).order_by(media_items.c.id)).all() == before_media
+        assert conn.execute(select(*MEDIA_COLUMNS).order_by(media_items.c.id)).all() == before_media
         assert [r.stage for r in before_audio] == [*AUDIO_STAGES, "submitted"]
         assert conn.execute(select(texts.c.body)).scalar_one() == "hello"
         user = conn.execute(select(users)).mappings().one()

@@ -18,7 +18,9 @@ from conveyor.db.tables import (
 from tests.support.old_database import AUDIO_STAGES, MEDIA_STAGES, fill_every_stage
 
 # The columns this revision knows (0006 added `channels`).
-AUDIO_COLUMNS = [c for c in audio_records.c if c.name != "channels"]
+AUDIO_COLUMNS = [c for c in audio_records.c if c.name not in {"channels", "step_started_at"}]
+# (0011 adds `step_started_at` to both record tables.)
+MEDIA_COLUMNS = [c for c in media_items.c if c.name != "step_started_at"]
 
 
 def _fill(engine: Engine) -> None:
@@ -46,7 +48,7 @@ def test_0005_keeps_every_record_and_session_and_adds_sign_in_addresses(
     _fill(old_engine)
     with old_engine.connect() as conn:
         before_audio = conn.execute(select(*AUDIO_COLUMNS).order_by(audio_records.c.id)).all()
-        before_media = conn.execute(select(media_items).order_by(media_items.c.id)).all()
+        before_media = conn.execute(select(*MEDIA_COLUMNS).order_by(media_items.c.id)).all()
         before_users = conn.execute(select(users)).all()
         before_sessions = conn.execute(select(web_sessions)).all()
     upgrade(old_engine)
@@ -55,7 +57,7 @@ def test_0005_keeps_every_record_and_session_and_adds_sign_in_addresses(
         assert (
             conn.execute(select(*AUDIO_COLUMNS).order_by(audio_records.c.id)).all() == before_audio
         )
-        assert conn.execute(select(media_items).order_by(media_items.c.id)).all() == before_media
+        assert conn.execute(select(*MEDIA_COLUMNS).order_by(media_items.c.id)).all() == before_media
         assert [r.stage for r in before_audio] == [*AUDIO_STAGES, "submitted"]
         assert [r.stage for r in before_media] == MEDIA_STAGES
         assert conn.execute(select(texts.c.body)).scalar_one() == "hello"

@@ -16,7 +16,9 @@ from conveyor.db.tables import (
 from tests.support.old_database import AUDIO_STAGES, fill_every_stage
 
 # The columns revision 0005 knows (0006 adds `channels`).
-AUDIO_COLUMNS = [c for c in audio_records.c if c.name != "channels"]
+AUDIO_COLUMNS = [c for c in audio_records.c if c.name not in {"channels", "step_started_at"}]
+# (0011 adds `step_started_at` to both record tables.)
+MEDIA_COLUMNS = [c for c in media_items.c if c.name != "step_started_at"]
 
 
 def _fill(engine: Engine) -> None:
@@ -30,7 +32,7 @@ def test_0006_keeps_every_record_and_adds_vocabulary_and_channels(old_engine: En
     _fill(old_engine)
     with old_engine.connect() as conn:
         before_audio = conn.execute(select(*AUDIO_COLUMNS).order_by(audio_records.c.id)).all()
-        before_media = conn.execute(select(media_items).order_by(media_items.c.id)).all()
+        before_media = conn.execute(select(*MEDIA_COLUMNS).order_by(media_items.c.id)).all()
     upgrade(old_engine)
     assert (revision := current_revision(old_engine)) is not None and revision >= "0006"
     with old_engine.connect() as conn:
@@ -43,7 +45,7 @@ def test_0006_keeps_every_record_and_adds_vocabulary_and_channels(old_engine: En
         assert [r["stage"] for r in after] == [*AUDIO_STAGES, "submitted"]
         assert [r["channels"] for r in after] == [None] * 6
         assert after[5]["halt_reason"] == "stuck"
-        assert conn.execute(select(media_items).order_by(media_items.c.id)).all() == before_media
+        assert conn.execute(select(*MEDIA_COLUMNS).order_by(media_items.c.id)).all() == before_media
         assert conn.execute(select(texts.c.body)).scalar_one() == "hello"
         assert conn.execute(select(users.c.name)).scalar_one() == "alice"
         assert conn.execute(select(owner_vocabulary)).all() == []

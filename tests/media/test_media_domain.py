@@ -30,6 +30,8 @@ from conveyor.media.domain import (
 from conveyor.objects import LocalStore, ObjectStore, WorkFolder, sweep_orphans
 from conveyor.pipeline import Claim, Executor, StepContext, WorkerPool
 from conveyor.pipeline.outcomes import Outcome
+from conveyor.pipeline.queries import now_of
+from conveyor.pipeline.rescuer import rescue
 from conveyor.runtime import Runtime
 from conveyor.testing import FakeClock
 from tests.support.media import (
@@ -245,8 +247,11 @@ class _StealsOnLastKeep(MediaSteps):
         kept = super()._keep(ctx, role, path, *a, **kw)
         self.kept.append(role)
         if len(self.kept) == len(IMAGE_ROLES):
-            # The lease runs out under the step and another worker claims the item (P2).
+            # The lease runs out under the step: its worker counts as lost (D18), and after
+            # the retry pause another worker claims the item (P2).
             self.clock.advance(ctx.stage.lease + 1)
+            assert rescue(self.engine, ctx.domain, PIPELINE, now_of(self.clock)) == 1
+            self.clock.advance(PIPELINE.retry_max)
             self.thief = Executor(self.engine, self.clock, PIPELINE).claim(ctx.domain, SHORT_LANE)
             self.lost_seen_by_step = ctx.lost.is_set()
         return kept
@@ -283,9 +288,10 @@ def test_m4_claim_lost_mid_step_refuses_the_save_writes_no_roles_and_no_event(
     assert steps.thief is not None and steps.thief.record_id == item
     assert steps.thief.token != claim.token
     assert steps.lost_seen_by_step is False  # no heartbeat told the step: its save must refuse
-    # The step's save was tried with its own token, and matched no row.
+    # The step's save was tried with its own token, and matched no row (before it: the
+    # step's start, and the rescue of its lapsed claim, D18).
     guarded = [rowcount for params, rowcount in updates if claim.token in params]
-    assert guarded == [0]
+    assert guarded == [1, 1, 0]
     # Nothing of it landed: no role, no journal row, no album event; the thief holds the item.
     assert set(roles_of(engine, item)) == {"original"}
     assert event_rows(engine) == []
@@ -294,7 +300,9 @@ def test_m4_claim_lost_mid_step_refuses_the_save_writes_no_roles_and_no_event(
     after = _item_row(engine, item)
     assert after["claim_token"] == steps.thief.token
     assert after["claim_expires_at"] == clock.now() + domain.stage("uploaded").lease
-    claim_columns = {"claim_token", "claim_expires_at"}
+    # What changed: the claim, and the lost worker's failed attempt (D18).
+    claim_columns = {"claim_token", "claim_expires_at", "attempts", "retry_at", "updated_at"}
+    assert after["attempts"] == 1
     assert {k: v for k, v in after.items() if k not in claim_columns} == {
         k: v for k, v in before.items() if k not in claim_columns
     }
@@ -573,8 +581,11 @@ def test_m8_lost_claim_stops_the_transcode_at_once(
             checks_after_lost.append(n)
         if n == 2:  # a progress report from inside the transcode (the first is at 0 %)
             rival = Executor(engine, clock, PIPELINE)
-            for _ in range(100):  # a beat may land between the advance and the claim
+            for _ in range(100):  # a beat may land between the advance and the rescue
                 clock.advance(lease + 0.1)
+                if not rescue(engine, ctx.domain, PIPELINE, now_of(clock)):
+                    continue  # D18: its worker counts as lost, then the retry pause
+                clock.advance(PIPELINE.retry_max)
                 if (got := rival.claim(ctx.domain, LONG_LANE)) is not None:
                     thief.append(got)
                     break

@@ -21,6 +21,8 @@ from conveyor.db.tables import files, media_items, media_objects
 from conveyor.media.domain import SHORT_LANE, MediaSteps, build_media_domain
 from conveyor.objects import ObjectStore, sweep_orphans
 from conveyor.pipeline import Executor, StepContext
+from conveyor.pipeline.queries import now_of
+from conveyor.pipeline.rescuer import rescue
 from conveyor.testing import FakeClock
 from tests.support.media import MEDIA, PIPELINE, add, album, media_domain
 from tests.support.stored import object_keys, stored_bytes
@@ -42,6 +44,9 @@ class _OvertakenBeforeStoring(MediaSteps):
     def _keep(self, ctx: StepContext, role: str, path: Path, *a: Any, **kw: Any) -> Any:
         if self.rival_token is None:
             self.clock.advance(ctx.stage.lease + 1)
+            # Its worker counts as lost (D18); after the retry pause a rival claims the item.
+            assert rescue(self.engine, ctx.domain, PIPELINE, now_of(self.clock)) == 1
+            self.clock.advance(PIPELINE.retry_max)
             rival = Executor(self.engine, self.clock, PIPELINE)
             live = media_domain(self.store)
             claim = rival.claim(live, SHORT_LANE)

@@ -30,6 +30,7 @@ from conveyor.pipeline import (
     resume,
 )
 from conveyor.pipeline.outcomes import Outcome
+from conveyor.pipeline.rescuer import rescue
 from conveyor.runtime import Runtime
 from conveyor.testing import FakeClock
 from tests.support.jobs_domain import (
@@ -177,8 +178,11 @@ def test_p6_step_that_lost_its_claim_writes_nothing(
     stolen = threading.Event()
 
     def slow(ctx: StepContext) -> Outcome:
-        # While this step works, its lease runs out and another worker takes the record.
+        # While this step works, its lease runs out: its worker counts as lost (D18), and
+        # after the retry pause another worker takes the record.
         clock.advance(61)
+        assert rescue(db, domain, settings, queries.now_of(clock)) == 1
+        clock.advance(settings.retry_max)
         other = Executor(db, clock, settings).claim(domain, "default")
         assert other is not None
         stolen.set()
@@ -195,7 +199,9 @@ def test_p6_step_that_lost_its_claim_writes_nothing(
     assert stolen.is_set()
     row = job(db, jid)
     assert row["stage"] == "new" and row["result"] is None and row["title"] == "job 0"
-    assert events_of(db, jid) == []
+    assert [(e["outcome"], e["outcome_text"]) for e in events_of(db, jid)] == [
+        ("failed", "worker lost")
+    ]
     assert lost_count("new") == before + 1
 
 

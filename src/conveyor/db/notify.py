@@ -47,6 +47,8 @@ class Notifier:
         self._due: float | None = None
         self._listener: threading.Thread | None = None
         self._closing = threading.Event()
+        self.connections = 0
+        """Connections the listener has made (on PostgreSQL); each after the first wakes."""
 
     @property
     def generation(self) -> int:
@@ -126,6 +128,10 @@ class Notifier:
                 with conn:
                     conn.execute(f"LISTEN {CHANNEL}")
                     outage.DATABASE.succeeded()
+                    self.connections += 1
+                    if self.connections > 1:
+                        # Wake-ups sent while no connection listened are lost: look once now.
+                        self.wake_local()
                     while not self._closing.is_set():
                         for _ in conn.notifies(timeout=1.0, stop_after=1):
                             self.wake_local()

@@ -74,6 +74,9 @@ def queue_columns() -> list[Column[object]]:
     ``work_started_at`` the first claim in this stage, where the stuck countdown starts (D3: time
     spent waiting for a worker is backlog, not stuck), None until then;
     ``claim_token``/``claim_expires_at`` the current claim (fencing token, lease end);
+    ``step_started_at`` when the current claim's step started (None: no claim, or a claim whose
+    step has not started, which lapses without cost; a started one that lapses is a lost
+    worker, D18);
     ``attempts`` failures in this stage; ``retry_at`` the retry pause; ``halted_at``,
     ``halt_reason``, ``halt_error`` the halt flag (P8).
     """
@@ -83,6 +86,7 @@ def queue_columns() -> list[Column[object]]:
         Column("work_started_at", Double, nullable=True),
         Column("claim_token", String(32), nullable=True),
         Column("claim_expires_at", Double, nullable=True),
+        Column("step_started_at", Double, nullable=True),
         Column("attempts", Integer, nullable=False, server_default="0"),
         Column("retry_at", Double, nullable=True),
         Column("halted_at", Double, nullable=True),
@@ -194,6 +198,15 @@ def _open_records(table: Table) -> ColumnElement[bool]:
     return and_(table.c.halted_at.is_(None), table.c.stage != "done")
 
 
+def _begun_records(table: Table) -> ColumnElement[bool]:
+    # Open records whose work in their stage has begun: few beside the waiting ones.
+    return and_(_open_records(table), table.c.work_started_at.is_not(None))
+
+
+def _started_steps(table: Table) -> ColumnElement[bool]:
+    return table.c.step_started_at.is_not(None)
+
+
 # The claim reads this index in its own order (sort value, then id: P5), filtered to open records.
 Index(
     "ix_audio_records_claim",
@@ -201,6 +214,23 @@ Index(
     audio_records.c.id,
     postgresql_where=_open_records(audio_records),
     sqlite_where=_open_records(audio_records),
+)
+
+# The claim's first part (D19): records already begun in their stage, in the same order.
+Index(
+    "ix_audio_records_begun",
+    audio_records.c.created_at,
+    audio_records.c.id,
+    postgresql_where=_begun_records(audio_records),
+    sqlite_where=_begun_records(audio_records),
+)
+
+# The rescuer's (D18): running steps only, however many records there are.
+Index(
+    "ix_audio_records_started",
+    audio_records.c.id,
+    postgresql_where=_started_steps(audio_records),
+    sqlite_where=_started_steps(audio_records),
 )
 
 # An owner's standing vocabulary hints (names, terms), merged with every record's own hints.
@@ -399,6 +429,21 @@ Index(
     media_items.c.id,
     postgresql_where=_open_records(media_items),
     sqlite_where=_open_records(media_items),
+)
+
+Index(
+    "ix_media_items_begun",
+    media_items.c.uploaded_at,
+    media_items.c.id,
+    postgresql_where=_begun_records(media_items),
+    sqlite_where=_begun_records(media_items),
+)
+
+Index(
+    "ix_media_items_started",
+    media_items.c.id,
+    postgresql_where=_started_steps(media_items),
+    sqlite_where=_started_steps(media_items),
 )
 
 # An item's objects by role; one row per (item, role) so a retried step replaces (M1-M3).

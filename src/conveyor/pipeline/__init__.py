@@ -13,7 +13,8 @@ Public surface::
 """
 
 from conveyor.pipeline.claims import Claim
-from conveyor.pipeline.executor import Executor, StepContext
+from conveyor.pipeline.context import StepContext
+from conveyor.pipeline.executor import Executor
 from conveyor.pipeline.lifecycle import Resumed, halted_ids, resume, resume_many
 from conveyor.pipeline.outcomes import Advance, Fail, Halt, Outcome, Postpone
 from conveyor.pipeline.pool import WorkerPool

@@ -28,8 +28,9 @@ class EngineHalt(HaltReason):
             meaning="one step failed `[pipeline] max_attempts` times in a row; the halt text "
             "quotes the last error",
             resume_helps=True,
-            action="fix what the last error names (database, storage, provider, model), then "
-            "resume",
+            action="fix what the last error names (database, storage, provider, model; "
+            "'worker lost': the step crashed, hung or cut off its worker process each time, "
+            "see that worker's log), then resume",
             words="It failed several times in a row, so it was stopped.",
         ),
     )

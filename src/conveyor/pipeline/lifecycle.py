@@ -197,7 +197,11 @@ def plan_outcome(
             f"failed {attempts + 1} times; last error: {outcome.error}",
         )
     # Every outcome gives the claim back: the record is claimable again once its pause ends.
-    release: dict[str, Any] = {"claim_token": None, "claim_expires_at": None}
+    release: dict[str, Any] = {
+        "claim_token": None,
+        "claim_expires_at": None,
+        "step_started_at": None,
+    }
     if isinstance(outcome, Advance):
         if outcome.fields:
             _check_owned(domain, outcome.fields)

@@ -1,11 +1,21 @@
-"""The worker pool: N identical worker threads per lane, dispatch by stage (D8, M7, M8).
+"""The worker pool: per lane a producer, its executors and a completer; one rescuer (D8, M7, M8).
 
-Each worker of lane L loops over the domains, claims a record whose stage runs in L, and runs
-its step. A lane with 0 workers is legal: its records are accepted and wait (D8). Idle workers
-sleep until a wake-up or ``[pipeline] poll_interval``; they never spin.
+The shape River, Oban and Sidekiq converged on. For each lane with workers, this process runs:
 
-Stopping (SIGINT/SIGTERM in the CLI): no new claims; running steps get ``stop_grace`` seconds to
-finish, long steps see the stop through :meth:`StepContext.check` and release their claim; any
+* a **producer** (:mod:`conveyor.pipeline.producer`) that claims, in one statement, at most as
+  many records as the lane has idle executors (plus ``[pipeline] prefetch``);
+* that many **executors** (:mod:`conveyor.pipeline.executor`), each running one record's step
+  at a time, started the moment it was claimed;
+* a **completer** (:mod:`conveyor.pipeline.completer`) that saves finished outcomes in batches
+  as they come, each guarded by its own token, never behind a running step.
+
+One **rescuer** (:mod:`conveyor.pipeline.rescuer`) turns the lapsed claims of lost workers into
+failed attempts (D18). A lane with 0 workers is legal: its records are accepted and wait (D8).
+Idle producers sleep until a wake-up or ``[pipeline] poll_interval``; they never spin.
+
+Stopping (SIGINT/SIGTERM in the CLI): no new claims; claims no executor has started are
+released at once; running steps get ``stop_grace`` seconds to finish (long steps see the stop
+through :meth:`StepContext.check` and release their claim); finished outcomes are saved; any
 claim still held after the grace period is released so it is claimable at once.
 """
 
@@ -13,30 +23,30 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Engine
 
 from conveyor.clock import Clock
 from conveyor.config import PipelineSettings
-from conveyor.db import outage
 from conveyor.db.notify import Notifier
 from conveyor.pipeline import queries
+from conveyor.pipeline.claims import Held, mint_token
+from conveyor.pipeline.completer import Completer
 from conveyor.pipeline.executor import Executor
 from conveyor.pipeline.metrics import BACKLOG
+from conveyor.pipeline.producer import Producer
+from conveyor.pipeline.rescuer import Rescuer
 from conveyor.pipeline.stages import Domain
 
 __all__ = ["WorkerPool"]
 
 log = logging.getLogger("conveyor.pool")
 
-# Seconds a worker backs off after an unexpected error (e.g. the database went away), so a
-# broken connection is retried without flooding the log.
-_ERROR_BACKOFF = 1.0
-
 
 class WorkerPool:
-    """Worker threads for the given lanes.
+    """Producers, executors and completers for the given lanes, and a rescuer.
 
     Args:
         engine: the database.
@@ -63,30 +73,33 @@ class WorkerPool:
         self.clock = clock
         self.settings = settings
         self.notifier = notifier or Notifier(engine)
-        self._stopping = threading.Event()
-        self._threads: list[threading.Thread] = []
-        self._executors: list[Executor] = []
-        self._lane_executors: list[tuple[str, Executor]] = []
-        #: Asked before each claim: False keeps the lane's workers from claiming (a paused
+        #: Asked before each claim: False keeps the lane's producer from claiming (a paused
         #: lane, a draining process; see conveyor.processes). Running steps are not touched.
         self.may_claim: Callable[[str], bool] = lambda _lane: True
+        self.holder = mint_token()[:12]
+        """This process's name for its claims (a worker registry may show it)."""
+        self.held = Held()
+        self.now = queries.now_of(clock)
+        self._stopping = threading.Event()
+        self._producers: list[Producer] = []
+        self._completers: list[Completer] = []
+        self._rescuer: Rescuer | None = None
         for lane in self.lanes:
             if not any(d.lane_stages(lane) for d in self.domains):
                 log.info("lane %r has workers but no stages", lane)
 
     @property
     def executor(self) -> Executor:
-        """A fresh executor bound to this pool's stop flag and wake-ups."""
-        executor = Executor(
+        """A fresh executor bound to this pool's stop flag, wake-ups and held claims."""
+        return Executor(
             self.engine,
             self.clock,
             self.settings,
             stopping=self._stopping,
             on_advance=self.notifier.wake_local,
             on_pause=self._wake_after_pause,
+            held=self.held,
         )
-        self._executors.append(executor)
-        return executor
 
     def _wake_after_pause(self, delay: float) -> None:
         # Only short pauses get a timer; long ones are found by the regular poll.
@@ -94,21 +107,45 @@ class WorkerPool:
             self.notifier.wake_after(delay)
 
     def start(self) -> None:
-        """Start every worker thread."""
+        """Start every lane's threads and the rescuer."""
         self.notifier.start_listening()
         BACKLOG.watch(self.engine, self.domains, self.clock)
         for lane, count in self.lanes.items():
-            for index in range(count):
-                executor = self.executor
-                self._lane_executors.append((lane, executor))
-                thread = threading.Thread(
-                    target=self._work,
-                    args=(lane, executor),
-                    name=f"conveyor-{lane}-{index}",
-                    daemon=True,
-                )
-                thread.start()
-                self._threads.append(thread)
+            domains = [d for d in self.domains if d.lane_stages(lane)]
+            if count <= 0 or not domains:
+                continue
+            executor = self.executor
+            completer = Completer(self.engine, executor.saver, name=f"conveyor-completer-{lane}")
+            producer = Producer(
+                self.engine,
+                lane,
+                domains,
+                workers=count,
+                prefetch=self.settings.prefetch,
+                poll_interval=self.settings.poll_interval,
+                now=self.now,
+                execute=executor.execute,
+                complete=completer.put,
+                held=self.held,
+                notifier=self.notifier,
+                stopping=self._stopping,
+                holder=self.holder,
+                paused=lambda lane: not self.may_claim(lane),
+            )
+            completer.start()
+            producer.start()
+            self._completers.append(completer)
+            self._producers.append(producer)
+        if any(count > 0 for count in self.lanes.values()):
+            self._rescuer = Rescuer(
+                self.engine,
+                self.domains,
+                self.settings,
+                self.now,
+                stopping=self._stopping,
+                on_rescued=self._wake_after_pause,
+            )
+            self._rescuer.start()
         log.info("worker pool started: %s", ", ".join(f"{k}={v}" for k, v in self.lanes.items()))
 
     @property
@@ -117,77 +154,55 @@ class WorkerPool:
         return self._stopping.is_set()
 
     def stop(self, grace: float | None = None) -> None:
-        """Stop claiming, let running steps finish for ``grace`` seconds, release the rest.
+        """Stop claiming; release unstarted claims at once; let running steps finish for
+        ``grace`` seconds; save finished outcomes; release whatever is still held.
 
         Args:
             grace: seconds to wait; ``[pipeline] stop_grace`` when None.
         """
         self._stopping.set()
         self.notifier.wake_local()
-        deadline = self.settings.stop_grace if grace is None else grace
-        for thread in self._threads:
-            thread.join(timeout=deadline)
-        leftovers = [held for executor in self._executors for held in executor.held_claims()]
-        now = queries.now_of(self.clock)
-        for domain, claim in leftovers:
+        for producer in self._producers:
+            producer.wake()
+        deadline = time.monotonic() + (self.settings.stop_grace if grace is None else grace)
+        for producer in self._producers:
+            producer.join_producer(deadline)
+        for producer in self._producers:
+            producer.join(deadline)
+        for completer in self._completers:
+            # Finished outcomes are saved even when the grace is spent (a quick transaction).
+            completer.close(max(1.0, deadline - time.monotonic()))
+        if self._rescuer is not None:
+            self._rescuer.join(1.0)
+        for domain, claim in self.held.all():
             with self.engine.begin() as conn:
-                queries.release_claim(conn, domain, claim, now)
+                queries.release_claim(conn, domain, claim, self.now)
+            self.held.drop(domain, [claim])
             log.info("%s %s released on stop", domain.noun, claim.record_id)
         self.notifier.close()
 
     def running(self) -> bool:
-        """True when started, not stopping, and every worker thread is alive."""
+        """True when started, not stopping, and every lane's threads are alive."""
         return (
-            (bool(self._threads) or not any(self.lanes.values()))
+            (bool(self._producers) or not any(self.lanes.values()))
             and not self.stopping
-            and all(t.is_alive() for t in self._threads)
+            and all(p.alive() for p in self._producers)
         )
 
     def busy(self) -> dict[str, int]:
-        """Lane → worker threads holding a claim (running a step) now."""
+        """Lane → executors running a step now, or about to (a record claimed for them)."""
         counts = dict.fromkeys(self.lanes, 0)
-        for lane, executor in self._lane_executors:
-            if executor.held_claims():
-                counts[lane] += 1
+        for producer in self._producers:
+            counts[producer.lane] += producer.busy()
         return counts
 
     def holding(self) -> list[tuple[str, int, str]]:
         """The claims held now: ``(domain, record id, claim token)``."""
-        return [
-            (domain.name, claim.record_id, claim.token)
-            for executor in self._executors
-            for domain, claim in executor.held_claims()
-        ]
+        return [(domain.name, claim.record_id, claim.token) for domain, claim in self.held.all()]
 
     def join(self) -> None:
-        """Wait for every worker thread to end (after :meth:`stop`)."""
-        for thread in self._threads:
-            thread.join()
-
-    def _work(self, lane: str, executor: Executor) -> None:
-        domains = [d for d in self.domains if d.lane_stages(lane)]
-        while not self._stopping.is_set():
-            try:
-                # One connection per worker loop: no checkout per statement.
-                with self.engine.connect() as conn:
-                    self._loop(conn, lane, executor, domains)
-            except Exception as exc:
-                # An outage is told once per process (and its end once), not once per thread
-                # per second.
-                if not outage.DATABASE.failed(exc, f"{lane} worker"):
-                    log.exception("worker of lane %s: unexpected error", lane)
-                self._stopping.wait(_ERROR_BACKOFF)
-
-    def _loop(
-        self, conn: Connection, lane: str, executor: Executor, domains: Sequence[Domain]
-    ) -> None:
-        while not self._stopping.is_set():
-            since = self.notifier.generation
-            worked = False
-            for domain in domains:
-                if self._stopping.is_set() or not self.may_claim(lane):
-                    break
-                worked = executor.run_batch(conn, domain, lane) > 0 or worked
-                outage.DATABASE.succeeded()
-            if not worked:
-                self.notifier.wait(since, self.settings.poll_interval)
+        """Wait for every thread to end (after :meth:`stop`)."""
+        for producer in self._producers:
+            producer.join()
+        for completer in self._completers:
+            completer.close()

@@ -23,18 +23,24 @@ from sqlalchemy import (
     String,
     Table,
     Update,
+    and_,
     bindparam,
     case,
     delete,
     func,
     insert,
     literal_column,
+    null,
     or_,
     select,
+    union_all,
     update,
 )
+from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql import ColumnElement
 from sqlalchemy.sql.elements import UnaryExpression
+from sqlalchemy.sql.sqltypes import NullType
+from sqlalchemy.sql.visitors import InternalTraversal
 
 from conveyor.clock import Clock
 from conveyor.db.now import db_now, db_token
@@ -49,12 +55,18 @@ __all__ = [
     "claim_order",
     "claim_statement",
     "claim_with",
+    "claimable",
     "delete_events",
     "extend_claim",
     "halted_ids",
     "insert_event",
     "insert_events",
     "insert_record",
+    "lapsed",
+    "lapsed_claims",
+    "longest_lease",
+    "mark_started",
+    "next_hold_end",
     "now_of",
     "read_claimed",
     "read_now",
@@ -102,54 +114,149 @@ def claim_order(domain: Domain) -> list[ColumnElement[Any]]:
     return order
 
 
-def claim_statement(domain: Domain, stages: Sequence[Stage], now: ColumnElement[float]) -> Update:
+def longest_lease(domain: Domain) -> float:
+    """The longest lease of the domain's stages: a lease reaching further ahead than this plus
+    :data:`CLOCK_STEP_TOLERANCE` is a leftover of a clock set back (D17)."""
+    return max((s.lease for s in domain.stages if not s.terminal), default=0.0)
+
+
+def claimable(
+    domain: Domain, stages: Sequence[str], now: ColumnElement[float]
+) -> ColumnElement[bool]:
+    """THE test of "a worker of these stages could take this record now", as one SQL
+    expression: the claim, the backlog and a record's place in its queue all use it.
+
+    Claimable: in one of ``stages``, not halted (P10), past its retry pause, and either
+    unclaimed or under a claim that lapsed before its step started. A claim that lapsed after
+    its step started is the rescuer's first (D18: a failed attempt, "worker lost"); only then
+    is the record claimable again. A retry pause or lease reaching further ahead than the
+    engine ever writes is a leftover of a clock set back, and over (D17).
+    """
+    table = domain.table
+    ahead = longest_lease(domain) + CLOCK_STEP_TOLERANCE
+    return and_(
+        # Stage names are the declaration's constants, written into the SQL: the statement is
+        # the same text for every execution (no list expanded per call).
+        table.c.stage.in_([_sql_text(name) for name in stages]),
+        table.c.halted_at.is_(None),
+        # The claim indexes' own predicate, word for word: SQLite uses a partial index only
+        # for a query that states its WHERE, and without it scans and sorts every row.
+        *(table.c.stage != _sql_text(name) for name in domain.terminal_stages),
+        or_(
+            table.c.retry_at.is_(None),
+            table.c.retry_at <= now,
+            # The clock went back since the pause was written (D17): the pause is over.
+            table.c.updated_at > now + CLOCK_STEP_TOLERANCE,
+        ),
+        or_(
+            table.c.claim_token.is_(None),
+            and_(
+                table.c.step_started_at.is_(None),
+                or_(table.c.claim_expires_at <= now, table.c.claim_expires_at > now + ahead),
+            ),
+        ),
+    )
+
+
+def lapsed(domain: Domain, now: ColumnElement[float]) -> ColumnElement[bool]:
+    """A claim whose step had started and whose lease ran out (or reaches impossibly far
+    ahead, D17): its worker died, hung or lost its database (D18)."""
+    table = domain.table
+    ahead = longest_lease(domain) + CLOCK_STEP_TOLERANCE
+    return and_(
+        table.c.step_started_at.is_not(None),
+        table.c.claim_token.is_not(None),
+        table.c.halted_at.is_(None),
+        or_(table.c.claim_expires_at <= now, table.c.claim_expires_at > now + ahead),
+    )
+
+
+class _AmongIds(ColumnElement[bool]):
+    """``id IN (subquery)``; on PostgreSQL ``id = ANY(ARRAY(subquery))``, which the planner
+    runs as the subquery once, then one primary-key lookup per id: with statistics, it would
+    otherwise join the subquery to a scan of the whole table, finished records included."""
+
+    inherit_cache = True
+    # Not Boolean: SQLite (no native booleans) would append "= 1" to it in a WHERE.
+    type = NullType()  # type: ignore[assignment]
+    _traverse_internals = [  # noqa: RUF012 (SQLAlchemy's own convention)
+        ("column", InternalTraversal.dp_clauseelement),
+        ("ids", InternalTraversal.dp_clauseelement),
+    ]
+
+    def __init__(self, column: ColumnElement[Any], ids: Select[Any]) -> None:
+        self.column = column
+        self.ids = ids
+
+
+@compiles(_AmongIds)
+def _among_ids(element: _AmongIds, compiler: Any, **kw: Any) -> str:
+    column = compiler.process(element.column, **kw)
+    return f"{column} IN ({compiler.process(element.ids, asfrom=False, **kw)})"
+
+
+@compiles(_AmongIds, "postgresql")
+def _among_ids_postgresql(element: _AmongIds, compiler: Any, **kw: Any) -> str:
+    column = compiler.process(element.column, **kw)
+    return f"{column} = ANY(ARRAY({compiler.process(element.ids, asfrom=False, **kw)}))"
+
+
+def claim_statement(
+    domain: Domain,
+    stages: Sequence[Stage],
+    now: ColumnElement[float],
+    *,
+    started: bool = True,
+    hold: float | None = None,
+) -> Update:
     """The claim of up to ``:_limit`` records in ``stages``, as ONE statement (P1, P3-P5).
 
-    Eligible: in one of ``stages``, not halted, past its retry pause, and unclaimed or with an
-    expired claim. Order: the domain's sort value, then the primary key. Every claimed row gets
-    a token of its own, made by the database, and a lease from its own stage (P4). The first
-    claim in a stage starts the stuck countdown (``work_started_at``, D3). PostgreSQL skips rows
-    another claimer has locked; SQLite serialises writers, so the clause is dropped there.
+    Eligible: :func:`claimable`. Order (P5, D19): records already begun in their stage
+    (``work_started_at`` set: rescued from a lost worker, retried, waiting on their provider)
+    before records not begun, each part in the domain's sort value, then the primary key.
+    Every claimed row gets a token of its own, made by the database, and a lease from its own
+    stage (P4). The first claim in a stage starts the stuck countdown (``work_started_at``, D3).
+    PostgreSQL skips rows another claimer has locked; SQLite serialises writers.
+
+    Args:
+        started: the claim is its step's start (an idle executor takes it at once):
+            ``step_started_at`` is set, and a lapse of this claim is a lost worker (D18).
+            Otherwise the claim is not started; :func:`mark_started` starts it.
+        hold: the lease of a claim that is not started, in seconds (a prefetched record); the
+            stage's lease when None. Its lease starts in full when its step starts.
 
     Build it once per lane and run it with :func:`claim_with`.
     """
     table = domain.table
-    longest = max(s.lease for s in stages)
-    eligible = (
-        select(table.c.id)
-        .where(
-            # Stage names are the declaration's constants, written into the SQL: the
-            # statement is the same text for every execution (no list expanded per call).
-            table.c.stage.in_([_sql_text(s.name) for s in stages]),
-            table.c.halted_at.is_(None),
-            # The claim index's own predicate, word for word: SQLite uses a partial index
-            # only for a query that states its WHERE, and without it scans and sorts every
-            # row of the table on each claim.
-            *(table.c.stage != _sql_text(name) for name in domain.terminal_stages),
-            or_(
-                table.c.retry_at.is_(None),
-                table.c.retry_at <= now,
-                # The clock went back since the pause was written (D17): the pause is over.
-                table.c.updated_at > now + CLOCK_STEP_TOLERANCE,
-            ),
-            or_(
-                table.c.claim_token.is_(None),
-                table.c.claim_expires_at <= now,
-                table.c.claim_expires_at > now + (longest + CLOCK_STEP_TOLERANCE),
-            ),
+    names = [s.name for s in stages]
+    order = claim_order(domain)
+    limit = bindparam("_limit", type_=Integer())
+    parts = []
+    for begun in (table.c.work_started_at.is_not(None), table.c.work_started_at.is_(None)):
+        part = (
+            select(table.c.id)
+            .where(claimable(domain, names, now), begun)
+            .order_by(*order)
+            .limit(limit)
+            .with_for_update(skip_locked=True)
+            .subquery()
         )
-        .order_by(*claim_order(domain))
-        .limit(bindparam("_limit", type_=Integer()))
-        .with_for_update(skip_locked=True)
-    )
-    lease = case({s.name: now + s.lease for s in stages}, value=table.c.stage, else_=now)
+        parts.append(select(part.c.id))
+    both = union_all(*parts).subquery()
+    eligible = select(both.c.id).limit(limit)
+
+    def lease_of(stage: Stage) -> float:
+        return stage.lease if hold is None else min(stage.lease, hold)
+
+    lease = case({s.name: now + lease_of(s) for s in stages}, value=table.c.stage, else_=now)
     return (
         update(table)
-        .where(table.c.id.in_(eligible))
+        .where(_AmongIds(table.c.id, eligible))
         .values(
             claim_token=db_token(),
             claim_expires_at=lease,
             work_started_at=func.coalesce(table.c.work_started_at, now),
+            step_started_at=now if started else null(),
         )
         .returning(table.c.id, table.c.claim_token)
     )
@@ -279,6 +386,53 @@ def extend_claim(
     return save_if_held(conn, domain, claim, {"claim_expires_at": now + lease})
 
 
+def mark_started(
+    conn: Connection, domain: Domain, claim: Claim, now: ColumnElement[float], lease: float
+) -> bool:
+    """Start the step of a held claim that was not started (a prefetched record): its lease
+    runs in full from now, and its lapse is from now on a lost worker (D18). False when the
+    claim is gone (it lapsed and another worker took the record): the step must not run."""
+    return save_if_held(
+        conn, domain, claim, {"claim_expires_at": now + lease, "step_started_at": now}
+    )
+
+
+def next_hold_end(
+    conn: Connection, domain: Domain, stages: Sequence[str], now: ColumnElement[float]
+) -> float | None:
+    """Seconds until the first claim in ``stages`` that holds a record without a started
+    step (a prefetch) lapses, or None when there is none: an idle worker looks again then."""
+    table = domain.table
+    ahead = longest_lease(domain) + CLOCK_STEP_TOLERANCE
+    found = conn.execute(
+        select(func.min(table.c.claim_expires_at - now)).where(
+            table.c.stage.in_([_sql_text(name) for name in stages]),
+            table.c.halted_at.is_(None),
+            *(table.c.stage != _sql_text(name) for name in domain.terminal_stages),
+            table.c.claim_token.is_not(None),
+            table.c.step_started_at.is_(None),
+            table.c.claim_expires_at <= now + ahead,
+        )
+    ).scalar()
+    return None if found is None else max(0.0, float(found))
+
+
+def lapsed_claims(
+    conn: Connection, domain: Domain, now: ColumnElement[float], limit: int
+) -> list[tuple[Claim, str, int]]:
+    """Claims of started steps that lapsed (:func:`lapsed`): ``(claim, stage, attempts)`` of up
+    to ``limit`` records, locked against other rescuers (PostgreSQL skips locked rows)."""
+    table = domain.table
+    rows = conn.execute(
+        select(table.c.id, table.c.claim_token, table.c.stage, table.c.attempts)
+        .where(lapsed(domain, now))
+        .order_by(table.c.id)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+    ).all()
+    return [(Claim(int(r[0]), str(r[1])), str(r[2]), int(r[3])) for r in rows]
+
+
 def release_claim(
     conn: Connection, domain: Domain, claim: Claim, now: ColumnElement[float]
 ) -> bool:
@@ -296,7 +450,7 @@ def release_claims(
     result = conn.execute(
         update(table)
         .where(table.c.id == bindparam("_id"), table.c.claim_token == bindparam("_token"))
-        .values(claim_token=None, claim_expires_at=None, updated_at=now),
+        .values(claim_token=None, claim_expires_at=None, step_started_at=None, updated_at=now),
         [{"_id": c.record_id, "_token": c.token} for c in claims],
     )
     return int(result.rowcount)
@@ -334,6 +488,7 @@ def resume_halted(
             halt_error=None,
             claim_token=None,
             claim_expires_at=None,
+            step_started_at=None,
             attempts=0,
             retry_at=None,
             state_entered_at=now,
@@ -396,18 +551,14 @@ def backlog(
 ) -> list[tuple[str, int, float]]:
     """Records waiting per non-terminal stage: ``(stage, count, oldest age in seconds)``.
 
-    Waiting: not halted and not held by a live claim (D3: backlog is shown, never halted). The
-    age is measured from ``state_entered_at`` on the database's clock (D17).
+    Waiting: :func:`claimable` (D3: backlog is shown, never halted). The age is measured from
+    ``state_entered_at`` on the database's clock (D17).
     """
     table = domain.table
     open_stages = [s.name for s in domain.stages if not s.terminal]
     rows = conn.execute(
         select(table.c.stage, func.count(), func.max(now - table.c.state_entered_at))
-        .where(
-            table.c.stage.in_(open_stages),
-            table.c.halted_at.is_(None),
-            or_(table.c.claim_token.is_(None), table.c.claim_expires_at <= now),
-        )
+        .where(claimable(domain, open_stages, now))
         .group_by(table.c.stage)
     ).all()
     found = {str(r[0]): (int(r[1]), max(0.0, float(r[2] or 0.0))) for r in rows}

@@ -20,7 +20,7 @@ from conveyor.halts import HaltReason
 from conveyor.pipeline.halts import EngineHalt
 
 if TYPE_CHECKING:
-    from conveyor.pipeline.executor import StepContext
+    from conveyor.pipeline.context import StepContext
     from conveyor.pipeline.outcomes import Outcome
 
 __all__ = ["Declaration", "Domain", "Lane", "Stage", "Step", "Work"]

@@ -5,13 +5,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, RowMapping, Table, and_, case, func, or_, select
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Double,
+    RowMapping,
+    Table,
+    and_,
+    case,
+    func,
+    literal,
+    or_,
+    select,
+)
 
 from conveyor.clock import seconds
 from conveyor.db.keyset import comes_after, comes_before, order_terms
 from conveyor.db.tables import audio_records, files, media_items, media_objects, record_events
 from conveyor.pipeline import Domain
-from conveyor.pipeline.queries import claim_order
+from conveyor.pipeline.queries import claim_order, claimable
 
 __all__ = [
     "PLACE_LIMIT",
@@ -42,26 +54,24 @@ def place_in_queue(conn: Connection, domain: Domain, row: RowMapping, now: float
 
     The lane's workers claim from every stage of the lane (audio: all four stages of a
     recording; media: ``uploaded`` in the short lane, ``transcoding`` in the long one) in the
-    engine's claim order (:func:`conveyor.pipeline.queries.claim_order`: audio oldest first,
-    media newest upload first, the id breaking ties). Counted: unhalted records of the lane's
-    stages sorted before this one that a claim could take now — not those being worked on (an
-    unexpired claim), nor those in a retry pause. Counting stops past :data:`PLACE_LIMIT`
+    engine's claim order (records begun in their stage first, D19; then
+    :func:`conveyor.pipeline.queries.claim_order`: audio oldest first, media newest upload
+    first, the id breaking ties). Counted: records sorted before this one that a claim could
+    take now (:func:`conveyor.pipeline.queries.claimable`) — not those being worked on, nor
+    those in a retry pause. Counting stops past :data:`PLACE_LIMIT`
     (a page of 50 records deep in a long queue stays fast): ``PLACE_LIMIT + 1`` means "more".
     """
     table = domain.table
     stages = [s.name for s in domain.lane_stages(domain.stage(str(row["stage"])).lane)]
     order = order_terms(claim_order(domain))
     values = [row[str(column.name)] for column, _ in order]
+    sooner = comes_before(order, values)
+    begun = table.c.work_started_at.is_not(None)
+    # D19: records already begun in their stage are claimed before those not begun.
+    before = and_(begun, sooner) if row.get("work_started_at") is not None else or_(begun, sooner)
     ahead = (
         select(table.c.id)
-        .where(
-            table.c.stage.in_(stages),
-            *(table.c.stage != t for t in domain.terminal_stages),
-            table.c.halted_at.is_(None),
-            or_(table.c.claim_token.is_(None), table.c.claim_expires_at <= now),
-            or_(table.c.retry_at.is_(None), table.c.retry_at <= now),
-            comes_before(order, values),
-        )
+        .where(claimable(domain, stages, literal(now, Double())), before)
         .limit(PLACE_LIMIT + 1)
         .subquery()
     )

@@ -1,0 +1,134 @@
+"""Rescue records whose worker was lost: a lapsed claim on a started step is a failed attempt
+(D18), and the record is then taken before those not begun in its stage (D19).
+
+A claim whose step had started and whose lease ran out means its worker died, hung or lost its
+database. The rescuer turns each such claim into the outcome ``Fail("worker lost")``, saved as
+any failure is (guarded by the lapsed claim's own token, so a worker that is merely late and
+saves first wins, and two rescuers never count one loss twice): ``attempts`` + 1, the usual
+retry pause, a ``failed`` journal row with the text ``worker lost`` — or, at ``[pipeline]
+max_attempts``, the halt ``attempts_exhausted`` with that reason. A record that keeps killing
+its worker thus halts after the attempts limit, not ``stuck`` an hour later.
+
+A claim that lapses before its step started (a prefetched record of a dead process) costs
+nothing: the claim itself treats it as free (:func:`~conveyor.pipeline.queries.claimable`).
+
+Every pool runs one :class:`Rescuer` thread, every ``[pipeline] poll_interval``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+
+from sqlalchemy import Engine
+from sqlalchemy.sql import ColumnElement
+
+from conveyor.config import PipelineSettings
+from conveyor.db import outage
+from conveyor.pipeline import queries
+from conveyor.pipeline.completer import plan
+from conveyor.pipeline.lifecycle import report, save_planned
+from conveyor.pipeline.metrics import STEP_OUTCOMES
+from conveyor.pipeline.outcomes import Fail
+from conveyor.pipeline.stages import Domain
+
+__all__ = ["WORKER_LOST", "Rescuer", "rescue"]
+
+log = logging.getLogger("conveyor.pipeline")
+
+WORKER_LOST = "worker lost"
+"""The error text of a lapsed claim on a started step (D18)."""
+
+# Lapsed claims rescued per transaction.
+_BATCH = 100
+
+
+def rescue(
+    engine: Engine, domain: Domain, settings: PipelineSettings, now: ColumnElement[float]
+) -> int:
+    """Count every lapsed started claim of ``domain`` as a failed attempt (D18).
+
+    Returns:
+        How many records were rescued (failed or halted ``attempts_exhausted``).
+    """
+    total = 0
+    while True:
+        with engine.begin() as conn:
+            lapsed = queries.lapsed_claims(conn, domain, now, _BATCH)
+            if not lapsed:
+                return total
+            plans = [
+                plan(settings, now, domain, domain.stage(stage), claim, Fail(WORKER_LOST), tries)
+                for claim, stage, tries in lapsed
+            ]
+            held = save_planned(conn, domain, plans, now)
+        for planned, ok in zip(plans, held, strict=True):
+            applied = report(domain, planned, ok)
+            if not applied.held:
+                continue
+            STEP_OUTCOMES.labels(domain.name, planned.stage, applied.outcome).inc()
+            if applied.outcome != "halted":
+                log.warning(
+                    "%s %s: its worker was lost during %s; retried after a pause",
+                    domain.noun,
+                    planned.claim.record_id,
+                    planned.stage,
+                )
+        total += sum(held)
+        if len(lapsed) < _BATCH:
+            return total
+
+
+class Rescuer:
+    """A pool's rescuing thread: :func:`rescue` for each domain every ``interval`` seconds.
+
+    Args:
+        engine: the database.
+        domains: the domains to watch.
+        settings: ``[pipeline]`` settings (attempts limit, retry pause, ``poll_interval``).
+        now: the statements' time.
+        stopping: set when the pool stops.
+        on_rescued: called after records were rescued (wakes this process's producers).
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        domains: Sequence[Domain],
+        settings: PipelineSettings,
+        now: ColumnElement[float],
+        *,
+        stopping: threading.Event,
+        on_rescued: Callable[[float], None] | None = None,
+    ) -> None:
+        self.engine = engine
+        self.domains = list(domains)
+        self.settings = settings
+        self.now = now
+        self.stopping = stopping
+        self.on_rescued = on_rescued
+        self._thread = threading.Thread(target=self._run, name="conveyor-rescuer", daemon=True)
+
+    def start(self) -> None:
+        """Start the thread."""
+        self._thread.start()
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait for the thread to end (after the stop)."""
+        self._thread.join(timeout)
+
+    def run_once(self) -> int:
+        """Rescue every domain once; returns how many records were rescued."""
+        return sum(rescue(self.engine, d, self.settings, self.now) for d in self.domains)
+
+    def _run(self) -> None:
+        while not self.stopping.wait(self.settings.poll_interval):
+            try:
+                if self.run_once() and self.on_rescued is not None:
+                    # The retry pause is at most retry_base at the first loss.
+                    self.on_rescued(self.settings.retry_base)
+                outage.DATABASE.succeeded()
+            except Exception as exc:
+                if not outage.DATABASE.failed(exc, "rescuer"):
+                    log.exception("rescuer: unexpected error")

@@ -1,0 +1,132 @@
+"""Cost flat with history: a claim over 10,000 waiting records beside 1,000,000 finished ones
+reads only open records, on both databases, with and without ``ANALYZE`` after the bulk load.
+
+The plan of the audio lane's real claim statement is read (``EXPLAIN``): every access to the
+record table goes through the partial claim indexes (open records only) or the primary key,
+never a scan of the table, where the finished records are. The history is made in one
+statement on each database (``generate_series``; a recursive CTE on SQLite).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conveyor.audio.domain import AUDIO
+from sqlalchemy import Connection, Engine, event, insert, text
+
+from conveyor.clock import SystemClock
+from conveyor.db.tables import files
+from conveyor.pipeline import Advance, Domain, StepContext, queries
+from conveyor.pipeline.outcomes import Outcome
+
+FINISHED, WAITING = 1_000_000, 10_000
+
+
+def noop(_ctx: StepContext) -> Outcome:
+    return Advance()
+
+
+def fill(conn: Connection) -> None:
+    conn.execute(
+        insert(files).values(
+            id=1, key="u/1", mime_type="audio/wav", size=1, state="stored", created_at=0.0
+        )
+    )
+    total = FINISHED + WAITING
+    columns = (
+        "owner, created_at, original_file_id, raw_pcm, stage, state_entered_at, attempts, "
+        "updated_at"
+    )
+    values = (
+        f"'ann', n, 1, false, CASE WHEN n <= {FINISHED} THEN 'done' ELSE 'uploaded' END, n, 0, n"
+    )
+    if conn.dialect.name == "postgresql":
+        conn.execute(
+            text(
+                f"INSERT INTO audio_records ({columns}) "
+                f"SELECT {values} FROM generate_series(1, {total}) AS g(n)"
+            )
+        )
+    else:
+        conn.execute(
+            text(
+                f"WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g "
+                f"WHERE n < {total}) INSERT INTO audio_records ({columns}) "
+                f"SELECT {values.replace('false', '0')} FROM g"
+            )
+        )
+
+
+def claim_sql(engine: Engine, domain: Domain) -> tuple[str, Any]:
+    statement = queries.claim_statement(
+        domain, domain.lane_stages("audio"), queries.now_of(SystemClock())
+    )
+    seen: list[tuple[str, Any]] = []
+
+    def capture(_c: Any, _cur: Any, sql: str, params: Any, *_a: Any) -> None:
+        seen.append((sql, params))
+
+    event.listen(engine, "before_cursor_execute", capture)
+    try:
+        with engine.connect() as conn, conn.begin() as tx:
+            assert len(queries.claim_with(conn, statement, 4)) == 4
+            tx.rollback()
+    finally:
+        event.remove(engine, "before_cursor_execute", capture)
+    (found,) = [s for s in seen if s[0].lstrip().upper().startswith("UPDATE")]
+    return found
+
+
+def plan_of(engine: Engine, sql: str, params: Any) -> list[str]:
+    with engine.connect() as conn:
+        if engine.dialect.name == "sqlite":
+            rows = conn.exec_driver_sql("EXPLAIN QUERY PLAN " + sql, params)
+            return [str(r[3]) for r in rows]
+        with conn.begin() as tx:
+            plan = [str(r[0]) for r in conn.exec_driver_sql("EXPLAIN " + sql, params)]
+            tx.rollback()
+        return plan
+
+
+def test_p5_a_claim_beside_a_million_finished_records_reads_only_open_ones(engine: Engine) -> None:
+    domain = AUDIO.bind({name: noop for name in AUDIO.stage_names[:-1]})
+    with engine.begin() as conn:
+        fill(conn)
+    sql, params = claim_sql(engine, domain)
+    assert_reads_only_open_records(engine, plan_of(engine, sql, params))  # no statistics yet
+    with engine.begin() as conn:
+        conn.execute(text("ANALYZE"))
+    assert_reads_only_open_records(engine, plan_of(engine, sql, params))
+
+
+def assert_reads_only_open_records(engine: Engine, plan: list[str]) -> None:
+    """Every read of the table goes by an index of open records or by the primary key."""
+    if engine.dialect.name == "sqlite":
+        touching = [s for s in plan if "audio_records" in s]
+        assert touching, plan
+        assert all(
+            any(
+                f"USING {kind}INDEX ix_audio_records_{name}" in s
+                for kind in ("", "COVERING ")
+                for name in ("claim", "begun")
+            )
+            or "INTEGER PRIMARY KEY" in s
+            for s in touching
+        ), plan
+        assert not any("TEMP B-TREE" in s for s in plan), plan
+        return
+    text_plan = "\n".join(plan)
+    assert "Seq Scan" not in text_plan, text_plan
+    scans = [s for s in plan if " on audio_records" in s and "Scan" in s]
+    assert scans, text_plan
+    # Bitmap heap scans are fed by the partial indexes (their recheck names the predicate).
+    for s in scans:
+        assert (
+            "ix_audio_records_claim" in s
+            or "ix_audio_records_begun" in s
+            or "pk_audio_records" in s
+            or "Bitmap Heap Scan" in s
+        ), text_plan
+    bitmaps = [s for s in plan if "Bitmap Index Scan" in s]
+    assert all("ix_audio_records_claim" in s or "ix_audio_records_begun" in s for s in bitmaps)
+    assert "Index Scan using pk_audio_records" in text_plan, text_plan
