@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from conveyor.audio.domain import AUDIO
 from sqlalchemy import Connection, Engine, event, insert, text
 
+from conveyor.audio.stages import AUDIO
 from conveyor.clock import SystemClock
 from conveyor.db.tables import files
 from conveyor.pipeline import Advance, Domain, StepContext, queries

@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 from sqlalchemy import Engine, select, text
@@ -113,7 +114,7 @@ def test_d18_a_record_that_kills_its_worker_halts_attempts_exhausted(db: Engine)
         for attempt in (1, 2):
             with worker(db, "crash") as proc:
                 assert proc.wait(WAIT) == -signal.SIGKILL
-            wait_until(lambda a=attempt: job(db, jid)["attempts"] >= a or halted(db, jid), "D18")
+            wait_until(partial(counted, db, jid, attempt), "the lost worker counted (D18)")
     finally:
         survivor.stop()
     row = job(db, jid)
@@ -121,8 +122,9 @@ def test_d18_a_record_that_kills_its_worker_halts_attempts_exhausted(db: Engine)
     assert row["halt_error"] == f"failed 2 times; last error: {WORKER_LOST}"
 
 
-def halted(db: Engine, jid: int) -> bool:
-    return job(db, jid)["halted_at"] is not None
+def counted(db: Engine, jid: int, attempts: int) -> bool:
+    row = job(db, jid)
+    return bool(row["attempts"] >= attempts or row["halted_at"] is not None)
 
 
 def test_after_the_listener_reconnects_the_pool_looks_for_work_at_once(
