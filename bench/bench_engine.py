@@ -77,6 +77,15 @@ Index(
     postgresql_where=_open,
     sqlite_where=_open,
 )
+# And the index of records begun in their stage, which the claim reads first (D19).
+_begun = (bench_jobs.c.work_started_at.is_not(None)) & (bench_jobs.c.halted_at.is_(None))
+Index(
+    "ix_bench_jobs_begun",
+    bench_jobs.c.sort_value,
+    bench_jobs.c.id,
+    postgresql_where=_begun,
+    sqlite_where=_begun,
+)
 LANE = "bench"
 
 

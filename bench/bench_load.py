@@ -78,12 +78,20 @@ bench_load = Table(
     *queue_columns(),
 )
 _open = (bench_load.c.halted_at.is_(None)) & (bench_load.c.stage != "done")
-Index("ix_bench_load_claim", bench_load.c.sort_value, bench_load.c.id, postgresql_where=_open)
+Index(
+    "ix_bench_load_claim",
+    bench_load.c.sort_value,
+    bench_load.c.id,
+    postgresql_where=_open,
+    sqlite_where=_open,
+)
+_begun = bench_load.c.work_started_at.is_not(None) & bench_load.c.halted_at.is_(None)
 Index(
     "ix_bench_load_begun",
     bench_load.c.sort_value,
     bench_load.c.id,
-    postgresql_where=_open & bench_load.c.work_started_at.is_not(None),
+    postgresql_where=_begun,
+    sqlite_where=_begun,
 )
 # One row per step run: which executor ran which record's stage, and when (wall clock).
 bench_load_runs = Table(
@@ -157,22 +165,8 @@ def seed(engine: Engine, work: list[tuple[float, float]]) -> float:
     now = time.time()
     with engine.begin() as conn:
         conn.execute(text("DELETE FROM record_events WHERE domain = 'load'"))
-        conn.execute(
-            insert(bench_load),
-            [
-                {
-                    "sort_value": float(i),
-                    "seconds_a": a,
-                    "seconds_b": b,
-                    "inserted_at": now,
-                    "stage": "a",
-                    "state_entered_at": now,
-                    "attempts": 0,
-                    "updated_at": now,
-                }
-                for i, (a, b) in enumerate(work)
-            ],
-        )
+    if work:
+        now = _insert_all(engine, work)
     if engine.dialect.name == "postgresql":
         with engine.begin() as conn:
             conn.execute(text("ANALYZE bench_load"))
@@ -317,7 +311,7 @@ def _insert_all(engine: Engine, work: list[tuple[float, float]]) -> float:
 def run_kill(url: str, engine: Engine, db: str, lease: float) -> tuple[list[float], list[float]]:
     """Kill a worker process holding started and prefetched claims; seconds until each runs
     again elsewhere: (unstarted, started)."""
-    work = [(1.5, 1.5)] * 16
+    work = [(1.5, 1.5)] * 4  # all claimed by the victim: the survivor is idle when they lapse
     seed(engine, [])
     ctx = multiprocessing.get_context("spawn")
     ready = ctx.Barrier(2)
@@ -355,7 +349,7 @@ def run_kill(url: str, engine: Engine, db: str, lease: float) -> tuple[list[floa
     wanted = set(unstarted) | set(started)
     again: dict[int, float] = {}
     deadline = time.time() + lease + 30
-    while set(again) < wanted and time.time() < deadline:
+    while not wanted <= set(again) and time.time() < deadline:
         with engine.connect() as conn:
             for record_id, begun in conn.execute(
                 select(bench_load_runs.c.record_id, bench_load_runs.c.started).where(

@@ -114,6 +114,9 @@ def assert_reads_only_open_records(engine: Engine, plan: list[str]) -> None:
             for s in touching
         ), plan
         assert not any("TEMP B-TREE" in s for s in plan), plan
+        # Each part of the claim reads its own index (D19): begun records, then the rest.
+        scans = [s for s in touching if "INDEX" in s]
+        assert "ix_audio_records_begun" in scans[0] and "ix_audio_records_claim" in scans[1], plan
         return
     text_plan = "\n".join(plan)
     assert "Seq Scan" not in text_plan, text_plan
@@ -130,3 +133,4 @@ def assert_reads_only_open_records(engine: Engine, plan: list[str]) -> None:
     bitmaps = [s for s in plan if "Bitmap Index Scan" in s]
     assert all("ix_audio_records_claim" in s or "ix_audio_records_begun" in s for s in bitmaps)
     assert "Index Scan using pk_audio_records" in text_plan, text_plan
+    assert "ix_audio_records_begun" in text_plan and "ix_audio_records_claim" in text_plan

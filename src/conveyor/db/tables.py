@@ -199,8 +199,9 @@ def _open_records(table: Table) -> ColumnElement[bool]:
 
 
 def _begun_records(table: Table) -> ColumnElement[bool]:
-    # Open records whose work in their stage has begun: few beside the waiting ones.
-    return and_(_open_records(table), table.c.work_started_at.is_not(None))
+    # Records whose work in their stage has begun (never done: an advance clears the mark):
+    # few beside the waiting ones.
+    return and_(table.c.work_started_at.is_not(None), table.c.halted_at.is_(None))
 
 
 def _started_steps(table: Table) -> ColumnElement[bool]:

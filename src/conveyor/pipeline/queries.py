@@ -121,7 +121,11 @@ def longest_lease(domain: Domain) -> float:
 
 
 def claimable(
-    domain: Domain, stages: Sequence[str], now: ColumnElement[float]
+    domain: Domain,
+    stages: Sequence[str],
+    now: ColumnElement[float],
+    *,
+    begun: bool | None = None,
 ) -> ColumnElement[bool]:
     """THE test of "a worker of these stages could take this record now", as one SQL
     expression: the claim, the backlog and a record's place in its queue all use it.
@@ -131,17 +135,31 @@ def claimable(
     its step started is the rescuer's first (D18: a failed attempt, "worker lost"); only then
     is the record claimable again. A retry pause or lease reaching further ahead than the
     engine ever writes is a leftover of a clock set back, and over (D17).
+
+    Args:
+        begun: True or False narrows it to records whose work in their stage has begun
+            (``work_started_at`` set) or not: the two parts of the claim (D19), each stated
+            so that it reads its own partial index.
     """
     table = domain.table
     ahead = longest_lease(domain) + CLOCK_STEP_TOLERANCE
+    if begun:
+        # The begun index's predicate: its records are never terminal (an advance clears
+        # work_started_at), and the claim index's own term is left out so that SQLite cannot
+        # take that index (all open records) for this part, whatever its statistics say.
+        index_terms: list[ColumnElement[bool]] = [table.c.work_started_at.is_not(None)]
+    else:
+        # The claim index's own predicate, word for word: SQLite uses a partial index only for
+        # a query that states its WHERE, and without it scans and sorts every row.
+        index_terms = [table.c.stage != _sql_text(name) for name in domain.terminal_stages]
+        if begun is False:
+            index_terms.append(table.c.work_started_at.is_(None))
     return and_(
         # Stage names are the declaration's constants, written into the SQL: the statement is
         # the same text for every execution (no list expanded per call).
         table.c.stage.in_([_sql_text(name) for name in stages]),
         table.c.halted_at.is_(None),
-        # The claim indexes' own predicate, word for word: SQLite uses a partial index only
-        # for a query that states its WHERE, and without it scans and sorts every row.
-        *(table.c.stage != _sql_text(name) for name in domain.terminal_stages),
+        *index_terms,
         or_(
             table.c.retry_at.is_(None),
             table.c.retry_at <= now,
@@ -232,10 +250,10 @@ def claim_statement(
     order = claim_order(domain)
     limit = bindparam("_limit", type_=Integer())
     parts = []
-    for begun in (table.c.work_started_at.is_not(None), table.c.work_started_at.is_(None)):
+    for begun in (True, False):
         part = (
             select(table.c.id)
-            .where(claimable(domain, names, now), begun)
+            .where(claimable(domain, names, now, begun=begun))
             .order_by(*order)
             .limit(limit)
             .with_for_update(skip_locked=True)

@@ -7,8 +7,8 @@ Create Date: 2026-12-01 16:00:00
 * ``step_started_at`` on every record table: when the current claim's step started. Claims
   made before this revision carry none: they lapse as claims that never started (nothing
   counted), as every lapse did before.
-* ``ix_<table>_begun``: open records already begun in their stage, in the claim's order; the
-  claim takes them before records not begun (D19).
+* ``ix_<table>_begun``: records already begun in their stage (never done: an advance clears the
+  mark), in the claim's order; the claim takes them before records not begun (D19).
 * ``ix_<table>_started``: records whose step runs now, for the rescuer (D18).
 """
 
@@ -22,7 +22,7 @@ down_revision: str | None = "0010"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-_BEGUN = sa.text("halted_at IS NULL AND stage <> 'done' AND work_started_at IS NOT NULL")
+_BEGUN = sa.text("work_started_at IS NOT NULL AND halted_at IS NULL")
 _STARTED = sa.text("step_started_at IS NOT NULL")
 _TABLES = {"audio_records": "created_at", "media_items": "uploaded_at"}
 
