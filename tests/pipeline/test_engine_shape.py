@@ -143,21 +143,21 @@ def test_finished_results_are_saved_at_once_not_behind_a_long_step(db: Engine) -
 
 
 def test_leases_do_not_lapse_under_work_that_fits_them(db: Engine) -> None:
-    """Every step takes most of its 1 s lease; each record runs exactly once (no claim waits
-    in memory with its lease running), and no worker is taken for lost."""
+    """Every step takes half its 2 s lease; each record runs exactly once (no claim waits in
+    memory with its lease running), and no worker is taken for lost."""
     runs: Counter[int] = Counter()
     lock = threading.Lock()
 
     def step(ctx: StepContext) -> Outcome:
         with lock:
             runs[ctx.claim.record_id] += 1
-        threading.Event().wait(0.6)  # the work itself: 60 % of the lease
+        threading.Event().wait(1.0)  # the work itself: half the lease
         return Advance()
 
-    domain = make_domain(step, waiting_lane="elsewhere", new_lease=1.0)
-    ids = add_jobs(db, 8, time.time())
+    domain = make_domain(step, waiting_lane="elsewhere", new_lease=2.0)
+    ids = add_jobs(db, 6, time.time())
     with running(db, domain, 2, real_settings(prefetch=1)):
-        wait_until(lambda: stages(db, ids) == ["waiting"] * 8, "every record saved")
+        wait_until(lambda: stages(db, ids) == ["waiting"] * 6, "every record saved")
     assert runs == dict.fromkeys(ids, 1)
     assert all(events(db, i) == [("advanced", "new → waiting")] for i in ids)
 
