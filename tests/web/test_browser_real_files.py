@@ -10,6 +10,7 @@ runs (no workers), the point is the upload path.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 import wave
@@ -33,6 +34,7 @@ from tests.support.browser import (
     DESKTOP,
     PHONE,
     Browser,
+    CuttableProxy,
     Served,
     new_page,
     serious_violations,
@@ -189,6 +191,15 @@ def test_a_photo_a_video_and_a_ten_minute_recording_of_real_size(
 ) -> None:
     assert real_files.video.stat().st_size >= 40 * MiB
     page = new_page(browser, site.url, "alice", DESKTOP)
+    pieces: list[str] = []
+    page.on(
+        "request",
+        lambda r: (
+            pieces.append(r.headers.get("upload-offset", ""))
+            if r.method == "PATCH" and "/uploads/" in r.url
+            else None
+        ),
+    )
     page.goto("/records")
     page.set_input_files("#record-files", str(real_files.recording))
     page.locator(".uploads .upload-done a").wait_for(timeout=120_000)
@@ -216,6 +227,12 @@ def test_a_photo_a_video_and_a_ten_minute_recording_of_real_size(
             by_name.update({str(n): int(size) for n, size in conn.execute(query)})
     for path in (real_files.photo, real_files.video, real_files.recording):
         assert by_name[path.name] == path.stat().st_size
+    # The recording (19 MB) and the video (40 MB) went in resumable 8 MiB pieces; the photo
+    # in one request.
+    expected = sum(
+        -(-p.stat().st_size // (8 * MiB)) for p in (real_files.recording, real_files.video)
+    )
+    assert len(pieces) == expected and pieces.count("0") == 2
     page.context.close()
 
 
@@ -535,3 +552,48 @@ def test_search_finds_what_was_said_and_plays_from_that_moment(
         .endswith("ask not what your country can do for you,")
     )
     page.context.close()
+
+
+def test_a_large_upload_cut_off_midway_goes_on_from_where_it_was(
+    browser: Browser, site: Served, real_files: RealFiles
+) -> None:
+    proxy = CuttableProxy(int(site.url.rsplit(":", 1)[1]))
+    page = new_page(browser, proxy.url, "alice", PHONE)
+    page.goto("/records")
+    _throttle(page, 4 * MiB)
+    sent: list[tuple[str, str]] = []
+    page.on(
+        "request",
+        lambda r: (
+            sent.append((r.method, r.headers.get("upload-offset", "")))
+            if "/uploads" in r.url
+            else None
+        ),
+    )
+    page.set_input_files("#record-files", str(real_files.recording))
+    # Once the first piece is in, the network drops.
+    deadline = time.monotonic() + 60
+    while len([m for m, _ in sent if m == "PATCH"]) < 2:
+        assert time.monotonic() < deadline, sent
+        page.wait_for_timeout(20)  # (events reach the listener while Playwright is called)
+    proxy.cut()
+    page.locator(".uploads .upload-done a").wait_for(timeout=120_000)
+    page.wait_for_timeout(100)
+    methods = [m for m, _ in sent]
+    offsets = [int(o) for m, o in sent if m == "PATCH"]
+    # Never begun again: one creation, one piece from byte 0; after the cut the page went on
+    # from the byte the server had (a HEAD, or the server's 409 naming its offset, then a
+    # piece from there, which is no multiple of the piece size).
+    assert methods.count("POST") == 1 and offsets.count(0) == 1, sent
+    assert "HEAD" in methods or any(o % (8 * MiB) for o in offsets), sent
+    href = page.locator(".uploads .upload-done a").get_attribute("href") or ""
+    record_id = int(href.rsplit("/", 1)[1])
+    with site.site.runtime.engine.connect() as conn:
+        digest = conn.execute(
+            select(files.c.sha256)
+            .select_from(audio_records.join(files, files.c.id == audio_records.c.original_file_id))
+            .where(audio_records.c.id == record_id)
+        ).scalar_one()
+    assert digest == hashlib.sha256(real_files.recording.read_bytes()).hexdigest()
+    page.context.close()
+    proxy.close()

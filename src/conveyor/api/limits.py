@@ -26,13 +26,17 @@ MAX_BODY_BYTES = 1024 * 1024
 # The rest of the body is not wanted: closing the connection stops the client sending it
 # (otherwise the server would read it to the end, discarding it, to keep the connection).
 _CLOSE = {"Connection": "close"}
+_RESUMABLE = re.compile(r"^/uploads/[0-9a-f]{32}$")
 _UPLOAD_PATHS = re.compile(
     r"^/(api/records|api/albums/[^/]+/items|records/upload|albums/[^/]+/upload)/?$"
 )
 
 
 def is_upload(method: str, path: str) -> bool:
-    """True for the streaming upload routes, which bound their own bodies."""
+    """True for the streaming upload routes, which bound their own bodies (and the web app's
+    resumable uploads' ``PATCH /uploads/ID``)."""
+    if method == "PATCH":
+        return _RESUMABLE.match(path) is not None
     return method == "POST" and _UPLOAD_PATHS.match(path) is not None
 
 

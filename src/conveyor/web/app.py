@@ -20,6 +20,7 @@ Pages::
     GET, POST /records/{id}/delete, /items/{id}/delete, /albums/{id}/delete
                                                      what goes, then delete it for good
     POST /albums/{id}/items/delete                   several items chosen in the grid
+    OPTIONS, POST /uploads; HEAD, PATCH /uploads/{id}  resumable uploads (tus 1.0.0)
 
 Fragments the pages' script swaps in live: ``/records/{id}/row``, ``/records/{id}/status``,
 ``/records/{id}/text``, ``/records/counts``, ``/items/{id}/tile``, ``/items/{id}/view``.
@@ -45,6 +46,7 @@ from conveyor.web import (
     routes_delete,
     routes_operator,
     routes_records,
+    routes_resumable,
     routes_search,
     routes_session,
     routes_vocabulary,
@@ -133,4 +135,5 @@ def create_app(runtime: Runtime, *, run_workers: bool = True) -> FastAPI:
     app.include_router(routes_operator.router)
     app.include_router(routes_delete.router)
     app.include_router(routes_search.router)
+    app.include_router(routes_resumable.router)
     return app

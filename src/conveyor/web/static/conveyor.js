@@ -330,6 +330,8 @@
    * line says why. */
   var uploadQueue = [], uploadsActive = 0;
   var MAX_DROPS = 5;
+  /* Files from this size on go in resumable pieces of this size (tus). */
+  var RESUMABLE_FROM = 16 * 1024 * 1024, RESUMABLE_PIECE = 8 * 1024 * 1024;
   function pumpUploads() {
     var slots = parseInt(document.body.dataset.uploadSlots, 10) || 4;
     while (uploadsActive < slots && uploadQueue.length) {
@@ -387,60 +389,117 @@
         }, 1000);
       }
       function finish() { uploadsActive -= 1; pumpUploads(); }
+      function uploaded(url) {
+        bar.value = 100;
+        state.textContent = "";
+        var a = document.createElement("a");
+        a.href = url; a.textContent = "uploaded";
+        state.appendChild(a);
+        li.className = "upload-done";
+        announce(file.name + " uploaded");
+        if (grid) fetchHtml(url + "/tile").then(placeTile).catch(function () {});
+      }
+      function answered(xhr) {
+        /* A refusal for now (429, 503) waits and goes again; any other is final. */
+        var body = {};
+        try { body = JSON.parse(xhr.responseText); } catch (e) { body = {}; }
+        var message = (body.error && body.error.message) || ("HTTP " + xhr.status);
+        if (xhr.status === 429 || xhr.status === 503) {
+          later(retryAfter(xhr), xhr.status === 429 ? "the server is busy with your other uploads" : "the server is not ready");
+          return;
+        }
+        li.className = "upload-failed";
+        state.textContent = "refused: " + message;
+        announce(file.name + " was refused: " + message);
+      }
+      function dropped() {
+        drops += 1;
+        if (drops >= MAX_DROPS) {
+          li.className = "upload-failed";
+          state.textContent = "failed: the connection dropped " + drops + " times; add the file again";
+          announce(file.name + " failed");
+          return;
+        }
+        later(Math.min(60, 5 * drops), "the connection dropped");
+      }
+      function progress(from) {
+        return function (e) {
+          if (!e.lengthComputable) return;
+          bar.value = Math.round(((from + e.loaded) / file.size) * 100);
+          state.textContent = bar.value + "%";
+        };
+      }
+      /* A large file goes by the tus protocol in pieces: after a drop it goes on from the
+       * last byte the server has (HEAD), not from the start. */
+      var where = null;
+      function tus(method, url, headers, body, onDone, onProgress) {
+        var xhr = new XMLHttpRequest();
+        xhr.open(method, url);
+        xhr.setRequestHeader("Tus-Resumable", "1.0.0");
+        xhr.setRequestHeader("X-CSRF-Token", csrf);
+        Object.keys(headers).forEach(function (k) { xhr.setRequestHeader(k, headers[k]); });
+        if (onProgress) xhr.upload.onprogress = onProgress;
+        xhr.onload = function () { onDone(xhr); };
+        xhr.onerror = function () { onDone(null); };
+        xhr.send(body);
+      }
+      function b64(text) { return btoa(unescape(encodeURIComponent(text))); }
+      function piece(offset) {
+        var end = Math.min(file.size, offset + RESUMABLE_PIECE);
+        tus("PATCH", where, { "Content-Type": "application/offset+octet-stream", "Upload-Offset": String(offset) },
+          file.slice(offset, end), function (xhr) {
+            if (!xhr) { finish(); dropped(); return; }
+            var at = parseInt(xhr.getResponseHeader("Upload-Offset"), 10);
+            if (xhr.status === 204) {
+              var result = xhr.getResponseHeader("Conveyor-Result");
+              if (result) { finish(); uploaded(result); return; }
+              piece(at);
+              return;
+            }
+            if (xhr.status === 409 && at >= 0) { piece(at); return; }
+            finish(); answered(xhr);
+          }, progress(offset));
+      }
+      function resumable() {
+        if (where) {
+          tus("HEAD", where, {}, null, function (xhr) {
+            if (!xhr) { finish(); dropped(); return; }
+            if (xhr.status === 200) { piece(parseInt(xhr.getResponseHeader("Upload-Offset"), 10)); return; }
+            where = null;  /* gone (finished or removed): begin again */
+            resumable();
+          });
+          return;
+        }
+        var meta = [["filename", file.name], ["target", zone.dataset.resumableTarget]].concat(fields);
+        tus("POST", "/uploads", {
+          "Upload-Length": String(file.size),
+          "Upload-Metadata": meta.map(function (m) { return m[0] + " " + b64(m[1]); }).join(",")
+        }, null, function (xhr) {
+          if (!xhr) { finish(); dropped(); return; }
+          if (xhr.status === 201) { where = xhr.getResponseHeader("Location"); piece(0); return; }
+          finish(); answered(xhr);
+        });
+      }
       function start() {
         li.className = "upload-sending";
         state.textContent = "0%";
+        if (file.size >= RESUMABLE_FROM && zone.dataset.resumableTarget) { resumable(); return; }
         var xhr = new XMLHttpRequest();
         xhr.open("POST", zone.dataset.uploadUrl);
         xhr.setRequestHeader("X-CSRF-Token", csrf);
         xhr.setRequestHeader("Accept", "application/json");
-        xhr.upload.onprogress = function (e) {
-          if (e.lengthComputable) { bar.value = Math.round((e.loaded / e.total) * 100); state.textContent = bar.value + "%"; }
-        };
+        xhr.upload.onprogress = progress(0);
         xhr.onload = function () {
-          var body = {};
-          try { body = JSON.parse(xhr.responseText); } catch (e) { body = {}; }
-          var message = (body.error && body.error.message) || ("HTTP " + xhr.status);
           finish();
           if (xhr.status === 201) {
-            bar.value = 100;
-            state.textContent = "";
-            var a = document.createElement("a");
-            a.href = body.url; a.textContent = "uploaded";
-            state.appendChild(a);
-            li.className = "upload-done";
-            announce(file.name + " uploaded");
-            if (grid) fetchHtml(body.url + "/tile").then(placeTile).catch(function () {});
-          } else if (xhr.status === 200 && body.duplicate) {
-            /* Kept once: the file is here already; nothing was stored again. */
-            bar.value = 100;
-            state.textContent = "already here: ";
-            var held = document.createElement("a");
-            held.href = body.url; held.textContent = "the copy you have";
-            state.appendChild(held);
-            li.className = "upload-duplicate";
-            announce(file.name + " is already here; not uploaded again");
-          } else if (xhr.status === 429 || xhr.status === 503) {
-            bar.value = 0;
-            later(retryAfter(xhr), xhr.status === 429 ? "the server is busy with your other uploads" : "the server is not ready");
+            var body = {};
+            try { body = JSON.parse(xhr.responseText); } catch (e) { body = {}; }
+            uploaded(body.url);
           } else {
-            li.className = "upload-failed";
-            state.textContent = "refused: " + message;
-            announce(file.name + " was refused: " + message);
+            answered(xhr);
           }
         };
-        xhr.onerror = function () {
-          finish();
-          drops += 1;
-          bar.value = 0;
-          if (drops >= MAX_DROPS) {
-            li.className = "upload-failed";
-            state.textContent = "failed: the connection dropped " + drops + " times; add the file again";
-            announce(file.name + " failed");
-            return;
-          }
-          later(Math.min(60, 5 * drops), "the connection dropped");
-        };
+        xhr.onerror = function () { finish(); bar.value = 0; dropped(); };
         var form = new FormData();
         /* Text parts first: the server streams the file part to storage as it arrives. */
         fields.forEach(function (f) { form.append(f[0], f[1]); });
