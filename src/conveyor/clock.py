@@ -12,10 +12,10 @@ database's clock, so tests move time without waiting.
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Protocol
 
-__all__ = ["Clock", "SystemClock", "iso_utc", "seconds"]
+__all__ = ["Clock", "SystemClock", "iso_local", "iso_utc", "local_words", "seconds"]
 
 
 class Clock(Protocol):
@@ -46,6 +46,28 @@ def iso_utc(epoch: float | None) -> str | None:
     if epoch is None:
         return None
     return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def iso_local(epoch: float | None, offset: int | None) -> str | None:
+    """The local time of ``epoch`` in the zone ``offset`` minutes east of UTC, ISO 8601 with
+    the offset (``2019-03-21T11:04:22-05:00``); None without a time or a zone."""
+    if epoch is None or offset is None:
+        return None
+    zone = timezone(timedelta(minutes=offset))
+    return datetime.fromtimestamp(epoch, zone).isoformat(timespec="seconds")
+
+
+def local_words(epoch: float | None, offset: int | None) -> str | None:
+    """A capture time as a person reads it: local time and zone, ``2019-03-21 11:04 UTC-05:00``;
+    with the zone unknown, the stored wall time and ``(zone unknown)``; None without a time."""
+    if epoch is None:
+        return None
+    if offset is None:
+        when = datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M")
+        return f"{when} (zone unknown)"
+    local = datetime.fromtimestamp(epoch, timezone(timedelta(minutes=offset)))
+    sign = "-" if offset < 0 else "+"
+    return f"{local:%Y-%m-%d %H:%M} UTC{sign}{abs(offset) // 60:02d}:{abs(offset) % 60:02d}"
 
 
 def seconds(duration: float | None) -> float | None:

@@ -7,11 +7,12 @@ from sqlalchemy import Engine, insert, select
 
 from conveyor.db.migrate import current_revision, oldest_code, upgrade
 from conveyor.db.tables import audio_records, media_items, users
-from tests.support.old_database import AUDIO_STAGES, fill_every_stage
+from tests.support.old_database import AUDIO_STAGES, MEDIA_ADDED, fill_every_stage
 
 # The columns the older revision knows (0011 adds `step_started_at` to both record tables).
 AUDIO_COLUMNS = [c for c in audio_records.c if c.name != "step_started_at"]
-MEDIA_COLUMNS = [c for c in media_items.c if c.name != "step_started_at"]
+# (0012 adds `captured_offset` and `incomplete` to media items.)
+MEDIA_COLUMNS = [c for c in media_items.c if c.name not in MEDIA_ADDED]
 
 
 def test_0008_keeps_every_record_and_says_which_code_still_works(old_engine: Engine) -> None:

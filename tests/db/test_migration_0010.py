@@ -9,11 +9,12 @@ from conveyor.audio import queries as audio_queries
 from conveyor.db.migrate import current_revision, upgrade
 from conveyor.db.tables import audio_records, files, media_items, texts, users
 from conveyor.media import queries as media_queries
-from tests.support.old_database import AUDIO_STAGES, MEDIA_STAGES, fill_every_stage
+from tests.support.old_database import AUDIO_STAGES, MEDIA_ADDED, MEDIA_STAGES, fill_every_stage
 
 # The columns the older revision knows (0011 adds `step_started_at` to both record tables).
 AUDIO_COLUMNS = [c for c in audio_records.c if c.name != "step_started_at"]
-MEDIA_COLUMNS = [c for c in media_items.c if c.name != "step_started_at"]
+# (0012 adds `captured_offset` and `incomplete` to media items.)
+MEDIA_COLUMNS = [c for c in media_items.c if c.name not in MEDIA_ADDED]
 
 
 def test_0010_keeps_every_record_and_indexes_content_hashes(old_engine: Engine) -> None:

@@ -117,7 +117,9 @@ def test_every_corpus_file_is_covered() -> None:
 def test_probe_reads_upright_header(name: str) -> None:
     width, height, mime, pages, alpha = (IMAGES | PROBE_ONLY)[name]
     info = probe_image(CORPUS / name, max_pixels=MAX_PIXELS)
-    assert info == ImageInfo(width, height, mime, pages, alpha, info.captured_at)
+    assert info == ImageInfo(
+        width, height, mime, pages, alpha, info.captured_at, info.captured_offset
+    )
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,13 @@ from conveyor.db.migrate import upgrade
 from conveyor.db.tables import albums, audio_records, files, media_items, texts
 from conveyor.media.stages import MEDIA
 
-__all__ = ["AUDIO_STAGES", "MEDIA_STAGES", "database_at", "fill_every_stage"]
+__all__ = [
+    "AUDIO_STAGES",
+    "MEDIA_ADDED",
+    "MEDIA_STAGES",
+    "database_at",
+    "fill_every_stage",
+]
 
 #: The stages the filled records stand in: audio (the last one again, halted) and media.
 AUDIO_STAGES = list(AUDIO.stage_names)
@@ -86,3 +92,8 @@ def fill_every_stage(conn: Connection, now: float, *, owner: str) -> None:
                 **queue,
             )
         )
+
+
+#: ``media_items`` columns later revisions add (0011 ``step_started_at``; 0012 the capture zone
+#: and the incomplete flag): the upgrade tests of earlier revisions read the others.
+MEDIA_ADDED = frozenset({"step_started_at", "captured_offset", "incomplete"})

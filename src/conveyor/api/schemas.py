@@ -349,7 +349,25 @@ class Item(BaseModel):
     height: int | None
     duration: float | None
     uploaded_at: datetime
-    captured_at: datetime | None
+    captured_at: datetime | None = Field(
+        description="The instant of capture (UTC). When the zone is unknown this is the "
+        "camera's local clock read as UTC."
+    )
+    captured_offset: int | None = Field(
+        default=None,
+        description="The zone the photo or video was taken in, minutes east of UTC; null "
+        "when the file does not say.",
+    )
+    captured_local: str | None = Field(
+        default=None,
+        description="The local time of capture with its offset (`2019-03-21T11:04:22-05:00`); "
+        "null when the zone is unknown.",
+    )
+    incomplete: bool = Field(
+        default=False,
+        description="A video whose frames stop short of the duration its header declares "
+        "(cut off while it was written); its history says where.",
+    )
     roles: dict[RoleName, RoleObject]
     links: ItemLinks
 
@@ -366,12 +384,15 @@ class UploadedItem(Item):
 
 
 class AlbumDetail(Album):
-    """An album with its items, newest upload first."""
+    """An album with its items, newest capture first."""
 
     last_event_id: int = Field(
         description="The newest event id now: stream from it (`?last_event_id=`) to miss nothing."
     )
-    items: list[Item] = Field(description="Items, newest upload first.")
+    items: list[Item] = Field(
+        description="Items, newest capture first (an item without a capture time at its "
+        "upload time)."
+    )
 
 
 class Vocabulary(BaseModel):

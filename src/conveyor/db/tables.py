@@ -418,6 +418,10 @@ media_items = Table(
     Column("width", Integer, nullable=True),
     Column("height", Integer, nullable=True),
     Column("duration", Double, nullable=True),
+    # The capture's zone, minutes east of UTC (captured_at is the instant); NULL: unknown.
+    Column("captured_offset", SmallInteger, nullable=True),
+    # A video whose frames stop short of the duration its header declares.
+    Column("incomplete", Boolean, nullable=False, server_default="0"),
     *queue_columns(),
     CheckConstraint(sql_in("kind", MediaKind), name="kind"),
     Index("ix_media_items_album", "album_id", "id"),

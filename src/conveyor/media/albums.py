@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, RowMapping
 from sqlalchemy.exc import IntegrityError
 
-from conveyor.clock import Clock, iso_utc, seconds
+from conveyor.clock import Clock, iso_local, iso_utc, seconds
 from conveyor.error_codes import ErrorCode
 from conveyor.errors import Conflict, NotFound, RejectedInput
 from conveyor.media import queries
@@ -128,6 +128,9 @@ def view_of(item: RowMapping, roles: dict[str, dict[str, Any]]) -> dict[str, Any
         "duration": seconds(item["duration"]),
         "uploaded_at": iso_utc(item["uploaded_at"]),
         "captured_at": iso_utc(item["captured_at"]),
+        "captured_offset": item["captured_offset"],
+        "captured_local": iso_local(item["captured_at"], item["captured_offset"]),
+        "incomplete": bool(item["incomplete"]),
         "roles": roles,
     }
 
@@ -149,5 +152,7 @@ def roles_of(conn: Connection, item_id: int) -> dict[str, dict[str, Any]]:
 
 
 def album_items(conn: Connection, album_id: int) -> list[dict[str, Any]]:
-    """Every item of an album as :func:`item_view`, newest upload first."""
-    return [item_view(conn, int(i["id"])) for i in queries.items_of_album(conn, album_id)]
+    """Every item of an album as :func:`item_view`, newest capture first (an item without a
+    capture time at its upload time; id breaks ties)."""
+    rows = queries.items_of_album(conn, album_id, by_capture=True)
+    return [item_view(conn, int(i["id"])) for i in rows]

@@ -199,9 +199,21 @@ class MediaSteps:
         how = "remuxed" if result.remuxed else "transcoded"
         if result.deinterlaced:
             how += " (interlaced source, deinterlaced)"
+        note = f"playback {how}: {result.width}×{result.height}, {result.size} bytes"
+        fields: dict[str, Any] = {}
+        declared = ctx.record["duration"]
+        if declared is not None and _cut_short(float(declared), result.duration):
+            # Its header was written first (faststart, a camera's index) and the frames after
+            # the cut never were: say so, and give the duration that plays.
+            fields = {"incomplete": True, "duration": result.duration}
+            note += (
+                f"; incomplete: its frames stop at {result.duration:.1f} s of the "
+                f"{float(declared):.1f} s its header declares (the file was cut off)"
+            )
         return Advance(
+            fields,
             writes=self._save(ctx, [obj], "item.playback_ready", "done"),
-            note=f"playback {how}: {result.width}×{result.height}, {result.size} bytes",
+            note=note,
         )
 
     def _variants(
@@ -217,6 +229,7 @@ class MediaSteps:
             "height": video.height,
             "duration": video.duration,
             "captured_at": _epoch(video.captured_at),
+            "captured_offset": video.captured_offset,
         }
         poster = work / "poster.jpg"
         width, height = extract_poster(original, poster, video)
@@ -266,6 +279,7 @@ class MediaSteps:
             "width": info.width,
             "height": info.height,
             "captured_at": _epoch(info.captured_at),
+            "captured_offset": info.captured_offset,
         }
 
     def _original(self, ctx: StepContext, stack: ExitStack) -> Path | None:
@@ -414,6 +428,13 @@ class MediaSteps:
             )
 
         return Halt(exc.reason, message, writes=writes)
+
+
+def _cut_short(declared: float, played: float) -> bool:
+    """True when a video's frames end well before its declared duration: by more than a second
+    and more than 5 % (an audio track a little longer than the video is no damage)."""
+    missing = declared - played
+    return missing > 1.0 and missing > 0.05 * declared
 
 
 def _epoch(when: Any) -> float | None:

@@ -56,7 +56,8 @@ class Probed:
         width: upright pixels.
         height: upright pixels.
         duration: seconds (videos only).
-        captured_at: capture time from the metadata, epoch seconds, when present.
+        captured_at: the instant of capture from the metadata, epoch seconds, when present.
+        captured_offset: the zone it was taken in, minutes east of UTC, when known.
     """
 
     kind: MediaKind
@@ -65,6 +66,7 @@ class Probed:
     height: int
     duration: float | None
     captured_at: float | None
+    captured_offset: int | None = None
 
 
 def owner_message(message: str, path: Path, name: str | None) -> str:
@@ -107,6 +109,7 @@ def probe_upload(path: Path, *, max_pixels: int, name: str | None = None) -> Pro
                 image.height,
                 None,
                 _epoch(image.captured_at),
+                image.captured_offset,
             )
         if sniffed.kind == "video" or (sniffed.kind == "unknown" and sniffed.mime == OCTET_STREAM):
             # What no signature names (a raw elementary stream, a container we do not sniff)
@@ -119,6 +122,7 @@ def probe_upload(path: Path, *, max_pixels: int, name: str | None = None) -> Pro
                 video.height,
                 video.duration,
                 _epoch(video.captured_at),
+                video.captured_offset,
             )
     except MediaError as exc:
         message = owner_message(exc.message, path, name)
@@ -238,6 +242,7 @@ def accept_media(
                     "original_name": original_name,
                     "uploaded_at": now,
                     "captured_at": probed.captured_at,
+                    "captured_offset": probed.captured_offset,
                     "width": probed.width,
                     "height": probed.height,
                     "duration": probed.duration,

@@ -78,12 +78,20 @@ def item_by_id(conn: Connection, item_id: int, owner: str | None = None) -> RowM
     return conn.execute(query).mappings().first()
 
 
-def items_of_album(conn: Connection, album_id: int) -> Sequence[RowMapping]:
-    """The items of an album, newest upload first (id breaks ties)."""
+def items_of_album(
+    conn: Connection, album_id: int, *, by_capture: bool = False
+) -> Sequence[RowMapping]:
+    """The items of an album, newest upload first (id breaks ties); ``by_capture``: newest
+    capture first, an item without a capture time at its upload time."""
+    newest = (
+        func.coalesce(media_items.c.captured_at, media_items.c.uploaded_at)
+        if by_capture
+        else media_items.c.uploaded_at
+    )
     query = (
         select(media_items)
         .where(media_items.c.album_id == album_id)
-        .order_by(media_items.c.uploaded_at.desc(), media_items.c.id.desc())
+        .order_by(newest.desc(), media_items.c.id.desc())
     )
     return conn.execute(query).mappings().all()
 

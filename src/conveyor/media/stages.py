@@ -19,7 +19,9 @@ __all__ = ["LONG_LANE", "LONG_LEASE", "MEDIA", "OWNED_FIELDS", "SHORT_LANE", "SH
 
 SHORT_LANE = "short"
 LONG_LANE = "long"
-OWNED_FIELDS = frozenset({"captured_at", "width", "height", "duration"})
+OWNED_FIELDS = frozenset(
+    {"captured_at", "captured_offset", "width", "height", "duration", "incomplete"}
+)
 
 # A transcode holds its claim by heartbeat (every lease / 3), so the lease only bounds how long
 # a killed worker's item waits before another worker takes it over: keep it short.

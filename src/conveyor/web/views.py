@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import Connection, RowMapping
 
 from conveyor.audio.cards import provider_wait, provider_waits
-from conveyor.clock import iso_utc
+from conveyor.clock import iso_utc, local_words
 from conveyor.db.keyset import order_terms
 from conveyor.errors import NotFound
 from conveyor.media import albums as album_views
@@ -101,6 +101,7 @@ def _item(
         **view,
         "urls": {role: f"/files/{obj['key']}" for role, obj in roles.items()},
         "name": row["original_name"] or f"Item {row['id']}",
+        "captured_words": local_words(row["captured_at"], row["captured_offset"]),
         **_progress(conn, row, domain, now, count_place=count_place),
     }
 

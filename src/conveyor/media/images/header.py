@@ -11,9 +11,10 @@ from __future__ import annotations
 import contextlib
 import struct
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
+from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import pyvips
 
@@ -59,7 +60,9 @@ class ImageInfo:
         mime_type: from the loader libvips chose by content, e.g. ``image/jpeg``, ``image/heic``.
         pages: frames of an animation or sequence (1 for a still).
         has_alpha: the decoded image carries an alpha band.
-        captured_at: EXIF DateTimeOriginal (else DateTime) in UTC; naive stamps are taken as UTC.
+        captured_at: the instant of capture in UTC (see :func:`capture_time`); a local time
+            whose zone is unknown is taken as UTC.
+        captured_offset: the zone the photo was taken in, minutes east of UTC; None unknown.
     """
 
     width: int
@@ -68,6 +71,7 @@ class ImageInfo:
     pages: int
     has_alpha: bool
     captured_at: datetime | None
+    captured_offset: int | None = None
 
 
 @dataclass(frozen=True)
@@ -104,6 +108,7 @@ def probe_image(src: Path, *, max_pixels: int) -> ImageInfo:
     """
     head = open_header(src, max_pixels)
     image = head.image
+    captured_at, captured_offset = capture_time(image)
     return ImageInfo(
         width=head.width,
         height=head.height,
@@ -112,7 +117,8 @@ def probe_image(src: Path, *, max_pixels: int) -> ImageInfo:
         if head.loader == "heifload"
         else _int_field(image, "n-pages", 1),
         has_alpha=bool(image.hasalpha()),
-        captured_at=_captured_at(image),
+        captured_at=captured_at,
+        captured_offset=captured_offset,
     )
 
 
@@ -223,26 +229,80 @@ def _int_field(image: pyvips.Image, name: str, default: int) -> int:
     return int(value) if isinstance(value, int) else default
 
 
-def _captured_at(image: pyvips.Image) -> datetime | None:
-    # libvips renders EXIF strings as "2008:05:30 15:56:01 (2008:05:30 15:56:01, ASCII, ...)".
-    for stamp_field, offset_field in (
-        ("exif-ifd2-DateTimeOriginal", "exif-ifd2-OffsetTimeOriginal"),
-        ("exif-ifd0-DateTime", "exif-ifd2-OffsetTime"),
-    ):
-        raw = field(image, stamp_field)
-        if not isinstance(raw, str):
+# Each local capture stamp with the zone tags that may go with it, best first (EXIF 2.31:
+# OffsetTimeOriginal belongs to DateTimeOriginal, but editors often write only OffsetTime).
+_STAMPS: Final = (
+    (
+        "exif-ifd2-DateTimeOriginal",
+        ("exif-ifd2-OffsetTimeOriginal", "exif-ifd2-OffsetTime", "exif-ifd2-OffsetTimeDigitized"),
+    ),
+    ("exif-ifd2-DateTimeDigitized", ("exif-ifd2-OffsetTimeDigitized", "exif-ifd2-OffsetTime")),
+    ("exif-ifd0-DateTime", ("exif-ifd2-OffsetTime",)),
+)
+# Zones run from UTC-12:00 to UTC+14:00, in quarter hours.
+_ZONE_RANGE: Final = range(-12 * 60, 14 * 60 + 1)
+
+
+def capture_time(image: pyvips.Image) -> tuple[datetime | None, int | None]:
+    """When and in which zone a photo was taken, from its EXIF: (UTC instant, minutes east).
+
+    The local stamp is ``DateTimeOriginal`` (else ``DateTimeDigitized``, else ``DateTime``);
+    its zone is the first of the offset tags that go with it. Without one, the GPS date and
+    time (UTC by definition) give the zone as the stamp's distance from them, rounded to a
+    quarter hour, when that is a zone at all (a stale GPS fix a day old is not). Without a
+    zone the local time is taken as UTC, and the zone is None. A photo with GPS time and no
+    local stamp has the GPS instant, zone unknown.
+    """
+    gps = _gps_instant(image)
+    for stamp_field, offset_fields in _STAMPS:
+        local = _exif_stamp(field(image, stamp_field))
+        if local is None:
             continue
-        try:
-            stamp = datetime.strptime(raw[:19], "%Y:%m:%d %H:%M:%S")
-        except ValueError:
-            continue  # "0000:00:00 00:00:00" and other placeholders
-        return stamp.replace(tzinfo=_exif_offset(field(image, offset_field))).astimezone(UTC)
-    return None
+        offset = next(
+            (o for f in offset_fields if (o := _exif_offset(field(image, f))) is not None), None
+        )
+        if offset is None and gps is not None:
+            distance = (local - gps.replace(tzinfo=None)).total_seconds() / 60
+            quarter = round(distance / 15) * 15
+            if quarter in _ZONE_RANGE and abs(distance - quarter) <= 2:
+                offset = quarter
+        if offset is None:
+            return local.replace(tzinfo=UTC), None
+        return (local - timedelta(minutes=offset)).replace(tzinfo=UTC), offset
+    return gps, None
 
 
-def _exif_offset(raw: object) -> timezone:
+def _exif_stamp(raw: object) -> datetime | None:
+    # libvips renders EXIF strings as "2008:05:30 15:56:01 (2008:05:30 15:56:01, ASCII, ...)".
+    if not isinstance(raw, str):
+        return None
+    try:
+        return datetime.strptime(raw[:19], "%Y:%m:%d %H:%M:%S")
+    except ValueError:
+        return None  # "0000:00:00 00:00:00" and other placeholders
+
+
+def _gps_instant(image: pyvips.Image) -> datetime | None:
+    """GPSDateStamp + GPSTimeStamp (UTC); libvips renders the time as "14/1 27/1 724/100 (...)"."""
+    date, time = field(image, "exif-ifd3-GPSDateStamp"), field(image, "exif-ifd3-GPSTimeStamp")
+    if not isinstance(date, str) or not isinstance(time, str):
+        return None
+    try:
+        day = datetime.strptime(date[:10], "%Y:%m:%d")
+        parts = [Fraction(p) for p in time.split("(")[0].split()[:3]]
+        hours, minutes, seconds = (float(p) for p in parts)
+    except (ValueError, ZeroDivisionError):
+        return None
+    if len(parts) != 3 or not (0 <= hours < 24 and 0 <= minutes < 60 and 0 <= seconds < 61):
+        return None
+    return (day + timedelta(hours=hours, minutes=minutes, seconds=int(seconds))).replace(tzinfo=UTC)
+
+
+def _exif_offset(raw: object) -> int | None:
+    """Minutes east of UTC of an EXIF offset tag ("+02:00", "-05:30"); None when absent."""
     if isinstance(raw, str) and len(raw) >= 6 and raw[0] in "+-" and raw[3] == ":":
         with contextlib.suppress(ValueError):
             minutes = int(raw[1:3]) * 60 + int(raw[4:6])
-            return timezone(timedelta(minutes=-minutes if raw[0] == "-" else minutes))
-    return UTC
+            offset = -minutes if raw[0] == "-" else minutes
+            return offset if offset in _ZONE_RANGE else None
+    return None

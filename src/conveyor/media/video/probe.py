@@ -18,7 +18,7 @@ from conveyor.errors import MediaError
 from conveyor.media.halts import MediaHalt
 from conveyor.media.video.streams import audio_stream, decode_packets, open_video
 
-__all__ = ["VideoInfo", "container_duration", "probe_video"]
+__all__ = ["VideoInfo", "capture_time", "container_duration", "probe_video"]
 
 _IMAGE_FORMATS = frozenset({"image2", "gif", "apng", "webp", "avif"})
 """Demuxers of still or animated images: those files belong to the image pipeline, not here."""
@@ -41,8 +41,8 @@ class VideoInfo:
         has_audio: the file has an audio track.
         pix_fmt: pixel format of the decoded frames, e.g. ``yuv420p``, ``yuvj420p``.
         bit_rate: bits per second of the video track, else of the whole file; None if unknown.
-        captured_at: capture time in UTC (``com.apple.quicktime.creationdate``, else the
-            container's ``creation_time``), None when absent.
+        captured_at: capture time in UTC (:func:`capture_time`), None when absent.
+        captured_offset: the capture's zone in minutes east of UTC, None when unknown.
     """
 
     width: int
@@ -57,6 +57,7 @@ class VideoInfo:
     pix_fmt: str
     bit_rate: int | None
     captured_at: datetime | None
+    captured_offset: int | None = None
 
 
 def probe_video(src: Path) -> VideoInfo:
@@ -88,6 +89,7 @@ def probe_video(src: Path) -> VideoInfo:
             width, height = height, width
         audio = audio_stream(container)
         bit_rate = int(video.codec_context.bit_rate or container.bit_rate or 0) or None
+        captured_at, captured_offset = capture_time(container, video)
         return VideoInfo(
             width=width,
             height=height,
@@ -100,7 +102,8 @@ def probe_video(src: Path) -> VideoInfo:
             has_audio=audio is not None,
             pix_fmt=str(first.format.name),
             bit_rate=bit_rate,
-            captured_at=_captured_at(container, video),
+            captured_at=captured_at,
+            captured_offset=captured_offset,
         )
 
 
@@ -185,23 +188,37 @@ def _mime_of(container: Any, src: Path) -> str:
     return "application/octet-stream"
 
 
-def _captured_at(container: Any, video: Any) -> datetime | None:
-    for metadata, key in (
-        (container.metadata, "com.apple.quicktime.creationdate"),
-        (container.metadata, "creation_time"),
-        (video.metadata, "creation_time"),
-    ):
-        value = metadata.get(key)
-        if not value:
-            continue
-        try:
-            parsed = datetime.fromisoformat(str(value).strip())
-        except ValueError:
-            continue
-        if parsed.tzinfo is None:
-            parsed = parsed.replace(tzinfo=UTC)
-        # QuickTime writes 1904-01-01 (its epoch) or 1970 when the clock was never set.
-        if parsed.year < 1971:
-            continue
-        return parsed.astimezone(UTC)
-    return None
+# Where containers keep the capture time, best first: QuickTime's local time with its zone
+# (iPhones, many cameras), Matroska's DATE_RECORDED tag (may carry a zone), then the UTC
+# creation time of the container and of the stream (MP4 mvhd/mdhd, Matroska DateUTC).
+_CAPTURE_TAGS = (
+    "com.apple.quicktime.creationdate",
+    "DATE_RECORDED",
+    "date_recorded",
+    "creation_time",
+)
+
+
+def capture_time(container: Any, video: Any) -> tuple[datetime | None, int | None]:
+    """(UTC instant, minutes east of UTC) of a video's capture from its tags; the zone is
+    None unless the stamp carries one (``creation_time`` is UTC by definition: instant only).
+    A stamp before 1971 (QuickTime's 1904 epoch, an unset clock) is no capture time."""
+    for metadata in (container.metadata, video.metadata):
+        for key in _CAPTURE_TAGS:
+            value = metadata.get(key)
+            if not value:
+                continue
+            try:
+                parsed = datetime.fromisoformat(str(value).strip())
+            except ValueError:
+                continue
+            offset: int | None = None
+            if parsed.tzinfo is None:
+                parsed = parsed.replace(tzinfo=UTC)
+            elif key != "creation_time":
+                delta = parsed.utcoffset()
+                offset = None if delta is None else round(delta.total_seconds() / 60)
+            if parsed.year < 1971:
+                continue
+            return parsed.astimezone(UTC), offset
+    return None, None
