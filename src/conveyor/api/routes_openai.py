@@ -44,6 +44,7 @@ from conveyor.audio import queries
 from conveyor.audio.intake import MAX_HINTS, accept_audio, clean_language
 from conveyor.audio.texts import export_text
 from conveyor.error_codes import ErrorCode
+from conveyor.errors import Duplicate
 
 __all__ = ["FORMATS", "OPENAI_FIELDS", "router"]
 
@@ -195,9 +196,13 @@ async def create_transcription(request: Request, state: State, owner: Owner) -> 
             channels=runtime.settings.transcription.channels,
         )
 
-    record_id = await receive_upload(
-        request, accept, max_bytes=max_bytes, owner=owner.name, fields=OPENAI_FIELDS
-    )
+    try:
+        record_id = await receive_upload(
+            request, accept, max_bytes=max_bytes, owner=owner.name, fields=OPENAI_FIELDS
+        )
+    except Duplicate as exc:
+        # The same recording again: its record's transcript is the answer (kept once).
+        record_id = exc.existing_id
     await anyio.to_thread.run_sync(runtime.notifier.publish)
     row = await _settled(state, record_id, owner.name)
     address = f"/api/records/{record_id}"

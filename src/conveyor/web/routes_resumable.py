@@ -46,7 +46,7 @@ from conveyor.api.state import ApiState, State
 from conveyor.api.uploads import Upload, clean_filename, receive_upload
 from conveyor.audio.intake import accept_audio
 from conveyor.error_codes import ErrorCode
-from conveyor.errors import NotFound, RejectedInput
+from conveyor.errors import Duplicate, NotFound, RejectedInput
 from conveyor.media import queries as media_queries
 from conveyor.media.intake import accept_media
 from conveyor.web.auth import CsrfHeader
@@ -282,6 +282,7 @@ def _finish(state: ApiState, folder: Path, upload_id: str, saved: dict[str, Any]
     whatever happens."""
     runtime = state.runtime
     part = folder / f"{upload_id}.part"
+    keep = dict(saved["fields"]).get("keep_duplicate") == "true"
     try:
         if saved["target"] == "records":
             upload = Upload(filename=saved["filename"], fields=dict(saved["fields"]))
@@ -303,6 +304,7 @@ def _finish(state: ApiState, folder: Path, upload_id: str, saved: dict[str, Any]
                 languages=runtime.languages,
                 hints=chosen.hints,
                 channels=chosen.channels,
+                keep_duplicate=keep,
             )
             return f"/records/{record_id}"
         item_id = accept_media(
@@ -315,8 +317,12 @@ def _finish(state: ApiState, folder: Path, upload_id: str, saved: dict[str, Any]
             original_name=saved["filename"],
             max_pixels=runtime.settings.media.max_pixels,
             max_bytes=runtime.settings.api.max_upload_bytes,
+            keep_duplicate=keep,
         )
         return f"/items/{item_id}"
+    except Duplicate as exc:  # the viewer has this file already: its address is the answer
+        noun = "records" if exc.noun == "record" else "items"
+        return f"/{noun}/{exc.existing_id}"
     finally:
         _state_path(folder, upload_id).unlink(missing_ok=True)
         part.unlink(missing_ok=True)
