@@ -20,6 +20,9 @@ Fields (text fields before ``file``, as the SDKs send them):
 * ``temperature``, ``stream`` (false only), ``chunking_strategy``, ``include[]``: accepted and
   ignored (Conveyor's recognizer chooses its own decoding; nothing is streamed).
 
+The same bytes sent again by the same owner are answered from the record that already holds
+them (each file is kept once per owner), not transcribed a second time.
+
 Refusals use Conveyor's error body, whose ``error.message`` is what the SDKs show.
 """
 
@@ -180,6 +183,14 @@ async def create_transcription(request: Request, state: State, owner: Owner) -> 
     def accept(chunks: Any, upload: Upload) -> int:
         answer, granularities, language, hints = _choices(upload)
         chosen.update(answer=answer, granularities=granularities)
+        try:
+            return _accept(chunks, upload, language, hints)
+        except Duplicate as held:
+            # Each recording is kept once per owner: the same bytes again are answered from
+            # the record that already holds them (with the language and hints it was sent with).
+            return held.existing_id
+
+    def _accept(chunks: Any, upload: Upload, language: str | None, hints: str | None) -> int:
         return accept_audio(
             runtime.engine,
             runtime.store,
