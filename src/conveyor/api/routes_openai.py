@@ -183,14 +183,6 @@ async def create_transcription(request: Request, state: State, owner: Owner) -> 
     def accept(chunks: Any, upload: Upload) -> int:
         answer, granularities, language, hints = _choices(upload)
         chosen.update(answer=answer, granularities=granularities)
-        try:
-            return _accept(chunks, upload, language, hints)
-        except Duplicate as held:
-            # Each recording is kept once per owner: the same bytes again are answered from
-            # the record that already holds them (with the language and hints it was sent with).
-            return held.existing_id
-
-    def _accept(chunks: Any, upload: Upload, language: str | None, hints: str | None) -> int:
         return accept_audio(
             runtime.engine,
             runtime.store,
