@@ -6,6 +6,8 @@ Refused at intake (nothing is kept: no object, no journal row, no item):
 * content that is neither image nor video, whatever its name says (``not_media``), including
   audio-only MP4/M4A and videos without a video track; content no signature names is probed
   with PyAV first, and accepted as a video when a video frame of it decodes;
+* a camera RAW file (DNG, CR2/CR3, NEF, ARW, RAF, ORF, RW2, PEF, SRW: ``not_media``, the message
+  names the format): read as TIFF or ISO media it would silently become its embedded preview;
 * an image whose header declares more than ``[media] max_pixels`` (``too_many_pixels``): a bomb
   is refused from the header, no pixels are decoded;
 * an image or video whose header cannot be read at all (``undecodable``).
@@ -40,7 +42,7 @@ from conveyor.media.images import probe_image
 from conveyor.media.stages import MEDIA
 from conveyor.media.video import probe_video
 from conveyor.objects import ObjectStore, new_key, put_file_row
-from conveyor.objects.sniff import OCTET_STREAM, sniff
+from conveyor.objects.sniff import OCTET_STREAM, SNIFF_BYTES, raw_format, sniff
 from conveyor.pipeline.lifecycle import admit, database_now
 
 __all__ = ["Probed", "accept_media", "item_holding", "owner_message", "probe_upload"]
@@ -99,6 +101,17 @@ def probe_upload(path: Path, *, max_pixels: int, name: str | None = None) -> Pro
     if path.stat().st_size == 0:
         raise RejectedInput(ErrorCode.EMPTY_FILE, "the upload is empty (0 bytes)")
     sniffed = sniff(path)
+    with path.open("rb") as f:
+        raw = raw_format(f.read(SNIFF_BYTES))
+    if raw is not None:
+        # Decoded as TIFF or ISO media it would come out as its small embedded preview,
+        # silently: say what it is instead.
+        raise UnsupportedMedia(
+            ErrorCode.NOT_MEDIA,
+            f"{name or 'the upload'} is a {raw} camera RAW file; this installation does not "
+            "decode RAW photos and will not pass off the small preview inside it as the photo: "
+            "add a JPEG, HEIC or TIFF export of it",
+        )
     try:
         if sniffed.kind == "image":
             image = probe_image(path, max_pixels=max_pixels)

@@ -34,6 +34,7 @@ __all__ = [
     "container_signature",
     "is_document",
     "looks_like_pcm",
+    "raw_format",
     "sniff",
     "sniff_bytes",
     "sniff_object",
@@ -270,6 +271,79 @@ def _matroska(head: bytes) -> Sniffed | None:
             break
         pos = data_pos + length
     return Sniffed("video/x-matroska", "video")
+
+
+# --- camera RAW --------------------------------------------------------------------------------
+
+# TIFF-based RAW files whose IFD0 is a reduced-resolution preview with the sensor data in
+# SubIFDs: the maker (the Make tag) names the format.
+_TIFF_RAW_MAKERS: Final = (
+    (b"NIKON", "Nikon NEF"),
+    (b"SONY", "Sony ARW"),
+    (b"PENTAX", "Pentax PEF"),
+    (b"SAMSUNG", "Samsung SRW"),
+    (b"Canon", "Canon CR2"),
+)
+_DNG_VERSION: Final = 0xC612
+_NEW_SUBFILE_TYPE: Final = 0x00FE
+_SUB_IFDS: Final = 0x014A
+_MAKE: Final = 0x010F
+
+
+def raw_format(head: bytes) -> str | None:
+    """The camera RAW format ``head`` opens, by name (``DNG``, ``Canon CR3``, ``Nikon NEF``,
+    ...), or None. Such files also sniff as TIFF or ISO media; read as those, a decoder finds
+    only their small embedded preview, so intake names the format instead (issue 21).
+
+    An ordinary TIFF (an editor's export, even one keeping the camera's Make) is not RAW: its
+    first image is the full picture, with no sensor data in SubIFDs.
+    """
+    if head.startswith(b"FUJIFILMCCD-RAW"):
+        return "Fujifilm RAF"
+    if len(head) >= 12 and head[4:8] == b"ftyp" and head[8:12] == b"crx ":
+        return "Canon CR3"
+    if head[:4] in (b"IIRO", b"IIRS", b"MMOR"):
+        return "Olympus ORF"
+    if head[:4] == b"IIU\x00":
+        return "Panasonic RW2"
+    if head[:4] == b"II*\x00" and head[8:10] == b"CR":
+        return "Canon CR2"
+    if head[:4] not in (b"II*\x00", b"MM\x00*"):
+        return None
+    tags = _ifd0_tags(head)
+    if _DNG_VERSION in tags:
+        return "DNG"
+    make = tags.get(_MAKE)
+    if isinstance(make, bytes) and _SUB_IFDS in tags and tags.get(_NEW_SUBFILE_TYPE) == 1:
+        for prefix, name in _TIFF_RAW_MAKERS:
+            if make.startswith(prefix):
+                return name
+    return None
+
+
+def _ifd0_tags(head: bytes) -> dict[int, object]:
+    """The first IFD's tags found in ``head``: Make as bytes, NewSubfileType as an int, the
+    others as present (None)."""
+    order = "<" if head[:2] == b"II" else ">"
+    try:
+        (offset,) = struct.unpack_from(f"{order}I", head, 4)
+        (count,) = struct.unpack_from(f"{order}H", head, offset)
+    except struct.error:
+        return {}
+    tags: dict[int, object] = {}
+    for index in range(min(count, 512)):
+        at = offset + 2 + 12 * index
+        if at + 12 > len(head):
+            break
+        tag, kind, number, value = struct.unpack_from(f"{order}HHII", head, at)
+        if tag == _NEW_SUBFILE_TYPE:
+            tags[tag] = value if kind == 4 else struct.unpack_from(f"{order}H", head, at + 8)[0]
+        elif tag == _MAKE and kind == 2:
+            start = at + 8 if number <= 4 else value
+            tags[tag] = head[start : start + number].rstrip(b"\x00 ")
+        else:
+            tags[tag] = None
+    return tags
 
 
 # --- MPEG transport and program streams: camcorders (AVCHD .MTS/.M2TS), DVDs, recorders ------
