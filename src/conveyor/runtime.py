@@ -209,6 +209,7 @@ class Runtime:
             beat_interval=settings.beat_interval,
             busy=pool.busy,
             holding=pool.holding,
+            holder=pool.holder,
         )
         pool.may_claim = registry.may_claim
         return registry

@@ -20,10 +20,10 @@ from conveyor.db.tables import (
     metadata,
 )
 from conveyor.media.stages import MEDIA
-from tests.support.old_database import MEDIA_ADDED
+from tests.support.old_database import AUDIO_ADDED, MEDIA_ADDED
 
 # The columns this revision knows (0005 added `channels`).
-AUDIO_COLUMNS = [c for c in audio_records.c if c.name not in {"channels", "step_started_at"}]
+AUDIO_COLUMNS = [c for c in audio_records.c if c.name not in {"channels", *AUDIO_ADDED}]
 # (0011 adds `step_started_at` to both record tables.)
 # (0012 adds `captured_offset` and `incomplete` to media items.)
 MEDIA_COLUMNS = [c for c in media_items.c if c.name not in MEDIA_ADDED]

@@ -13,10 +13,10 @@ from conveyor.db.tables import (
     users,
     web_sessions,
 )
-from tests.support.old_database import AUDIO_STAGES, MEDIA_ADDED, fill_every_stage
+from tests.support.old_database import AUDIO_ADDED, AUDIO_STAGES, MEDIA_ADDED, fill_every_stage
 
 # The columns this revision knows (0005 added `channels`).
-AUDIO_COLUMNS = [c for c in audio_records.c if c.name not in {"channels", "step_started_at"}]
+AUDIO_COLUMNS = [c for c in audio_records.c if c.name not in {"channels", *AUDIO_ADDED}]
 # (0011 adds `step_started_at` to both record tables.)
 # (0012 adds `captured_offset` and `incomplete` to media items.)
 MEDIA_COLUMNS = [c for c in media_items.c if c.name not in MEDIA_ADDED]

@@ -7,10 +7,10 @@ from sqlalchemy import Engine, insert, select
 
 from conveyor.db.migrate import current_revision, upgrade
 from conveyor.db.tables import audio_records, lane_pauses, media_items, users, worker_processes
-from tests.support.old_database import AUDIO_STAGES, MEDIA_ADDED, fill_every_stage
+from tests.support.old_database import AUDIO_ADDED, AUDIO_STAGES, MEDIA_ADDED, fill_every_stage
 
 # The columns the older revision knows (0011 adds `step_started_at` to both record tables).
-AUDIO_COLUMNS = [c for c in audio_records.c if c.name != "step_started_at"]
+AUDIO_COLUMNS = [c for c in audio_records.c if c.name not in AUDIO_ADDED]
 # (0012 adds `captured_offset` and `incomplete` to media items.)
 MEDIA_COLUMNS = [c for c in media_items.c if c.name not in MEDIA_ADDED]
 

@@ -9,8 +9,10 @@ from conveyor.db.migrate import current_revision, upgrade
 from conveyor.db.tables import audio_records, media_items, texts, users
 from tests.support.old_database import AUDIO_STAGES, MEDIA_STAGES, fill_every_stage
 
-NEW = {"captured_offset", "incomplete"}
+NEW = {"captured_offset", "incomplete", "claimed_by"}
 MEDIA_COLUMNS = [c for c in media_items.c if c.name not in NEW]
+# (0013 adds `claimed_by` to both record tables.)
+AUDIO_COLUMNS = [c for c in audio_records.c if c.name != "claimed_by"]
 
 
 def test_0012_keeps_every_item_with_the_zone_unknown_and_nothing_flagged(
@@ -19,12 +21,12 @@ def test_0012_keeps_every_item_with_the_zone_unknown_and_nothing_flagged(
     with old_engine.begin() as conn:
         conn.execute(users.insert().values(id=1, name="alice", created_at=1_800_000_000.0))
         fill_every_stage(conn, 1_800_000_000.0, owner="alice")
-        before_audio = conn.execute(select(audio_records).order_by(audio_records.c.id)).all()
+        before_audio = conn.execute(select(*AUDIO_COLUMNS).order_by(audio_records.c.id)).all()
         before_media = conn.execute(select(*MEDIA_COLUMNS).order_by(media_items.c.id)).all()
     upgrade(old_engine)
     assert (current_revision(old_engine) or "") >= "0012"
     with old_engine.connect() as conn:
-        assert conn.execute(select(audio_records).order_by(audio_records.c.id)).all() == (
+        assert conn.execute(select(*AUDIO_COLUMNS).order_by(audio_records.c.id)).all() == (
             before_audio
         )
         stages = conn.execute(select(audio_records.c.stage).order_by(audio_records.c.id))

@@ -61,6 +61,7 @@ def test_a_process_registers_shows_its_claims_obeys_pauses_and_drains(
         busy=pool.busy,
         holding=pool.holding,
         host="host-a",
+        holder=pool.holder,
     )
     pool.may_claim = registry.may_claim
     ids = add_jobs(db, 2, time.time())
@@ -77,6 +78,12 @@ def test_a_process_registers_shows_its_claims_obeys_pauses_and_drains(
         assert view.lanes == {"default": 2} and view.busy == {"default": 2}
         assert sorted(h.record_id for h in view.holding) == ids
         assert {h.stage for h in view.holding} == {"new"}
+        # Every claim names its holder, and the process row says which holder it is.
+        with db.connect() as conn:
+            holders = conn.execute(select(jobs.c.claimed_by).where(jobs.c.id.in_(ids))).scalars()
+            assert set(holders) == {pool.holder}
+            recorded = select(worker_processes.c.holder).where(worker_processes.c.id == view.id)
+            assert conn.execute(recorded).scalar_one() == pool.holder
         assert all(h.since is not None for h in view.holding)
         # The same, per process, as Prometheus gauges.
         assert REGISTRY.get_sample_value("conveyor_lane_workers", {"lane": "default"}) == 2

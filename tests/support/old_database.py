@@ -15,6 +15,7 @@ from conveyor.db.tables import albums, audio_records, files, media_items, texts
 from conveyor.media.stages import MEDIA
 
 __all__ = [
+    "AUDIO_ADDED",
     "AUDIO_STAGES",
     "MEDIA_ADDED",
     "MEDIA_STAGES",
@@ -96,4 +97,6 @@ def fill_every_stage(conn: Connection, now: float, *, owner: str) -> None:
 
 #: ``media_items`` columns later revisions add (0011 ``step_started_at``; 0012 the capture zone
 #: and the incomplete flag): the upgrade tests of earlier revisions read the others.
-MEDIA_ADDED = frozenset({"step_started_at", "captured_offset", "incomplete"})
+MEDIA_ADDED = frozenset({"step_started_at", "captured_offset", "incomplete", "claimed_by"})
+#: ``audio_records`` columns later revisions add (0011 ``step_started_at``, 0013 ``claimed_by``).
+AUDIO_ADDED = frozenset({"step_started_at", "claimed_by"})

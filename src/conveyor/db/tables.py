@@ -76,7 +76,8 @@ def queue_columns() -> list[Column[object]]:
     ``claim_token``/``claim_expires_at`` the current claim (fencing token, lease end);
     ``step_started_at`` when the current claim's step started (None: no claim, or a claim whose
     step has not started, which lapses without cost; a started one that lapses is a lost
-    worker, D18);
+    worker, D18); ``claimed_by`` the holder that took the claim (its process's
+    ``worker_processes.holder``; None for a claim by a process that does not register);
     ``attempts`` failures in this stage; ``retry_at`` the retry pause; ``halted_at``,
     ``halt_reason``, ``halt_error`` the halt flag (P8).
     """
@@ -87,6 +88,7 @@ def queue_columns() -> list[Column[object]]:
         Column("claim_token", String(32), nullable=True),
         Column("claim_expires_at", Double, nullable=True),
         Column("step_started_at", Double, nullable=True),
+        Column("claimed_by", String(32), nullable=True),
         Column("attempts", Integer, nullable=False, server_default="0"),
         Column("retry_at", Double, nullable=True),
         Column("halted_at", Double, nullable=True),
@@ -245,6 +247,8 @@ worker_processes = Table(
     Column("host", String(255), nullable=False),
     Column("pid", Integer, nullable=False),
     Column("version", String(50), nullable=False),
+    # The name its claims carry in the record tables' claimed_by (None: registered before 0013).
+    Column("holder", String(32), nullable=True),
     Column("lanes", JSON, nullable=False),  # lane → worker threads
     Column("busy", JSON, nullable=False),  # lane → threads running a step at the last beat
     Column("holding", JSON, nullable=False),  # [[domain, record id, claim token], …]

@@ -90,7 +90,12 @@ class LaneClaims:
 
 
 def claim_jobs(
-    conn: Connection, claims: LaneClaims, limit: int, *, started: bool = True
+    conn: Connection,
+    claims: LaneClaims,
+    limit: int,
+    *,
+    started: bool = True,
+    holder: str | None = None,
 ) -> list[Job]:
     """Claim up to ``limit`` records in one statement and read them, in one transaction.
 
@@ -100,7 +105,7 @@ def claim_jobs(
     statement = claims.started if started else claims.prefetched
     with conn.begin():
         asynchronous_commit(conn)
-        got = queries.claim_with(conn, statement, limit)
+        got = queries.claim_with(conn, statement, limit, holder)
         rows = queries.read_claimed(conn, claims.read, [c.record_id for c in got]) if got else []
     read_at = time.monotonic()
     tokens = {c.record_id: c for c in got}
@@ -136,7 +141,7 @@ class Producer:
         held: the pool's held claims.
         notifier: wake-ups (new work may be claimable).
         stopping: set when the pool stops.
-        holder: this process's name for its claims (for a worker registry to come).
+        holder: this process's name for its claims, written to each claimed row's ``claimed_by``.
         paused: asked before each claim; True skips the lane for now (pause, drain).
     """
 
@@ -271,7 +276,7 @@ class Producer:
         for claims in order:
             if found >= count or self.stopping.is_set():
                 break
-            jobs = claim_jobs(conn, claims, count - found, started=started)
+            jobs = claim_jobs(conn, claims, count - found, started=started, holder=self.holder)
             if not jobs:
                 continue
             self.held.add(claims.domain, [j.claim for j in jobs])

@@ -275,6 +275,7 @@ def claim_statement(
             claim_expires_at=lease,
             work_started_at=func.coalesce(table.c.work_started_at, now),
             step_started_at=now if started else null(),
+            claimed_by=bindparam("_holder", type_=String()),
         )
         .returning(table.c.id, table.c.claim_token)
     )
@@ -285,9 +286,12 @@ def _sql_text(value: str) -> ColumnElement[str]:
     return literal_column("'" + value.replace("'", "''") + "'", String())
 
 
-def claim_with(conn: Connection, statement: Update, limit: int) -> list[Claim]:
-    """Run a :func:`claim_statement`; the claims in no particular order, [] when no work (P12)."""
-    rows = conn.execute(statement, {"_limit": limit}).all()
+def claim_with(
+    conn: Connection, statement: Update, limit: int, holder: str | None = None
+) -> list[Claim]:
+    """Run a :func:`claim_statement` as ``holder`` (written to ``claimed_by``: every claim names
+    its holder); the claims in no particular order, [] when no work (P12)."""
+    rows = conn.execute(statement, {"_limit": limit, "_holder": holder or None}).all()
     return [Claim(record_id=int(r[0]), token=str(r[1])) for r in rows]
 
 

@@ -65,14 +65,17 @@ def register_process(
     pid: int,
     version: str,
     lanes: Mapping[str, int],
+    holder: str | None = None,
 ) -> int:
-    """Insert this process's row (``running``); returns its id."""
+    """Insert this process's row (``running``); returns its id. ``holder`` is the name its
+    claims carry in the record tables' ``claimed_by``."""
     row = conn.execute(
         insert(worker_processes)
         .values(
             host=host,
             pid=pid,
             version=version,
+            holder=holder,
             lanes=dict(lanes),
             busy={lane: 0 for lane in lanes},
             holding=[],

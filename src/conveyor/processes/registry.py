@@ -44,6 +44,7 @@ class ProcessRegistry:
         busy: lane → threads running a step now (from the pool).
         holding: the claims held now, as ``(domain, record id, claim token)`` (from the pool).
         host: the host's name (``socket.gethostname()`` when None).
+        holder: the name the pool's claims carry (``claimed_by``), recorded with the row.
     """
 
     def __init__(
@@ -58,6 +59,7 @@ class ProcessRegistry:
         busy: Callable[[], Mapping[str, int]],
         holding: Callable[[], Sequence[tuple[str, int, str]]],
         host: str | None = None,
+        holder: str | None = None,
     ) -> None:
         self.engine = engine
         self.clock = clock
@@ -66,6 +68,7 @@ class ProcessRegistry:
         self.poll_interval = poll_interval
         self.beat_interval = beat_interval
         self.host = host or socket.gethostname()
+        self.holder = holder
         self.id: int | None = None
         self._busy = busy
         self._holding = holding
@@ -94,7 +97,13 @@ class ProcessRegistry:
         now = queries.now_of(self.clock)
         with self.engine.begin() as conn:
             self.id = queries.register_process(
-                conn, now, host=self.host, pid=os.getpid(), version=self.version, lanes=self.lanes
+                conn,
+                now,
+                host=self.host,
+                pid=os.getpid(),
+                version=self.version,
+                lanes=self.lanes,
+                holder=self.holder,
             )
             self._paused = frozenset(queries.paused_lanes(conn))
         log.info("registered as worker process %d on %s", self.id, self.host)
