@@ -55,6 +55,25 @@ def test_a_form_without_a_session_is_refused_before_its_body_is_read(
         assert took < 5
 
 
+def test_api_routes_outside_api_take_their_bearer_token_not_a_session(
+    make_site: MakeSite,
+) -> None:
+    """OpenAI's ``/v1`` route is the API's: a bearer token, no browser session, reaches it."""
+    site = make_site()
+    bearer = {"Authorization": f"Bearer {site.tokens['alice']}"}
+    with TestClient(site.app) as client:
+        # No model: the route itself refuses the field, so the gate let the request through.
+        answer = client.post(
+            "/v1/audio/transcriptions", files={"file": ("a.wav", b"RIFF")}, headers=bearer
+        )
+        assert answer.status_code == 400, answer.text
+        assert answer.json()["error"]["code"] == "invalid_field"
+        assert client.get("/v1/models", headers=bearer).status_code == 200
+        # Without a token the route answers as the API does, not as a page's form.
+        anonymous = client.post("/v1/audio/transcriptions", files={"file": ("a.wav", b"RIFF")})
+        assert anonymous.status_code == 401
+
+
 def test_a_signed_in_form_that_trickles_is_ended_after_the_read_timeout(
     make_site: MakeSite, monkeypatch: pytest.MonkeyPatch
 ) -> None:

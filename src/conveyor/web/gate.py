@@ -44,7 +44,9 @@ _CLOSE = {"Connection": "close"}
 def _is_form(scope: Scope, path: str) -> bool:
     return (
         scope["method"] == "POST"
-        and not path.startswith("/api/")
+        # The API's own routes (``/api``, and OpenAI's ``/v1`` that clients reach with a bearer
+        # token) check their token themselves; only the pages' forms need a session.
+        and not path.startswith(("/api/", "/v1/"))
         and not is_upload(scope["method"], path)
     )
 
