@@ -94,16 +94,19 @@ def run_once(
         pipeline={"workers": 0, "poll_interval": 0.5},  # type: ignore[arg-type]
     )
     runtime = Runtime(settings)
-    album = create_album(runtime.engine, runtime.clock, owner="bench", name="latency")
     sources = _photos()
     for n in range(photos):
+        # An owner keeps each file once: one owner (and album) per round over the corpus.
+        owner = f"bench-{n // len(sources)}"
+        if n % len(sources) == 0:
+            album = create_album(runtime.engine, runtime.clock, owner=owner, name="latency")
         accept_media(
             runtime.engine,
             runtime.store,
             runtime.clock,
             sources[n % len(sources)],
             album_id=album,
-            owner="bench",
+            owner=owner,
             max_pixels=settings.media.max_pixels,
         )
     counts = {"db": 0, "s3": 0}

@@ -30,14 +30,19 @@ def test_a_backup_taken_under_load_restores_every_record_and_object(
     live = _runtime(tmp_path / "conveyor-data")
     live.migrate()
     wav = corpus / "audio" / "jfk.wav"
-    ids = [accept_audio(live.engine, live.store, live.clock, wav, owner="alice") for _ in range(6)]
+    # One owner per upload: an owner's second copy of the same bytes is refused as a duplicate.
+    ids = [
+        accept_audio(live.engine, live.store, live.clock, wav, owner=f"early-{n}") for n in range(6)
+    ]
     stop = threading.Event()
     made: list[int] = []
 
     def load() -> None:  # uploads arriving and records deleted while the backup runs
         n = 0
         while not stop.is_set():
-            made.append(accept_audio(live.engine, live.store, live.clock, wav, owner="alice"))
+            made.append(
+                accept_audio(live.engine, live.store, live.clock, wav, owner=f"under-load-{n}")
+            )
             if n % 2 == 0 and ids:
                 delete_record(live.engine, live.store, live.clock, ids.pop(0))
             n += 1
