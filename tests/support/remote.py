@@ -13,6 +13,8 @@ from conveyor.audio.intake import accept_audio
 from conveyor.config import Settings
 from conveyor.db.tables import audio_records, files, recognition_attempts, record_events
 from conveyor.pipeline import Executor
+from conveyor.pipeline.queries import now_of
+from conveyor.pipeline.rescuer import rescue
 from conveyor.providers import RecognitionProvider
 from conveyor.runtime import Runtime
 from conveyor.testing import FakeClock
@@ -63,6 +65,9 @@ def drive(
         if until is not None and clock.now() >= until:
             return row, pauses
         if not executor.run_once(runtime.audio, "audio"):
+            # As a live pool's rescuer would: a lapsed started claim is a failed attempt (D18).
+            if rescue(runtime.engine, runtime.audio, runtime.settings.pipeline, now_of(clock)):
+                continue
             row = record(runtime, rid)
             assert row["retry_at"] is not None, dict(row)
             pause = float(row["retry_at"]) - clock.now()

@@ -23,17 +23,34 @@ def words_of(raw: Iterable[Any], offset: float = 0.0, scale: float = 1.0) -> tup
     """Words from a provider's list of ``{"word" or "text", "start", "end"[, "probability"]}``,
     times scaled by ``scale`` and shifted by ``offset`` seconds; blank words are left out.
 
+    Whisper writes each word with the space before it (``" ill"``); a piece without one
+    (``"-sposed"``, which Whisper splits off at a hyphen) belongs to the word before it and is
+    joined to it, so the text reads ``ill-sposed``, not ``ill -sposed``. Lists whose words carry
+    no spaces at all (OpenAI's API, SpeechKit, languages written without spaces) are taken word
+    for word.
+
     Raises:
         ValueError, KeyError, TypeError: an entry is not a word with times.
     """
+    items = list(raw)
+    spaced = any(str(item.get("word", item.get("text", ""))).startswith(" ") for item in items)
     words: list[Word] = []
-    for item in raw:
-        text = str(item.get("word", item.get("text", ""))).strip()
+    for item in items:
+        said = str(item.get("word", item.get("text", "")))
+        text = said.strip()
         if not text:
             continue
         start = offset + float(item["start"]) * scale
         end = max(start, offset + float(item["end"]) * scale)
         probability = item.get("probability")
+        if spaced and words and not said[:1].isspace():
+            before = words[-1]
+            joined = replace(before, end=max(before.end, round(end, 3)), text=before.text + text)
+            if before.probability is not None and probability is not None:
+                # A word is as sure as its least sure piece.
+                joined = replace(joined, probability=min(before.probability, float(probability)))
+            words[-1] = joined
+            continue
         words.append(
             Word(
                 round(start, 3),
