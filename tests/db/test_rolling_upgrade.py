@@ -13,18 +13,35 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from conveyor.cli.exits import ExitCode
 from tests.support.cli_run import CONVEYOR, clean_env
-from tests.support.needs import need
 
 ROOT = Path(__file__).resolve().parents[2]
 # The revision after which the previous release's code is taken.
 FIRST_NEW = "src/conveyor/db/migrations/versions/0007_worker_processes_and_lane_pauses.py"
 
 
+def _whole_history() -> None:
+    """Deepen a shallow clone (a CI checkout may have one commit) from where it was cloned."""
+    shallow = subprocess.run(
+        ["git", "rev-parse", "--is-shallow-repository"], cwd=ROOT, capture_output=True, text=True
+    )
+    if shallow.stdout.strip() == "true":
+        subprocess.run(
+            ["git", "fetch", "--quiet", "--unshallow"],
+            cwd=ROOT,
+            capture_output=True,
+            check=False,
+            timeout=300,
+        )
+
+
 def _previous_release(into: Path) -> Path | None:
     """The ``src`` folder of the commit before revision 0007 was added, or None without the
     git history."""
+    _whole_history()
     found = subprocess.run(
         ["git", "log", "--diff-filter=A", "--format=%H", "-1", "--", FIRST_NEW],
         cwd=ROOT,
@@ -65,8 +82,10 @@ def test_the_previous_release_works_through_an_upgrade_and_refuses_a_restart(
     tmp_path: Path, corpus: Path
 ) -> None:
     old_src = _previous_release(tmp_path / "previous")
-    need(old_src is not None, "the git history of the previous release")
-    assert old_src is not None
+    if old_src is None:
+        # Not a service that CI must provide: a source archive or a clone that cannot be
+        # deepened has no previous release to run.
+        pytest.skip("no git history of the previous release (not a git clone, or shallow)")
     site = tmp_path / "site"
     site.mkdir()
     waiting = {"CONVEYOR_MEDIA__SHORT_WORKERS": "0", "CONVEYOR_MEDIA__LONG_WORKERS": "0"}
