@@ -285,3 +285,13 @@ def test_ctrl_c_at_a_prompt_exits_130_and_changes_nothing(tmp_path: Path) -> Non
     assert waiting.returncode == ExitCode.INTERRUPTED, errors
     assert "SIGINT: interrupted" in errors and "Traceback" not in errors
     assert json.loads(run(["users", "list", "--json"], tmp_path).stdout) == []
+
+
+def test_quiet_adds_print_results_only(tmp_path: Path, corpus: Path) -> None:
+    """``-q`` on a command that waits for its work: no progress lines, no notes; the result."""
+    assert run(["albums", "create", "Trip"], tmp_path).returncode == 0
+    photo = str(corpus / "media" / "exif-samples__Canon_40D.jpg")
+    added = run(["media", "add", "-q", "Trip", photo], tmp_path)
+    assert added.returncode == 0, added.stderr
+    assert added.stderr == ""
+    assert "done" in added.stdout

@@ -36,7 +36,7 @@ from conveyor.cli.intake import (
     summary,
     summary_event,
 )
-from conveyor.cli.output import StageLines, err_console, fail, note, print_json_line
+from conveyor.cli.output import StageLines, err_console, fail, note, print_json_line, voice
 
 if TYPE_CHECKING:
     from conveyor.errors import RejectedInput
@@ -130,8 +130,10 @@ class IntakeOutput:
         self._event("state", thing_id, state=label)
 
     def waiting(self, thing_id: int, line: str, console: Console) -> None:
-        """Why a thing waits on its provider (printed above the progress display)."""
-        console.print(Text(line))
+        """Why a thing waits on its provider (printed above the progress display; a note,
+        so not under ``-q``)."""
+        if not voice.quiet:
+            console.print(Text(line))
         self._event("waiting", thing_id, message=line)
 
     def deleted(self, thing_id: int, console: Console | None = None) -> None:

@@ -213,12 +213,13 @@ class StageLines:
         if self._shown.get(thing_id) == state:
             return
         self._shown[thing_id] = state
-        if self._plain:
+        if self._plain and not voice.quiet:
             err_console.print(Text(f"{self._noun} {thing_id}: {state}"))
 
 
 def progress_display(state_field: str) -> Progress:
-    """The progress display of the commands that wait for work: on stderr, gone when done."""
+    """The progress display of the commands that wait for work: on stderr, gone when done;
+    none under ``-q``."""
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     return Progress(
@@ -229,4 +230,5 @@ def progress_display(state_field: str) -> Progress:
         TimeElapsedColumn(),
         console=err_console,
         transient=True,
+        disable=voice.quiet,
     )
