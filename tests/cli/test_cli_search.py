@@ -26,6 +26,7 @@ def test_records_search_marks_the_words_and_says_when(
         corpus / "audio" / "jfk.wav",
         owner="ann",
         original_name="speech.wav",
+        keep_duplicate=True,
     )
     segments = [
         {"start": 0.0, "end": 5.0, "text": "And so my fellow Americans,"},

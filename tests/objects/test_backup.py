@@ -32,7 +32,10 @@ def test_a_backup_taken_under_load_restores_every_record_and_object(
     wav = corpus / "audio" / "jfk.wav"
     # One owner per upload: an owner's second copy of the same bytes is refused as a duplicate.
     ids = [
-        accept_audio(live.engine, live.store, live.clock, wav, owner=f"early-{n}") for n in range(6)
+        accept_audio(
+            live.engine, live.store, live.clock, wav, owner=f"early-{n}", keep_duplicate=True
+        )
+        for n in range(6)
     ]
     stop = threading.Event()
     made: list[int] = []
@@ -41,7 +44,14 @@ def test_a_backup_taken_under_load_restores_every_record_and_object(
         n = 0
         while not stop.is_set():
             made.append(
-                accept_audio(live.engine, live.store, live.clock, wav, owner=f"under-load-{n}")
+                accept_audio(
+                    live.engine,
+                    live.store,
+                    live.clock,
+                    wav,
+                    owner=f"under-load-{n}",
+                    keep_duplicate=True,
+                )
             )
             if n % 2 == 0 and ids:
                 delete_record(live.engine, live.store, live.clock, ids.pop(0))

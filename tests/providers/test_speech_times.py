@@ -193,6 +193,7 @@ def test_pipeline_keeps_true_times_and_words_on_both_databases(
         owner="ann",
         language="en",
         channels="separate",
+        keep_duplicate=True,
     )
     pool = runtime.pool()
     pool.start()

@@ -45,6 +45,7 @@ def _record(
         owner=owner,
         original_name=name,
         language=language,
+        keep_duplicate=True,
     )
     if segments is not None:
         with runtime.engine.begin() as conn:
