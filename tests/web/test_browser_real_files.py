@@ -349,6 +349,7 @@ def test_no_page_scrolls_sideways_on_a_phone(
         owner="root",
         original_name=f"{LONG.replace(' ', '_')}.jpg",
         max_pixels=runtime.settings.media.max_pixels,
+        keep_duplicate=True,
     )
     page = new_page(browser, site.url, "root", {"width": width, "height": 800})
     paths = [
@@ -398,6 +399,7 @@ def test_the_viewer_zooms_steps_by_keys_and_swipes_and_offers_the_original(
             owner="bob",
             original_name=path.name,
             max_pixels=runtime.settings.media.max_pixels,
+            keep_duplicate=True,
         )
         for path in (
             corpus / "media" / "exif-samples__Canon_40D.jpg",
