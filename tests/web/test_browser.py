@@ -544,3 +544,28 @@ def test_a_filtered_list_and_its_counts_follow_live_changes(
     )
     assert page.locator(".record-row[data-halted=false]").count() == 0
     page.context.close()
+
+
+def test_the_schema_pages_render_from_the_server_alone(browser: Browser, site: Served) -> None:
+    """/docs and /redoc load their code from Conveyor itself: with every other host cut off,
+    Swagger UI lists the routes and ReDoc renders (a self-hosted service may have no CDN)."""
+    page = new_page(browser, site.url, None)
+    elsewhere: list[str] = []
+
+    def only_the_site(route: Any) -> None:
+        if route.request.url.startswith(site.url):
+            route.continue_()
+        else:
+            # ReDoc's footer shows its maker's logo from their site: decoration, not the page.
+            if route.request.resource_type != "image":
+                elsewhere.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", only_the_site)
+    page.goto("/docs")
+    page.wait_for_selector(".opblock")  # one block per route, drawn by Swagger UI's script
+    assert page.locator(".opblock").count() > 10
+    page.goto("/redoc")
+    page.wait_for_selector("[data-section-id]")
+    assert elsewhere == []
+    page.context.close()

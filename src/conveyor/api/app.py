@@ -44,6 +44,7 @@ from typing import Any
 import anyio.to_thread
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
+from fastapi_offline import FastAPIOffline
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 from starlette.responses import Response
 
@@ -207,7 +208,10 @@ def create_app(runtime: Runtime, *, run_workers: bool = True) -> FastAPI:
             if registry is not None:
                 await anyio.to_thread.run_sync(registry.stop)
 
-    app = FastAPI(
+    # The schema's pages (/docs, /redoc) with Swagger UI and ReDoc served from the package
+    # itself: a self-hosted service may have no way to the CDN FastAPI's pages load them from.
+    app = FastAPIOffline(
+        static_url="/docs-assets",
         title="Conveyor",
         version=__version__,
         description=_DESCRIPTION,
