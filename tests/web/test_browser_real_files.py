@@ -338,6 +338,7 @@ def test_no_page_scrolls_sideways_on_a_phone(
         corpus / "audio" / "jfk.wav",
         owner="root",
         original_name=f"{LONG}.wav",
+        keep_duplicate=True,
     )
     album_id = create_album(runtime.engine, runtime.clock, owner="root", name=f"{LONG} {width}")
     item_id = accept_media(
@@ -469,6 +470,7 @@ def _halt(site: Served, corpus: Path, owner: str, name: str) -> int:
         corpus / "audio" / "jfk.wav",
         owner=owner,
         original_name=name,
+        keep_duplicate=True,
     )
     with runtime.engine.begin() as conn:
         conn.execute(
@@ -518,6 +520,7 @@ def test_search_finds_what_was_said_and_plays_from_that_moment(
         owner="alice",
         original_name="inaugural.wav",
         language="en",
+        keep_duplicate=True,
     )
     segments = [
         {"start": 0.0, "end": 3.5, "text": "And so, my fellow Americans,"},
@@ -560,9 +563,9 @@ def test_a_large_upload_cut_off_midway_goes_on_from_where_it_was(
     browser: Browser, site: Served, real_files: RealFiles
 ) -> None:
     proxy = CuttableProxy(int(site.url.rsplit(":", 1)[1]))
-    page = new_page(browser, proxy.url, "alice", PHONE)
+    page = new_page(browser, proxy.url, "bob", PHONE)  # (alice sent this file before)
     page.goto("/records")
-    _throttle(page, 4 * MiB)
+    _throttle(page, MiB)  # a piece takes 8 s: the cut lands inside one
     sent: list[tuple[str, str]] = []
     page.on(
         "request",

@@ -173,7 +173,12 @@ def test_only_an_admin_resumes_or_deletes_rows_of_the_operator_view(
     site = make_site()
     runtime = site.runtime
     record_id = accept_audio(
-        runtime.engine, runtime.store, runtime.clock, corpus / "audio" / "jfk.wav", owner="alice"
+        runtime.engine,
+        runtime.store,
+        runtime.clock,
+        corpus / "audio" / "jfk.wav",
+        owner="alice",
+        keep_duplicate=True,
     )
     with TestClient(site.app) as client:
         csrf = sign_in(client, "bob")
