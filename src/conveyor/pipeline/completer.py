@@ -275,7 +275,7 @@ class Completer:
     """One lane's saving thread: outcomes are saved as they arrive, in batches.
 
     Args:
-        engine: the database (the thread holds one connection).
+        engine: the database (a connection from its pool per batch, none while idle).
         saver: what saves.
         name: the thread's name.
     """
@@ -322,16 +322,19 @@ class Completer:
     def _run(self) -> None:
         batch: list[Finished] | None = None
         while True:
+            if batch is None:
+                batch = self._take()
+                if batch is None:
+                    return
             try:
+                # A connection per batch, not one held while idle: a connection that sat idle
+                # through a database restart would fail the first save after the outage had
+                # ended and be logged as a second outage. The pool drops connections older
+                # than a disconnect that another thread met.
                 with self.engine.connect() as conn:
-                    while True:
-                        if batch is None:
-                            batch = self._take()
-                            if batch is None:
-                                return
-                        self.saver.save(conn, batch)
-                        batch = None
-                        outage.DATABASE.succeeded()
+                    self.saver.save(conn, batch)
+                batch = None
+                outage.DATABASE.succeeded()
             except Exception as exc:
                 # The batch is kept (its heartbeats keep its leases) and saved once the
                 # database answers again; its claims, if they lapse meanwhile, fence it out.
