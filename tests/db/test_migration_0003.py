@@ -35,6 +35,13 @@ def _at_revision_0002(engine: Engine) -> None:
             conn.execute(text("DROP SCHEMA public CASCADE"))
             conn.execute(text("CREATE SCHEMA public"))
         else:
+            # Virtual tables (the search's FTS5 index) are no table of the metadata; dropping
+            # one drops its shadow tables too.
+            virtual = conn.execute(
+                text("SELECT name FROM sqlite_master WHERE sql LIKE 'CREATE VIRTUAL TABLE%'")
+            ).scalars()
+            for name in list(virtual):
+                conn.execute(text(f"DROP TABLE IF EXISTS {name}"))
             for table in reversed(metadata.sorted_tables):
                 conn.execute(text(f"DROP TABLE IF EXISTS {table.name}"))
             conn.execute(text("DROP TABLE IF EXISTS alembic_version"))
