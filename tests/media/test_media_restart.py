@@ -128,20 +128,23 @@ def test_m4_sigkill_during_transcode_then_restart(
 
     _wait(sample_until_done, LONG_LEASE + 90, "the restarted worker to finish")
     assert before_lease_end and set(before_lease_end) == {dead_token}
-    # And the one save of the transcode came after that lease end, from the second worker.
+    # The dead worker's lapsed claim counted as one failed attempt, "worker lost" (D18), and
+    # the one save of the transcode came after that lease end, from the second worker.
     with engine.connect() as conn:
-        saves = (
-            conn.execute(
-                select(record_events.c.created_at).where(
-                    record_events.c.domain == "media",
-                    record_events.c.record_id == item,
-                    record_events.c.stage == "transcoding",
-                )
+        events = conn.execute(
+            select(
+                record_events.c.created_at, record_events.c.outcome, record_events.c.outcome_text
+            ).where(
+                record_events.c.domain == "media",
+                record_events.c.record_id == item,
+                record_events.c.stage == "transcoding",
             )
-            .scalars()
-            .all()
-        )
+        ).all()
+    saves = [e.created_at for e in events if e.outcome == "advanced"]
+    lost = [e for e in events if e.outcome != "advanced"]
     assert len(saves) == 1 and saves[0] >= dead_lease_end
+    assert [e.outcome_text for e in lost] == ["worker lost"], events
+    assert lost[0].created_at >= dead_lease_end
     second.send_signal(signal.SIGTERM)
     assert second.wait(timeout=30) == 0
 
