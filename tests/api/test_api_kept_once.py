@@ -53,3 +53,43 @@ def test_a_recording_uploaded_again_answers_the_record_that_holds_it(
     assert kept.status_code == 201 and kept.json()["id"] != first.json()["id"]
     theirs = client.post("/api/records", content=wav, headers=api.bob)
     assert theirs.status_code == 201
+
+
+def test_keep_duplicate_is_a_multipart_field_too(
+    api: Api, client: TestClient, corpus: Path
+) -> None:
+    """Like every upload choice, ``keep_duplicate`` may come as a text part before the file."""
+    wav = (corpus / "audio" / "jfk.wav").read_bytes()
+    photo = (corpus / "media" / "exif-samples__landscape_6.jpg").read_bytes()
+    first = client.post("/api/records", files={"file": ("a.wav", wav)}, headers=api.alice)
+    kept = client.post(
+        "/api/records",
+        data={"keep_duplicate": "true"},
+        files={"file": ("b.wav", wav)},
+        headers=api.alice,
+    )
+    assert kept.status_code == 201, kept.text
+    assert kept.json()["id"] != first.json()["id"]
+    said_no = client.post(
+        "/api/records",
+        data={"keep_duplicate": "false"},
+        files={"file": ("c.wav", wav)},
+        headers=api.alice,
+    )
+    assert said_no.status_code == 200 and said_no.json()["duplicate"] is True
+    unclear = client.post(
+        "/api/records",
+        data={"keep_duplicate": "perhaps"},
+        files={"file": ("d.wav", wav)},
+        headers=api.alice,
+    )
+    assert unclear.status_code == 422  # as the query parameter answers
+    assert unclear.json()["error"]["code"] == "invalid_request"
+    album = client.post("/api/albums", json={"name": "Trip"}, headers=api.alice).json()["id"]
+    url = f"/api/albums/{album}/items"
+    one = client.post(url, files={"file": ("a.jpg", photo)}, headers=api.alice)
+    two = client.post(
+        url, data={"keep_duplicate": "true"}, files={"file": ("b.jpg", photo)}, headers=api.alice
+    )
+    assert (one.status_code, two.status_code) == (201, 201), two.text
+    assert two.json()["id"] != one.json()["id"]

@@ -13,7 +13,7 @@ from conveyor.errors import RejectedInput
 __all__ = ["RECORD_FIELDS", "RecordChoices", "record_choices"]
 
 #: The text parts a multipart recording upload may carry before its ``file`` part.
-RECORD_FIELDS = frozenset({"title", "language", "hints", "channels"})
+RECORD_FIELDS = frozenset({"title", "language", "hints", "channels", "keep_duplicate"})
 
 
 def _field(upload: Upload, name: str, given: str | None, limit: int) -> str | None:

@@ -26,7 +26,14 @@ from conveyor.api.schemas import (
 )
 from conveyor.api.sse import album_stream
 from conveyor.api.state import ApiState, State
-from conveyor.api.uploads import Upload, clean_filename, receive_upload, upload_responses
+from conveyor.api.uploads import (
+    KEEP_DUPLICATE,
+    Upload,
+    clean_filename,
+    keep_duplicate_chosen,
+    receive_upload,
+    upload_responses,
+)
 from conveyor.errors import Duplicate, NotFound
 from conveyor.media import albums as views
 from conveyor.media import queries
@@ -212,7 +219,7 @@ async def upload_item(
             max_pixels=runtime.settings.media.max_pixels,
             max_bytes=max_bytes,
             on_insert=once.recorder(runtime.clock),
-            keep_duplicate=keep_duplicate,
+            keep_duplicate=keep_duplicate_chosen(upload, keep_duplicate),
         )
 
     def check_album() -> int | None:
@@ -230,7 +237,13 @@ async def upload_item(
         item_id = earlier
     else:
         try:
-            item_id = await receive_upload(request, accept, max_bytes=max_bytes, owner=owner.name)
+            item_id = await receive_upload(
+                request,
+                accept,
+                max_bytes=max_bytes,
+                owner=owner.name,
+                fields=frozenset({KEEP_DUPLICATE}),
+            )
         except Duplicate as exc:
             # A racing retry with this request's Idempotency-Key finds the content its twin
             # just stored: a replay of that upload, not a duplicate.

@@ -31,7 +31,13 @@ from conveyor.api.schemas import (
 )
 from conveyor.api.state import ApiState, State
 from conveyor.api.text_formats import srt, vtt
-from conveyor.api.uploads import Upload, clean_filename, receive_upload, upload_responses
+from conveyor.api.uploads import (
+    Upload,
+    clean_filename,
+    keep_duplicate_chosen,
+    receive_upload,
+    upload_responses,
+)
 from conveyor.audio import queries
 from conveyor.audio.cards import hints_of, provider_wait, provider_waits, record_card
 from conveyor.audio.deletion import delete_record
@@ -247,7 +253,7 @@ async def upload_record(
             on_insert=once.recorder(runtime.clock),
             hints=chosen.hints,
             channels=chosen.channels,
-            keep_duplicate=keep_duplicate,
+            keep_duplicate=keep_duplicate_chosen(upload, keep_duplicate),
         )
 
     try:

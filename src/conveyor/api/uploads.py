@@ -52,15 +52,39 @@ from conveyor.errors import RejectedInput
 from conveyor.objects.outage import STORAGE
 
 __all__ = [
+    "KEEP_DUPLICATE",
     "BodyChunks",
     "Upload",
     "check_length",
     "clean_filename",
+    "keep_duplicate_chosen",
     "receive_upload",
     "upload_responses",
 ]
 
 T = TypeVar("T")
+
+#: The text part (or query parameter) that keeps a second copy of content already held.
+KEEP_DUPLICATE = "keep_duplicate"
+_YES = frozenset({"true", "1", "yes", "on"})
+_NO = frozenset({"false", "0", "no", "off", ""})
+
+
+def keep_duplicate_chosen(upload: Upload, given: bool = False) -> bool:
+    """Whether the upload asks to keep a second copy: the ``keep_duplicate`` query parameter
+    (``given``) or its multipart text field, as every upload route takes its choices.
+
+    Raises:
+        RejectedInput: ``invalid_request``: the field is neither true nor false (``true``,
+            ``1``, ``yes``, ``on`` / ``false``, ``0``, ``no``, ``off``, any case).
+    """
+    value = upload.fields.get(KEEP_DUPLICATE)
+    if value is None:
+        return given
+    word = value.strip().lower()
+    if word not in _YES | _NO:
+        raise RejectedInput(ErrorCode.INVALID_REQUEST, "keep_duplicate is true or false")
+    return given or word in _YES
 
 
 def upload_responses(not_media: str, unprocessable: str) -> dict[int | str, dict[str, Any]]:

@@ -14,7 +14,7 @@ from starlette.responses import Response
 
 from conveyor.api.objects import owned_file_response
 from conveyor.api.state import ApiState, State
-from conveyor.api.uploads import Upload, receive_upload
+from conveyor.api.uploads import Upload, keep_duplicate_chosen, receive_upload
 from conveyor.errors import Conflict, Duplicate, NotFound, RejectedInput
 from conveyor.media import albums as album_views
 from conveyor.media import queries as media_queries
@@ -146,7 +146,7 @@ async def album_upload(
             original_name=upload.filename,
             max_pixels=runtime.settings.media.max_pixels,
             max_bytes=max_bytes,
-            keep_duplicate=upload.fields.get("keep_duplicate") == "true",
+            keep_duplicate=keep_duplicate_chosen(upload),
         )
 
     try:

@@ -17,7 +17,7 @@ from conveyor.api.objects import object_response
 from conveyor.api.record_choices import RECORD_FIELDS, record_choices
 from conveyor.api.state import ApiState, State
 from conveyor.api.text_formats import srt, vtt
-from conveyor.api.uploads import Upload, receive_upload
+from conveyor.api.uploads import Upload, keep_duplicate_chosen, receive_upload
 from conveyor.audio import queries as audio_queries
 from conveyor.audio.intake import CHANNEL_CHOICES, MAX_HINTS, accept_audio
 from conveyor.audio.stages import AUDIO
@@ -173,7 +173,7 @@ async def upload_recording(request: Request, state: State, viewer: CsrfHeader) -
             languages=runtime.languages,
             hints=chosen.hints,
             channels=chosen.channels,
-            keep_duplicate=upload.fields.get("keep_duplicate") == "true",
+            keep_duplicate=keep_duplicate_chosen(upload),
         )
 
     try:
