@@ -7,6 +7,8 @@ seconds as floats (P4 asks for the claim expiry "written as a number"); sizes ar
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import (
     JSON,
     BigInteger,
@@ -43,6 +45,7 @@ __all__ = [
     "metadata",
     "owner_vocabulary",
     "queue_columns",
+    "queue_indexes",
     "recognition_attempts",
     "record_events",
     "record_topics",
@@ -210,33 +213,23 @@ def _started_steps(table: Table) -> ColumnElement[bool]:
     return table.c.step_started_at.is_not(None)
 
 
-# The claim reads this index in its own order (sort value, then id: P5), filtered to open records.
-Index(
-    "ix_audio_records_claim",
-    audio_records.c.created_at,
-    audio_records.c.id,
-    postgresql_where=_open_records(audio_records),
-    sqlite_where=_open_records(audio_records),
-)
+def queue_indexes(table: Table, sort: Column[Any]) -> None:
+    """The engine's partial indexes on a record table, in the claim's order (``sort``, then id).
 
-# The claim's first part (D19): records already begun in their stage, in the same order.
-Index(
-    "ix_audio_records_begun",
-    audio_records.c.created_at,
-    audio_records.c.id,
-    postgresql_where=_begun_records(audio_records),
-    sqlite_where=_begun_records(audio_records),
-)
+    ``ix_<table>_claim``: the claim reads it in its own order (P5), filtered to open records;
+    ``ix_<table>_begun``: the claim's first part (D19), records already begun in their stage;
+    ``ix_<table>_started``: the rescuer's (D18), running steps only, however many records.
+    """
+    for name, columns, where in (
+        ("claim", (sort, table.c.id), _open_records(table)),
+        ("begun", (sort, table.c.id), _begun_records(table)),
+        ("started", (table.c.id,), _started_steps(table)),
+    ):
+        Index(f"ix_{table.name}_{name}", *columns, postgresql_where=where, sqlite_where=where)
 
-# The rescuer's (D18): running steps only, however many records there are.
-Index(
-    "ix_audio_records_started",
-    audio_records.c.id,
-    postgresql_where=_started_steps(audio_records),
-    sqlite_where=_started_steps(audio_records),
-)
 
-# An owner's standing vocabulary hints (names, terms), merged with every record's own hints.
+queue_indexes(audio_records, audio_records.c.created_at)
+
 worker_processes = Table(
     "worker_processes",
     metadata,
@@ -432,28 +425,7 @@ media_items = Table(
 )
 
 # Read backwards for "newest first" (M6): uploaded_at DESC, id DESC.
-Index(
-    "ix_media_items_claim",
-    media_items.c.uploaded_at,
-    media_items.c.id,
-    postgresql_where=_open_records(media_items),
-    sqlite_where=_open_records(media_items),
-)
-
-Index(
-    "ix_media_items_begun",
-    media_items.c.uploaded_at,
-    media_items.c.id,
-    postgresql_where=_begun_records(media_items),
-    sqlite_where=_begun_records(media_items),
-)
-
-Index(
-    "ix_media_items_started",
-    media_items.c.id,
-    postgresql_where=_started_steps(media_items),
-    sqlite_where=_started_steps(media_items),
-)
+queue_indexes(media_items, media_items.c.uploaded_at)
 
 # An item's objects by role; one row per (item, role) so a retried step replaces (M1-M3).
 media_objects = Table(
