@@ -163,3 +163,14 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
     if in_ci() and report.skipped:
         report.outcome = "failed"
         report.longrepr = _ci_skip_failure(report.longrepr)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``quarantine`` (known to fail intermittently, each with its reason) are left
+    out unless ``-m`` names ``quarantine``; docs/operations.md lists them."""
+    if "quarantine" in (config.option.markexpr or ""):
+        return
+    kept = [item for item in items if item.get_closest_marker("quarantine") is None]
+    if len(kept) != len(items):
+        config.hook.pytest_deselected(items=[i for i in items if i not in kept])
+        items[:] = kept

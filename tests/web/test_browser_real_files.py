@@ -559,6 +559,10 @@ def test_search_finds_what_was_said_and_plays_from_that_moment(
     page.context.close()
 
 
+@pytest.mark.quarantine(
+    reason="on a quiet machine the throttled piece is already through when the proxy cuts, so "
+    "no resume is seen; the cut must land inside a piece whatever the machine's speed"
+)
 def test_a_large_upload_cut_off_midway_goes_on_from_where_it_was(
     browser: Browser, site: Served, real_files: RealFiles
 ) -> None:
