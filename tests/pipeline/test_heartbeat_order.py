@@ -125,6 +125,10 @@ def test_m8_graceful_stop_releases_the_claim_before_the_heartbeat_stops(
     assert not any(t.name == HEARTBEAT for t in threading.enumerate())
 
 
+@pytest.mark.quarantine(
+    reason="once in a clean run on PostgreSQL a third give-back was counted with a heartbeat "
+    "thread alive ([True, True, False]); whether the count or the order is wrong is not yet known"
+)
 def test_m8_a_step_s_outcome_is_saved_before_its_heartbeat_stops(
     db: Engine, settings: PipelineSettings, commits: Commits
 ) -> None:
