@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 import re
 import time
+from typing import Any
 
 from fastapi.testclient import TestClient
 from sqlalchemy import insert, select
@@ -74,11 +75,20 @@ def _walk(client: TestClient, url: str, row: str, older: str) -> list[list[int]]
     return pages
 
 
+def _captured(n: int, now: float) -> float | None:
+    """The small album's capture times: every third item unknown (placed at its upload time),
+    the others scattered over years before and after the uploads, some equal."""
+    if n < 10_000 or n % 3 == 0:
+        return None
+    return now + ((n * 7919) % 41 - 20) * 86_400.0
+
+
 def test_album_grid_pages_newest_first_without_skipping_or_repeating(
     make_site: MakeSite,
 ) -> None:
     """10,000 items, uploaded three at a time (equal times): the grid shows GRID_PAGE a page
-    in (uploaded_at, id) order, newest first, and the Older links walk every item once."""
+    newest first, and the Older links walk every item once. The grid sorts by capture time
+    (the upload time where none is known; id breaks ties), as the API and the CLI do."""
     site = make_site()
     engine = site.runtime.engine
     now = 1_800_000_000.0
@@ -95,6 +105,7 @@ def test_album_grid_pages_newest_first_without_skipping_or_repeating(
                     "original_name": f"p-{n}.jpg",
                     # Three items share each upload time; the album order breaks ties by id.
                     "uploaded_at": now + (n % 10_000) // 3,
+                    "captured_at": _captured(n, now),
                     "stage": "done",
                     "state_entered_at": now,
                     "attempts": 0,
@@ -104,12 +115,19 @@ def test_album_grid_pages_newest_first_without_skipping_or_repeating(
             ],
         )
         rows = conn.execute(
-            select(media_items.c.id, media_items.c.uploaded_at, media_items.c.album_id)
+            select(
+                media_items.c.id,
+                media_items.c.uploaded_at,
+                media_items.c.captured_at,
+                media_items.c.album_id,
+            )
         ).all()
+
+    def taken(r: Any) -> float:
+        return float(r.uploaded_at if r.captured_at is None else r.captured_at)
+
     expected = {
-        album: [
-            r.id for r in sorted(rows, key=lambda r: (-r.uploaded_at, -r.id)) if r.album_id == album
-        ]
+        album: [r.id for r in sorted(rows, key=lambda r: (-taken(r), -r.id)) if r.album_id == album]
         for album in (1, 2)
     }
     tile = r'<li class="tile[^"]*" id="item-(\d+)"'
@@ -130,6 +148,11 @@ def test_album_grid_pages_newest_first_without_skipping_or_repeating(
         pages = _walk(client, "/albums/2", tile, older)
         assert [len(p) for p in pages] == [60, 60, 60, 20]
         assert [i for p in pages for i in p] == expected[2]
+        # The photo page's Newer and Older follow the same order.
+        for at in (1, 70, 198):
+            viewer = client.get(f"/items/{expected[2][at]}", headers=HTML).text
+            assert f'href="/items/{expected[2][at - 1]}" rel="prev"' in viewer
+            assert f'href="/items/{expected[2][at + 1]}" rel="next"' in viewer
         # Bob cannot page through alice's album; a forged cursor is a 400, not a 500.
         assert client.get("/albums/2?before=x_1", headers=HTML).status_code == 400
         assert client.get("/albums/2?before=nan_1", headers=HTML).status_code == 400

@@ -78,16 +78,18 @@ def item_by_id(conn: Connection, item_id: int, owner: str | None = None) -> RowM
     return conn.execute(query).mappings().first()
 
 
+TAKEN_AT = func.coalesce(media_items.c.captured_at, media_items.c.uploaded_at)
+"""An item's place in its album (epoch seconds): when it was taken, or when it was uploaded
+where no capture time is known (yet). Albums are shown newest first by it, id breaking ties:
+the API, the CLI and the web grid alike."""
+
+
 def items_of_album(
     conn: Connection, album_id: int, *, by_capture: bool = False
 ) -> Sequence[RowMapping]:
     """The items of an album, newest upload first (id breaks ties); ``by_capture``: newest
-    capture first, an item without a capture time at its upload time."""
-    newest = (
-        func.coalesce(media_items.c.captured_at, media_items.c.uploaded_at)
-        if by_capture
-        else media_items.c.uploaded_at
-    )
+    capture first (:data:`TAKEN_AT`)."""
+    newest = TAKEN_AT if by_capture else media_items.c.uploaded_at
     query = (
         select(media_items)
         .where(media_items.c.album_id == album_id)

@@ -22,6 +22,7 @@ from sqlalchemy import (
 from conveyor.clock import seconds
 from conveyor.db.keyset import comes_after, comes_before, order_terms
 from conveyor.db.tables import audio_records, files, media_items, media_objects, record_events
+from conveyor.media.queries import TAKEN_AT
 from conveyor.pipeline import Domain
 from conveyor.pipeline.queries import claim_order, claimable
 
@@ -38,6 +39,7 @@ __all__ = [
     "halted_totals",
     "items_size",
     "latest_audio_event_id",
+    "newest_item_id",
     "place_in_queue",
     "record_counts",
     "records_page",
@@ -136,6 +138,13 @@ def count_items(conn: Connection, album_id: int) -> int:
     return int(conn.execute(query).scalar_one())
 
 
+def newest_item_id(conn: Connection, album_id: int) -> int:
+    """The largest item id of the album (0 if empty): a tile arriving live with a larger id
+    is a new upload, one with a smaller id an item shown on another page."""
+    query = select(func.max(media_items.c.id)).where(media_items.c.album_id == album_id)
+    return int(conn.execute(query).scalar() or 0)
+
+
 def files_size(conn: Connection, file_ids: Sequence[int] | set[int]) -> int:
     """Bytes of the given ``files`` rows together."""
     if not file_ids:
@@ -211,13 +220,14 @@ def halted_totals(conn: Connection, table: Table) -> Sequence[RowMapping]:
 def album_page(
     conn: Connection, album_id: int, *, after: tuple[float, int] | None, limit: int
 ) -> Sequence[RowMapping]:
-    """Up to ``limit`` items of an album, newest upload first (id breaks ties), after the
-    ``(uploaded_at, id)`` of the last item of the previous page."""
-    order = [(media_items.c.uploaded_at, True), (media_items.c.id, True)]
+    """Up to ``limit`` items of an album, newest capture first (:data:`TAKEN_AT`, upload time
+    where unknown; id breaks ties) each with its ``taken_at``, after the ``(taken_at, id)`` of
+    the last item of the previous page."""
+    order = [(TAKEN_AT, True), (media_items.c.id, True)]
     query = (
-        select(media_items)
+        select(media_items, TAKEN_AT.label("taken_at"))
         .where(media_items.c.album_id == album_id)
-        .order_by(media_items.c.uploaded_at.desc(), media_items.c.id.desc())
+        .order_by(TAKEN_AT.desc(), media_items.c.id.desc())
         .limit(limit)
     )
     if after is not None:
@@ -226,19 +236,20 @@ def album_page(
 
 
 def album_neighbours(conn: Connection, item: RowMapping) -> tuple[int | None, int | None]:
-    """The ids of the items just before (newer) and just after (older) ``item`` in its
-    album's grid order (newest upload first, id breaking ties); None at either end."""
-    order = [(media_items.c.uploaded_at, True), (media_items.c.id, True)]
-    at = (float(item["uploaded_at"]), int(item["id"]))
+    """The ids of the items just before (taken later) and just after (taken earlier) ``item``
+    in its album's grid order (:func:`album_page`'s); None at either end."""
+    order = [(TAKEN_AT, True), (media_items.c.id, True)]
+    taken = item["captured_at"] if item["captured_at"] is not None else item["uploaded_at"]
+    at = (float(taken), int(item["id"]))
     base = select(media_items.c.id).where(media_items.c.album_id == item["album_id"])
     older = conn.execute(
         base.where(comes_after(order, at))
-        .order_by(media_items.c.uploaded_at.desc(), media_items.c.id.desc())
+        .order_by(TAKEN_AT.desc(), media_items.c.id.desc())
         .limit(1)
     ).scalar()
     newer = conn.execute(
         base.where(comes_before(order, at))
-        .order_by(media_items.c.uploaded_at.asc(), media_items.c.id.asc())
+        .order_by(TAKEN_AT.asc(), media_items.c.id.asc())
         .limit(1)
     ).scalar()
     return newer, older

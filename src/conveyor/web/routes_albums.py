@@ -94,8 +94,9 @@ def album_page(
     before: Annotated[str | None, Query(max_length=60)] = None,
     deleted: Annotated[str | None, Query(max_length=300)] = None,
 ) -> Response:
-    """The grid, newest first, :data:`GRID_PAGE` tiles a page (``?before=`` the cursor of the
-    last tile shown, keyset); tiles appear and fill in from the album's live stream."""
+    """The grid, newest capture first (upload time where none is known), :data:`GRID_PAGE`
+    tiles a page (``?before=`` the cursor of the last tile shown, keyset); tiles appear, fill
+    in and move to their capture time from the album's live stream."""
     after = parse_cursor(before) if before is not None else None
     album = _album(state, album_id, viewer.name)
     runtime = state.runtime
@@ -105,10 +106,11 @@ def album_page(
         rows = queries.album_page(conn, album_id, after=after, limit=GRID_PAGE + 1)
         items = item_statuses(conn, runtime.media, rows[:GRID_PAGE], now)
         total = queries.count_items(conn, album_id)
+        newest_id = queries.newest_item_id(conn, album_id)
     older = None
     if len(rows) > GRID_PAGE:
         last = rows[GRID_PAGE - 1]
-        older = cursor_text(float(last["uploaded_at"]), int(last["id"]))
+        older = cursor_text(float(last["taken_at"]), int(last["id"]))
     return render(
         request,
         "album.html",
@@ -119,6 +121,7 @@ def album_page(
             "older": older,
             "first_page": after is None,
             "last_event_id": last_event_id,
+            "newest_id": newest_id,
             "deleted": deleted,
         },
     )

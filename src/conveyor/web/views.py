@@ -102,6 +102,8 @@ def _item(
         "urls": {role: f"/files/{obj['key']}" for role, obj in roles.items()},
         "name": row["original_name"] or f"Item {row['id']}",
         "captured_words": local_words(row["captured_at"], row["captured_offset"]),
+        # The grid's order (media.queries.TAKEN_AT), for placing a tile that arrives live.
+        "taken_at": row["captured_at"] if row["captured_at"] is not None else row["uploaded_at"],
         **_progress(conn, row, domain, now, count_place=count_place),
     }
 

@@ -173,8 +173,15 @@
     });
   }
 
-  /* An album's grid: tiles appear and fill in as variants become ready (newest first). */
+  /* An album's grid: tiles appear and fill in as variants become ready, newest capture
+     first (upload time until the capture time is read; id breaks ties), as the server sorts. */
   var grid = document.getElementById("grid");
+  function sortsBefore(a, b) {
+    var ta = parseFloat(a.dataset.taken), tb = parseFloat(b.dataset.taken);
+    if (ta !== tb) return ta > tb;
+    return parseInt(a.dataset.id, 10) > parseInt(b.dataset.id, 10);
+  }
+  var counted = {};
   function placeTile(tile) {
     var id = parseInt(tile.dataset.id, 10);
     var old = document.getElementById(tile.id);
@@ -182,19 +189,24 @@
       /* A tile swapped in live keeps its tick. */
       var was = old.querySelector("input[name=item]"), now = tile.querySelector("input[name=item]");
       if (was && now) now.checked = was.checked;
-      old.replaceWith(tile);
-      return;
+      old.remove();
+    } else if (id > (parseInt(grid.dataset.newestId, 10) || 0) && !counted[id]) {
+      /* A new upload (not an item of another page): counted once, whichever page shows. */
+      counted[id] = true;
+      var total = document.getElementById("grid-total");
+      if (total) total.textContent = String((parseInt(total.textContent, 10) || 0) + 1);
+      var empty = document.getElementById("grid-empty");
+      if (empty) empty.remove();
     }
-    /* A new upload is the newest: it belongs on the first page only. */
-    if (grid.dataset.firstPage !== "true") return;
-    var total = document.getElementById("grid-total");
-    if (total) total.textContent = String((parseInt(total.textContent, 10) || 0) + 1);
-    var empty = document.getElementById("grid-empty");
-    if (empty) empty.remove();
-    var after = null;
-    grid.querySelectorAll(".tile").forEach(function (t) {
-      if (!after && parseInt(t.dataset.id, 10) < id) after = t;
+    /* Its place by capture time: a photo taken years ago moves down once that is read. */
+    var tiles = grid.querySelectorAll(".tile"), after = null;
+    tiles.forEach(function (t) {
+      if (!after && sortsBefore(tile, t)) after = t;
     });
+    /* Outside this page's span (before its first tile on an older page, past its last one
+       with older pages after it): it is shown on that other page, not here. */
+    if (grid.dataset.firstPage !== "true" && tiles.length && after === tiles[0]) return;
+    if (!after && tiles.length && document.querySelector(".pager a[rel=next]")) return;
     grid.insertBefore(tile, after);
   }
   if (grid && grid.dataset.live) {
