@@ -13,7 +13,8 @@ import re
 import shutil
 import subprocess
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -141,9 +142,65 @@ def truncate_all(engine: Engine) -> None:
         conn.execute(text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
 
 
+class _Requests:
+    """The requests of one connection's client-to-server stream (HTTP/1.1, bodies sized by
+    Content-Length, as browsers send uploads), read as it passes, to find where to cut."""
+
+    def __init__(self, proxy: CuttableProxy) -> None:
+        self.proxy = proxy
+        self.head = bytearray()
+        self.body_left = 0
+        self.body_seen = 0
+        self.target = False
+
+    def cut_at(self, chunk: bytes) -> int | None:
+        """Where in ``chunk`` the armed cut falls (bytes to pass on first), or None."""
+        pos = 0
+        while pos < len(chunk):
+            if self.body_left:
+                take = min(self.body_left, len(chunk) - pos)
+                if self.target and self.body_seen + take >= self.proxy.cut_after:
+                    return pos + self.proxy.cut_after - self.body_seen
+                self.body_seen += take
+                self.body_left -= take
+                pos += take
+                continue
+            self.head += chunk[pos:]
+            end = self.head.find(b"\r\n\r\n")
+            if end < 0:
+                return None
+            pos = len(chunk) - (len(self.head) - end - 4)
+            lines = bytes(self.head[:end]).split(b"\r\n")
+            self.head = bytearray()
+            sizes = [
+                v
+                for k, _, v in (h.partition(b":") for h in lines[1:])
+                if k.strip().lower() == b"content-length"
+            ]
+            self.body_left = int(sizes[0]) if sizes else 0
+            self.body_seen = 0
+            self.target = self.proxy.counts(lines[0].split(b" ", 1)[0])
+        return None
+
+
+class _Link:
+    """One relayed connection: the browser's socket and the server's."""
+
+    def __init__(self, client: Any, upstream: Any) -> None:
+        self.client = client
+        self.upstream = upstream
+        self.cutting = False
+
+
 class CuttableProxy:
     """A TCP relay on 127.0.0.1 in front of the server whose open connections the test can cut,
-    as a dropped network would (the browser's offline mode leaves open streams alone)."""
+    as a dropped network would (the browser's offline mode leaves open streams alone).
+
+    :meth:`cut` drops every connection now; :meth:`cut_inside` arms a cut that lands a given
+    number of bytes into the body of the n-th request of a method, whatever the machine's
+    speed: the server gets exactly those bytes and then the end of the stream (and has
+    finished with them) before the browser's side is dropped.
+    """
 
     def __init__(self, upstream_port: int) -> None:
         import socket
@@ -154,11 +211,45 @@ class CuttableProxy:
         self.open: set[Any] = set()
         self.lock = threading.Lock()
         self.closed = False
+        self.cut_method: bytes | None = None
+        self.cut_nth = 0
+        self.cut_after = 0
+        self.seen = 0
+        self.kept: Callable[[], bool] | None = None
+        self.cut_done = threading.Event()
         threading.Thread(target=self._accept, name="proxy-accept", daemon=True).start()
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    def cut_inside(
+        self, method: str, nth: int, after: int, kept: Callable[[], bool] | None = None
+    ) -> None:
+        """Cut the connection carrying the ``nth`` request of ``method`` (counted from now,
+        over every connection) once ``after`` bytes of its body have passed; once only.
+        The server's side ends when ``kept()`` is true (polled; say when the server has
+        stored what it got, or the bytes still in its buffers may be dropped with the
+        stream). :attr:`cut_done` is set when the browser's side is dropped."""
+        with self.lock:
+            self.cut_method, self.cut_nth, self.cut_after, self.seen = (
+                method.encode(),
+                nth,
+                after,
+                0,
+            )
+            self.kept = kept
+
+    def counts(self, method: bytes) -> bool:
+        """Whether a request of ``method`` starting now is the one the armed cut is for."""
+        with self.lock:
+            if self.cut_method != method:
+                return False
+            self.seen += 1
+            if self.seen != self.cut_nth:
+                return False
+            self.cut_method = None
+            return True
 
     def _accept(self) -> None:
         import socket
@@ -171,18 +262,48 @@ class CuttableProxy:
             upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
             with self.lock:
                 self.open.update((client, upstream))
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+            link = _Link(client, upstream)
+            threading.Thread(target=self._send, args=(link,), daemon=True).start()
+            threading.Thread(target=self._answer, args=(link,), daemon=True).start()
 
-    def _pump(self, src: Any, dst: Any) -> None:
+    def _send(self, link: _Link) -> None:
+        """Browser to server, cutting where armed: the bytes up to the cut and then the end
+        of the stream go to the server; the browser's side is dropped by :meth:`_answer`
+        once the server has closed its side (it has read everything sent by then)."""
+        import socket
+
+        requests = _Requests(self)
         try:
-            while chunk := src.recv(65536):
-                dst.sendall(chunk)
+            while chunk := link.client.recv(65536):
+                at = requests.cut_at(chunk)
+                if at is None:
+                    link.upstream.sendall(chunk)
+                    continue
+                link.upstream.sendall(chunk[:at])
+                link.cutting = True
+                deadline = time.monotonic() + 120
+                while self.kept is not None and not self.kept() and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                link.upstream.shutdown(socket.SHUT_WR)
+                return
+        except OSError:
+            pass
+        self._close(link.client)
+        self._close(link.upstream)
+
+    def _answer(self, link: _Link) -> None:
+        """Server to browser; what the server answers a cut request is never passed on."""
+        try:
+            while chunk := link.upstream.recv(65536):
+                if not link.cutting:
+                    link.client.sendall(chunk)
         except OSError:
             pass
         finally:
-            self._close(src)
-            self._close(dst)
+            self._close(link.upstream)
+            self._close(link.client)
+            if link.cutting:
+                self.cut_done.set()
 
     def _close(self, sock: Any) -> None:
         import socket
