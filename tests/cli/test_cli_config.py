@@ -102,6 +102,31 @@ def test_commands_say_which_database_and_storage_they_use(tmp_path: Path) -> Non
     assert f"storage {tmp_path.resolve() / 'conveyor-data'}" in result.stderr
 
 
+def test_the_storage_is_shown_as_the_store_describes_itself(tmp_path: Path) -> None:
+    # A bucket: its URL and endpoint as the store reads them, never the credential (D16); a
+    # bucket that cannot be used is a storage failure (exit 5) naming the settings to check.
+    result = invoke(
+        "records",
+        "list",
+        CONVEYOR_STORAGE__URL="s3://conveyor-objects/prod",
+        CONVEYOR_STORAGE__ENDPOINT="http://127.0.0.1:1",
+        CONVEYOR_STORAGE__ACCESS_KEY_ID="AKIAEXAMPLE",
+        CONVEYOR_STORAGE__SECRET_ACCESS_KEY=SECRET,
+    )
+    assert "storage s3://conveyor-objects/prod/ at http://127.0.0.1:1" in result.stderr
+    assert result.exit_code == ExitCode.UNAVAILABLE, result.stderr
+    assert "check [storage] url, endpoint, region" in result.stderr
+    assert SECRET not in result.output
+
+
+def test_a_storage_folder_that_cannot_be_made_is_exit_5_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("not a folder")
+    result = invoke("records", "list", CONVEYOR_STORAGE__ROOT=str(tmp_path / "file" / "data"))
+    assert result.exit_code == ExitCode.UNAVAILABLE, result.stderr
+    assert f"cannot use the storage: Not a directory: {tmp_path / 'file'}" in result.stderr
+    assert "point [storage] root (CONVEYOR_STORAGE__ROOT)" in result.stderr
+
+
 def test_the_database_follows_the_data_folder(tmp_path: Path) -> None:
     data = tmp_path / "elsewhere"
     result = invoke("records", "list", CONVEYOR_STORAGE__ROOT=str(data))

@@ -78,8 +78,6 @@ class IntakeOutput:
             typer.Exit: :attr:`ExitCode.UNAVAILABLE` when the storage fails, after saying what
                 was accepted before.
         """
-        from conveyor.cli.settings import describe_storage
-
         try:
             return accept_files(
                 files, accept, self._noun, hint=hint, stop=stop, as_json=self._json, known=known
@@ -88,7 +86,7 @@ class IntakeOutput:
             self._accepted_so_far(exc.intake, "`conveyor worker` processes them")
             self._summary(exc.intake, 0, 0, 0)
             raise fail(
-                f"cannot store {exc.file}: the storage {describe_storage(runtime.settings)} "
+                f"cannot store {exc.file}: the storage {runtime.store.describe_location()} "
                 f"failed: {exc}; free space there (or fix the bucket's access), then run the "
                 "command again",
                 ExitCode.UNAVAILABLE,

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from conveyor.cli.exits import ExitCode
-from conveyor.cli.output import fail, note, redact
+from conveyor.cli.output import fail, note
 
 if TYPE_CHECKING:
     from conveyor.config import Settings
@@ -23,7 +23,6 @@ __all__ = [
     "check_schema",
     "database_unreachable",
     "describe_database",
-    "describe_storage",
     "make_runtime",
 ]
 
@@ -36,20 +35,6 @@ def describe_database(settings: Settings) -> str:
     if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
         url = url.set(database=str(Path(url.database).resolve()))
     return url.render_as_string(hide_password=True)
-
-
-def describe_storage(settings: Settings) -> str:
-    """The object store for people: a folder as an absolute path, a bucket URL with its
-    endpoint; never a key (D16)."""
-    storage = settings.storage
-    url = str(getattr(storage, "url", "file:") or "file:")
-    if url == "file:":
-        return str(storage.root.resolve())
-    if url.startswith("file:"):
-        return str(Path(url.removeprefix("file:")).resolve())
-    endpoint = getattr(storage, "endpoint", None)
-    shown = redact(url)
-    return f"{shown} at {redact(str(endpoint))}" if endpoint else shown
 
 
 def _load_settings() -> Settings:
@@ -78,28 +63,26 @@ def make_runtime(*, schema: bool = True) -> Runtime:
     """
     settings = _load_settings()
     from conveyor.config import config_file
+    from conveyor.objects import settings_hint
     from conveyor.runtime import Runtime
 
     file = config_file()
     where = f"config {file.resolve()}, " if file is not None else ""
-    note(f"{where}database {describe_database(settings)}, storage {describe_storage(settings)}")
+    where += f"database {describe_database(settings)}"
     runtime = Runtime(settings)
     try:
-        runtime.store.check()  # creates the storage folder, so a bad root fails here
+        store = runtime.store  # a folder is created here, so a bad root fails here
+        # The store says where it is (a folder, a bucket and its endpoint; never a key, D16).
+        note(f"{where}, storage {store.describe_location()}")
+        store.check()
     except ValueError as exc:  # the URL's backend refuses the rest of it
         raise fail(f"invalid configuration: {exc}", ExitCode.USAGE) from None
     except OSError as exc:
-        if settings.storage.url.startswith("s3://"):
-            raise fail(
-                f"cannot use the bucket of [storage] url: {exc}; check [storage] endpoint, "
-                "region, path_style and the credential (AWS_ACCESS_KEY_ID / "
-                "AWS_SECRET_ACCESS_KEY or [storage] access_key_id / secret_access_key)",
-                ExitCode.UNAVAILABLE,
-            ) from None
+        reason = str(exc)
+        if exc.strerror:  # the folder could not be made: the system's words and the path
+            reason = f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror
         raise fail(
-            f"cannot use [storage] root {settings.storage.root} as the storage folder: "
-            f"{exc.strerror or exc}; point [storage] root (CONVEYOR_STORAGE__ROOT) at a folder "
-            "this user can write",
+            f"cannot use the storage: {reason}; {settings_hint(settings.storage)}",
             ExitCode.UNAVAILABLE,
         ) from None
     if schema:

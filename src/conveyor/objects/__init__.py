@@ -1,7 +1,7 @@
 """Objects: the store (bytes by key, :class:`ObjectStore`) and the object journal (one
 ``files`` row per object)."""
 
-from conveyor.objects.factory import open_store, work_folder
+from conveyor.objects.factory import open_store, settings_hint, work_folder
 from conveyor.objects.outage import STORAGE, is_storage_outage
 from conveyor.objects.queries import (
     delete_file_rows,
@@ -46,6 +46,7 @@ __all__ = [
     "open_store",
     "put_file_row",
     "put_file_rows",
+    "settings_hint",
     "sweep_orphans",
     "work_folder",
 ]

@@ -11,11 +11,13 @@ from conveyor.objects import stores
 from conveyor.objects.store import ObjectStore
 from conveyor.objects.work import WorkFolder
 
-__all__ = ["backends", "open_store", "work_folder"]
+__all__ = ["backends", "open_store", "settings_hint", "work_folder"]
 
 
 class _Backend(Protocol):
     """What a module of :mod:`conveyor.objects.stores` offers."""
+
+    SETTINGS_HINT: str
 
     def from_settings(self, settings: StorageSettings, work: WorkFolder) -> ObjectStore: ...
 
@@ -38,9 +40,22 @@ def open_store(settings: StorageSettings) -> ObjectStore:
         OSError: a ``file:`` folder cannot be created.
         ValueError: no backend for the scheme, or the URL or part size is not valid.
     """
+    return _backend(settings).from_settings(settings, work_folder(settings))
+
+
+def settings_hint(settings: StorageSettings) -> str:
+    """Which settings to fix when the store ``[storage] url`` names cannot be used, in words
+    (its backend's ``SETTINGS_HINT``).
+
+    Raises:
+        ValueError: no backend for the URL's scheme.
+    """
+    return _backend(settings).SETTINGS_HINT
+
+
+def _backend(settings: StorageSettings) -> _Backend:
     scheme = settings.url.partition(":")[0]
     if scheme not in backends():
         known = ", ".join(f"{name}:" for name in backends())
         raise ValueError(f"[storage] url {settings.url!r}: no store for {scheme!r}; use {known}")
-    module = importlib.import_module(f"{stores.__name__}.{scheme}")
-    return cast(_Backend, module).from_settings(settings, work_folder(settings))
+    return cast(_Backend, importlib.import_module(f"{stores.__name__}.{scheme}"))

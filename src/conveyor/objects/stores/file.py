@@ -31,7 +31,13 @@ from conveyor.objects.store import (
 )
 from conveyor.objects.work import WorkFolder
 
-__all__ = ["LocalStore", "chunks_of", "from_settings", "verify"]
+__all__ = ["SETTINGS_HINT", "LocalStore", "chunks_of", "from_settings", "verify"]
+
+#: What to change when the folder cannot be used (said by the CLI after the reason).
+SETTINGS_HINT = (
+    "point [storage] root (CONVEYOR_STORAGE__ROOT), or the folder of [storage] url, at a "
+    "folder this user can write"
+)
 
 CHUNK = 1024 * 1024
 _PARTIAL = re.compile(r"\..+\.[0-9a-f]{32}\.part")

@@ -50,7 +50,13 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_s3.type_defs import CompletedPartTypeDef
 
-__all__ = ["MIN_PART_SIZE", "S3Store", "from_settings", "parse_s3_url"]
+__all__ = ["MIN_PART_SIZE", "SETTINGS_HINT", "S3Store", "from_settings", "parse_s3_url"]
+
+#: What to change when the bucket cannot be used (said by the CLI after the reason).
+SETTINGS_HINT = (
+    "check [storage] url, endpoint, region, path_style and the credential (AWS_ACCESS_KEY_ID / "
+    "AWS_SECRET_ACCESS_KEY or [storage] access_key_id / secret_access_key)"
+)
 
 #: The smallest part S3 accepts (every part but the last).
 MIN_PART_SIZE = 5 * 1024 * 1024
