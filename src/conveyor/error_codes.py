@@ -65,6 +65,7 @@ class ErrorCode(StrEnum):
     UNKNOWN_LANE = "unknown_lane", 422
     TOO_MANY_PIXELS = "too_many_pixels", 422
     UNDECODABLE = "undecodable", 422
+    SHARE_WITH_OWNER = "share_with_owner", 422
     # 429: too much at once.
     TOO_MANY_UPLOADS = "too_many_uploads", 429
     TOO_MANY_STREAMS = "too_many_streams", 429
@@ -84,3 +85,4 @@ class ErrorCode(StrEnum):
     BAD_NAME = "bad_name", None
     WEAK_PASSWORD = "weak_password", None
     BAD_PASSWORD = "bad_password", None
+    BAD_EXPIRY = "bad_expiry", None

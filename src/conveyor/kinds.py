@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-__all__ = ["IMAGE_ROLES", "MediaKind", "Role", "TextKind", "sql_in"]
+__all__ = ["IMAGE_ROLES", "MediaKind", "Role", "ShareRole", "TextKind", "sql_in"]
 
 
 class MediaKind(StrEnum):
@@ -31,6 +31,13 @@ class Role(StrEnum):
 
 #: The variants made from a photo (or a video's poster frame) in one decode.
 IMAGE_ROLES = (Role.THUMB, Role.MEDIUM, Role.PREVIEW)
+
+
+class ShareRole(StrEnum):
+    """``album_shares.role``: what a user an album is shared with may do in it."""
+
+    VIEWER = "viewer"  # see the album, its items and their live events
+    CONTRIBUTOR = "contributor"  # also add photos and videos to it
 
 
 class TextKind(StrEnum):

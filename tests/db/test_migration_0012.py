@@ -9,9 +9,9 @@ from conveyor.db.migrate import current_revision, upgrade
 from conveyor.db.tables import audio_records, media_items, texts, users
 from tests.support.old_database import AUDIO_STAGES, MEDIA_STAGES, fill_every_stage
 
-NEW = {"captured_offset", "incomplete", "claimed_by"}
+NEW = {"captured_offset", "incomplete", "claimed_by", "added_by"}
 MEDIA_COLUMNS = [c for c in media_items.c if c.name not in NEW]
-# (0013 adds `claimed_by` to both record tables.)
+# (0013 adds `claimed_by` to both record tables, 0014 `added_by` to media items.)
 AUDIO_COLUMNS = [c for c in audio_records.c if c.name != "claimed_by"]
 
 
@@ -31,7 +31,15 @@ def test_0012_keeps_every_item_with_the_zone_unknown_and_nothing_flagged(
         )
         stages = conn.execute(select(audio_records.c.stage).order_by(audio_records.c.id))
         assert list(stages.scalars()) == [*AUDIO_STAGES, "submitted"]
-        after = conn.execute(select(media_items).order_by(media_items.c.id)).mappings().all()
+        after = (
+            conn.execute(
+                select(
+                    *MEDIA_COLUMNS, media_items.c.captured_offset, media_items.c.incomplete
+                ).order_by(media_items.c.id)
+            )
+            .mappings()
+            .all()
+        )
         assert [tuple(r[c.name] for c in MEDIA_COLUMNS) for r in after] == [
             tuple(r) for r in before_media
         ]

@@ -10,7 +10,7 @@ from conveyor.db.tables import audio_records, media_items, users
 from tests.support.old_database import AUDIO_STAGES, MEDIA_STAGES, fill_every_stage
 
 AUDIO_COLUMNS = [c for c in audio_records.c if c.name != "claimed_by"]
-MEDIA_COLUMNS = [c for c in media_items.c if c.name != "claimed_by"]
+MEDIA_COLUMNS = [c for c in media_items.c if c.name not in {"claimed_by", "added_by"}]
 
 
 def test_0013_keeps_every_record_and_adds_the_holder(old_engine: Engine) -> None:
@@ -29,7 +29,13 @@ def test_0013_keeps_every_record_and_adds_the_holder(old_engine: Engine) -> None
         ]
         assert [r["stage"] for r in after] == [*AUDIO_STAGES, "submitted"]
         assert [r["claimed_by"] for r in after] == [None] * 6
-        media = conn.execute(select(media_items).order_by(media_items.c.id)).mappings().all()
+        media = (
+            conn.execute(
+                select(*MEDIA_COLUMNS, media_items.c.claimed_by).order_by(media_items.c.id)
+            )
+            .mappings()
+            .all()
+        )
         assert [tuple(r[c.name] for c in MEDIA_COLUMNS) for r in media] == [
             tuple(r) for r in before_media
         ]

@@ -368,6 +368,10 @@ class Item(BaseModel):
         description="A video whose frames stop short of the duration its header declares "
         "(cut off while it was written); its history says where.",
     )
+    added_by: str = Field(
+        description="Who added it: the owner, or a contributor of the shared album (the item "
+        "is the album owner's either way)."
+    )
     roles: dict[RoleName, RoleObject]
     links: ItemLinks
 

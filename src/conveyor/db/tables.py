@@ -30,10 +30,12 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import TSVECTOR
 from sqlalchemy.sql import ColumnElement
 
-from conveyor.kinds import MediaKind, Role, sql_in
+from conveyor.kinds import MediaKind, Role, ShareRole, sql_in
 
 __all__ = [
     "album_events",
+    "album_links",
+    "album_shares",
     "albums",
     "api_tokens",
     "audio_records",
@@ -401,6 +403,39 @@ albums = Table(
     UniqueConstraint("owner", "name"),
 )
 
+# An album shared with another user: ``viewer`` sees it, ``contributor`` also adds to it.
+album_shares = Table(
+    "album_shares",
+    metadata,
+    Column(
+        "album_id",
+        Integer,
+        ForeignKey("albums.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("user_id", Integer, ForeignKey("users.id", ondelete="CASCADE"), primary_key=True),
+    Column("role", String(16), nullable=False),
+    Column("created_at", Double, nullable=False),
+    CheckConstraint(sql_in("role", ShareRole), name="role"),
+    Index("ix_album_shares_user_id", "user_id"),
+)
+
+# A link that shows an album to whoever holds it, no account needed (view only): the token's
+# SHA-256 only, as for API tokens. A revoked link's row is deleted; its id never names a later
+# link. An expired one stays listed until revoked.
+album_links = Table(
+    "album_links",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("album_id", Integer, ForeignKey("albums.id", ondelete="CASCADE"), nullable=False),
+    Column("token_hash", String(64), nullable=False, unique=True),
+    Column("label", String(100), nullable=True),
+    Column("created_at", Double, nullable=False),
+    Column("expires_at", Double, nullable=True),
+    Index("ix_album_links_album_id", "album_id"),
+    sqlite_autoincrement=True,
+)
+
 media_items = Table(
     "media_items",
     metadata,
@@ -419,6 +454,9 @@ media_items = Table(
     Column("captured_offset", SmallInteger, nullable=True),
     # A video whose frames stop short of the duration its header declares.
     Column("incomplete", Boolean, nullable=False, server_default="0"),
+    # Who added it: the owner, or a contributor of the shared album (NULL: written by code
+    # older than album sharing, which only owners could do).
+    Column("added_by", String(100), nullable=True),
     *queue_columns(),
     CheckConstraint(sql_in("kind", MediaKind), name="kind"),
     Index("ix_media_items_album", "album_id", "id"),

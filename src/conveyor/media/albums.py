@@ -131,6 +131,8 @@ def view_of(item: RowMapping, roles: dict[str, dict[str, Any]]) -> dict[str, Any
         "captured_offset": item["captured_offset"],
         "captured_local": iso_local(item["captured_at"], item["captured_offset"]),
         "incomplete": bool(item["incomplete"]),
+        # Older code leaves it NULL: only owners added items then.
+        "added_by": item["added_by"] or item["owner"],
         "roles": roles,
     }
 

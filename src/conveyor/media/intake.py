@@ -173,6 +173,7 @@ def accept_media(
     max_bytes: int | None = None,
     on_insert: Callable[[Connection, int], None] | None = None,
     keep_duplicate: bool = False,
+    added_by: str | None = None,
 ) -> int:
     """Accept one photo or video into an album; it starts at ``uploaded`` (M2, M4).
 
@@ -193,6 +194,9 @@ def accept_media(
         on_insert: called with the open transaction and the new id, before it commits (the
             HTTP layer records an ``Idempotency-Key`` there); what it raises undoes the upload.
         keep_duplicate: keep a second item of content the owner already holds.
+        added_by: who adds it, when not the owner: a contributor of the shared album. The
+            item is still the owner's; a contributor's duplicate is looked for only in this
+            album (the owner's other albums are not theirs to learn about).
 
     Returns:
         The new item's id.
@@ -208,6 +212,8 @@ def accept_media(
     if not owner or not owner.strip():
         raise RejectedInput(ErrorCode.NO_OWNER, "every item needs an owner")
     owner = owner.strip()
+    added_by = (added_by or owner).strip()
+    within = None if added_by == owner else album_id
     with engine.connect() as conn:
         if queries.album_by_id(conn, album_id, owner) is None:
             raise NotFound(f"album {album_id} does not exist")
@@ -215,14 +221,14 @@ def accept_media(
     if isinstance(source, Path):
         original_name = original_name or source.name
         if not keep_duplicate:
-            held = item_holding(engine, owner, source)
+            held = item_holding(engine, owner, source, album_id=within)
             if held is not None:
                 raise Duplicate(held, "item", original_name)
     stored = store.put(key, source, max_bytes=max_bytes)
     try:
         if not keep_duplicate and stored.size:
             with engine.connect() as conn:
-                found = queries.item_with_content(conn, owner, stored.sha256)
+                found = queries.item_with_content(conn, owner, stored.sha256, album_id=within)
             if found is not None:
                 raise Duplicate(found, "item", original_name)
         if isinstance(source, Path):
@@ -259,6 +265,7 @@ def accept_media(
                     "width": probed.width,
                     "height": probed.height,
                     "duration": probed.duration,
+                    "added_by": added_by,
                 },
                 clock=clock,
                 note=(
@@ -275,9 +282,12 @@ def accept_media(
     return item_id
 
 
-def item_holding(engine: Engine, owner: str, path: Path) -> int | None:
-    """The item of ``owner`` (in any album) whose original has the same bytes as the local
-    file ``path`` (by SHA-256), or None: how ``conveyor media add`` knows a file it already added.
+def item_holding(
+    engine: Engine, owner: str, path: Path, *, album_id: int | None = None
+) -> int | None:
+    """The item of ``owner`` (in any album, or in ``album_id``) whose original has the same
+    bytes as the local file ``path`` (by SHA-256), or None: how ``conveyor media add`` knows a
+    file it already added.
 
     Raises:
         OSError: ``path`` cannot be read.
@@ -286,4 +296,4 @@ def item_holding(engine: Engine, owner: str, path: Path) -> int | None:
         return None  # an empty file is refused, never "already here"
     digest = file_sha256(path)
     with engine.connect() as conn:
-        return queries.item_with_content(conn, owner.strip(), digest)
+        return queries.item_with_content(conn, owner.strip(), digest, album_id=album_id)

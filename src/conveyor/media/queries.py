@@ -231,10 +231,12 @@ def delete_album(conn: Connection, album_id: int) -> None:
     notify_album(conn, album_id)  # open streams learn the album is gone
 
 
-def item_with_content(conn: Connection, owner: str, sha256: str) -> int | None:
-    """The id of ``owner``'s oldest item (in any album) whose original has these bytes (its
-    SHA-256, hex), or None: how intake from the shell keeps each file once per owner."""
-    row = conn.execute(
+def item_with_content(
+    conn: Connection, owner: str, sha256: str, *, album_id: int | None = None
+) -> int | None:
+    """The id of ``owner``'s oldest item (in any album, or in ``album_id``) whose original has
+    these bytes (its SHA-256, hex), or None: how intake keeps each file once per owner."""
+    query = (
         select(media_items.c.id)
         .join(media_objects, media_objects.c.item_id == media_items.c.id)
         .join(files, files.c.id == media_objects.c.file_id)
@@ -245,5 +247,8 @@ def item_with_content(conn: Connection, owner: str, sha256: str) -> int | None:
         )
         .order_by(media_items.c.id)
         .limit(1)
-    ).first()
+    )
+    if album_id is not None:
+        query = query.where(media_items.c.album_id == album_id)
+    row = conn.execute(query).first()
     return None if row is None else int(row[0])
