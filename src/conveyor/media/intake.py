@@ -6,8 +6,10 @@ Refused at intake (nothing is kept: no object, no journal row, no item):
 * content that is neither image nor video, whatever its name says (``not_media``), including
   audio-only MP4/M4A and videos without a video track; content no signature names is probed
   with PyAV first, and accepted as a video when a video frame of it decodes;
-* a camera RAW file (DNG, CR2/CR3, NEF, ARW, RAF, ORF, RW2, PEF, SRW: ``not_media``, the message
-  names the format): read as TIFF or ISO media it would silently become its embedded preview;
+* a camera RAW file (DNG, CR2/CR3, NEF, ARW, RAF, ORF, RW2, PEF, SRW) that LibRaw cannot decode
+  (``not_media``, the message names the format); one it can is a photo, probed by LibRaw
+  (:mod:`~conveyor.media.images.raw`), never read as the TIFF or ISO media whose only picture is
+  its small embedded preview;
 * an image whose header declares more than ``[media] max_pixels`` (``too_many_pixels``): a bomb
   is refused from the header, no pixels are decoded;
 * an image or video whose header cannot be read at all (``undecodable``).
@@ -39,6 +41,7 @@ from conveyor.kinds import MediaKind, Role
 from conveyor.media import queries
 from conveyor.media.halts import MediaHalt
 from conveyor.media.images import probe_image
+from conveyor.media.images.raw import probe_raw
 from conveyor.media.stages import MEDIA
 from conveyor.media.video import probe_video
 from conveyor.objects import ObjectStore, new_key, put_file_row
@@ -103,16 +106,19 @@ def probe_upload(path: Path, *, max_pixels: int, name: str | None = None) -> Pro
     sniffed = sniff(path)
     with path.open("rb") as f:
         raw = raw_format(f.read(SNIFF_BYTES))
-    if raw is not None:
-        # Decoded as TIFF or ISO media it would come out as its small embedded preview,
-        # silently: say what it is instead.
-        raise UnsupportedMedia(
-            ErrorCode.NOT_MEDIA,
-            f"{name or 'the upload'} is a {raw} camera RAW file; this installation does not "
-            "decode RAW photos and will not pass off the small preview inside it as the photo: "
-            "add a JPEG, HEIC or TIFF export of it",
-        )
     try:
+        if raw is not None:
+            # Never as the TIFF or ISO media it also is: that finds its small embedded preview.
+            image = probe_raw(path, raw, max_pixels=max_pixels)
+            return Probed(
+                MediaKind.PHOTO,
+                image.mime_type,
+                image.width,
+                image.height,
+                None,
+                _epoch(image.captured_at),
+                image.captured_offset,
+            )
         if sniffed.kind == "image":
             image = probe_image(path, max_pixels=max_pixels)
             return Probed(
@@ -139,7 +145,9 @@ def probe_upload(path: Path, *, max_pixels: int, name: str | None = None) -> Pro
             )
     except MediaError as exc:
         message = owner_message(exc.message, path, name)
-        if sniffed.kind == "unknown":  # nothing named it and PyAV found no video in it either
+        if (
+            sniffed.kind == "unknown" and raw is None
+        ):  # nothing named it and PyAV found no video in it either
             raise UnsupportedMedia(
                 ErrorCode.NOT_MEDIA,
                 f"the upload is not a photo or video (its content looks like {sniffed.mime})",

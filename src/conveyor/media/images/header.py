@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from fractions import Fraction
@@ -26,6 +27,7 @@ __all__ = [
     "FAIL_ON",
     "Header",
     "ImageInfo",
+    "capture_time_of",
     "field",
     "open_header",
     "probe_image",
@@ -244,7 +246,17 @@ _ZONE_RANGE: Final = range(-12 * 60, 14 * 60 + 1)
 
 
 def capture_time(image: pyvips.Image) -> tuple[datetime | None, int | None]:
+    """When and in which zone a photo was taken, from the EXIF libvips read
+    (:func:`capture_time_of`)."""
+    return capture_time_of(lambda name: field(image, name))
+
+
+def capture_time_of(get: Callable[[str], object]) -> tuple[datetime | None, int | None]:
     """When and in which zone a photo was taken, from its EXIF: (UTC instant, minutes east).
+
+    ``get`` gives a tag by its libvips field name (``exif-ifd2-DateTimeOriginal``), rendered as
+    libvips renders it (a stamp ``2008:05:30 15:56:01 ...``, GPS time ``14/1 27/1 724/100``),
+    or None: libvips's own fields, or another EXIF reader's (a camera RAW file's).
 
     The local stamp is ``DateTimeOriginal`` (else ``DateTimeDigitized``, else ``DateTime``);
     its zone is the first of the offset tags that go with it. Without one, the GPS date and
@@ -253,14 +265,12 @@ def capture_time(image: pyvips.Image) -> tuple[datetime | None, int | None]:
     zone the local time is taken as UTC, and the zone is None. A photo with GPS time and no
     local stamp has the GPS instant, zone unknown.
     """
-    gps = _gps_instant(image)
+    gps = _gps_instant(get)
     for stamp_field, offset_fields in _STAMPS:
-        local = _exif_stamp(field(image, stamp_field))
+        local = _exif_stamp(get(stamp_field))
         if local is None:
             continue
-        offset = next(
-            (o for f in offset_fields if (o := _exif_offset(field(image, f))) is not None), None
-        )
+        offset = next((o for f in offset_fields if (o := _exif_offset(get(f))) is not None), None)
         if offset is None and gps is not None:
             distance = (local - gps.replace(tzinfo=None)).total_seconds() / 60
             quarter = round(distance / 15) * 15
@@ -282,9 +292,9 @@ def _exif_stamp(raw: object) -> datetime | None:
         return None  # "0000:00:00 00:00:00" and other placeholders
 
 
-def _gps_instant(image: pyvips.Image) -> datetime | None:
+def _gps_instant(get: Callable[[str], object]) -> datetime | None:
     """GPSDateStamp + GPSTimeStamp (UTC); libvips renders the time as "14/1 27/1 724/100 (...)"."""
-    date, time = field(image, "exif-ifd3-GPSDateStamp"), field(image, "exif-ifd3-GPSTimeStamp")
+    date, time = get("exif-ifd3-GPSDateStamp"), get("exif-ifd3-GPSTimeStamp")
     if not isinstance(date, str) or not isinstance(time, str):
         return None
     try:

@@ -15,6 +15,7 @@ Decisions (they answer a user's expectation, not a library default):
 * **HDR** (AVIF/HEIF whose ``nclx`` colour box says PQ or HLG, and no ICC profile) is tone mapped
   to SDR (:func:`~conveyor.media.images.colour.hdr_to_srgb`).
 * **HEIC** goes through :mod:`~conveyor.media.images.hevc` when libvips has no HEVC decoder.
+* **Camera RAW** goes through LibRaw (:mod:`~conveyor.media.images.raw`), never libvips.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ from conveyor.media.images.colour import (
 )
 from conveyor.media.images.header import FAIL_ON, Header, field, open_header, undecodable
 from conveyor.media.images.isobmff import heif_nclx, primary_item
+from conveyor.media.images.raw import decode_raw
+from conveyor.objects.sniff import SNIFF_BYTES, raw_format
 
 __all__ = ["ImageVariant", "make_image_variants"]
 
@@ -108,10 +111,17 @@ def make_image_variants(
         raise ValueError(f"every size must be at least 1 pixel: {dict(sizes)}")
     if not sizes:
         return []
-    head = open_header(src, max_pixels)
-    longest = max(head.width, head.height)
-    target = min(max(sizes.values()), longest)
-    base = _decode(src, head, target, max_pixels)
+    with src.open("rb") as f:
+        raw = raw_format(f.read(SNIFF_BYTES))
+    if raw is not None:
+        # Never through libvips: as a TIFF or ISO media file it is its small embedded preview.
+        base = decode_raw(src, raw, max(sizes.values()), max_pixels)
+        longest = max(base.width, base.height)  # never shrunk below the largest role
+    else:
+        head = open_header(src, max_pixels)
+        longest = max(head.width, head.height)
+        target = min(max(sizes.values()), longest)
+        base = _decode(src, head, target, max_pixels)
 
     mime_type, ext = _FORMATS[image_format]
     if image_format == "jpeg" and base.hasalpha():
