@@ -55,6 +55,7 @@ from conveyor.api import (
     routes_files,
     routes_openai,
     routes_records,
+    routes_shares,
     routes_texts,
     routes_vocabulary,
 )
@@ -233,6 +234,7 @@ def create_app(runtime: Runtime, *, run_workers: bool = True) -> FastAPI:
     app.include_router(routes_texts.router)
     app.include_router(routes_vocabulary.router)
     app.include_router(routes_albums.router)
+    app.include_router(routes_shares.router)
     app.include_router(routes_files.router)
     app.include_router(routes_admin.router)
     app.include_router(routes_openai.router)

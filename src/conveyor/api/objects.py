@@ -32,13 +32,19 @@ from starlette.responses import RedirectResponse, Response, StreamingResponse
 
 from conveyor.api.errors import error_response
 from conveyor.api.headers import header_int
-from conveyor.api.queries import owned_file
+from conveyor.api.queries import album_file, owned_file
 from conveyor.api.state import ApiState
 from conveyor.error_codes import ErrorCode
 from conveyor.errors import NotFound
 from conveyor.objects import ListedObject, ObjectStore
 
-__all__ = ["is_inline", "object_response", "owned_file_response", "parse_range"]
+__all__ = [
+    "album_file_response",
+    "is_inline",
+    "object_response",
+    "owned_file_response",
+    "parse_range",
+]
 
 _CHUNK = 256 * 1024
 # Objects are private to their owner; caches may keep them but must ask before reuse (ETag).
@@ -192,9 +198,21 @@ def object_response(
 
 
 def owned_file_response(request: Request, state: ApiState, key: str, owner: str) -> Response:
-    """The object ``key`` if it belongs to a record or item of ``owner`` (else NotFound)."""
+    """The object ``key`` if it belongs to a record or item of ``owner``, or to an item of an
+    album shared with them (else NotFound)."""
     with state.runtime.engine.connect() as conn:
         row = owned_file(conn, key, owner)
+    if row is None:
+        raise NotFound("no such file")
+    runtime = state.runtime
+    return object_response(request, runtime.store, row, presign=runtime.presign_expires)
+
+
+def album_file_response(request: Request, state: ApiState, key: str, album_id: int) -> Response:
+    """The object ``key`` if it belongs to an item of the album (a link's holder; else
+    NotFound)."""
+    with state.runtime.engine.connect() as conn:
+        row = album_file(conn, key, album_id)
     if row is None:
         raise NotFound("no such file")
     runtime = state.runtime

@@ -5,12 +5,14 @@ from __future__ import annotations
 from sqlalchemy import Connection, RowMapping, exists, insert, or_, select, text
 
 from conveyor.db.tables import audio_records, files, idempotency_keys, media_items, media_objects
+from conveyor.media.sharing.queries import shared_album_ids
 
-__all__ = ["idempotent_target", "insert_idempotency_key", "owned_file", "ping"]
+__all__ = ["album_file", "idempotent_target", "insert_idempotency_key", "owned_file", "ping"]
 
 
 def owned_file(conn: Connection, key: str, owner: str) -> RowMapping | None:
-    """The journal row of ``key`` when it is an object of one of ``owner``'s records or items.
+    """The journal row of ``key`` when it is an object of one of ``owner``'s records or items,
+    or of an item in an album shared with ``owner``.
 
     An audio record owns its original and normalized files; a media item owns its objects by
     role. Raw provider responses and scratch files belong to nobody here.
@@ -25,12 +27,25 @@ def owned_file(conn: Connection, key: str, owner: str) -> RowMapping | None:
     of_item = exists().where(
         media_objects.c.file_id == files.c.id,
         media_items.c.id == media_objects.c.item_id,
-        media_items.c.owner == owner,
+        or_(media_items.c.owner == owner, media_items.c.album_id.in_(shared_album_ids(owner))),
     )
     if "\x00" in key:  # no key holds one, and PostgreSQL refuses it in a text comparison
         return None
     query = select(files).where(files.c.key == key, or_(of_record, of_item))
     return conn.execute(query).mappings().first()
+
+
+def album_file(conn: Connection, key: str, album_id: int) -> RowMapping | None:
+    """The journal row of ``key`` when it is an object of an item of the album (what a link's
+    holder may fetch)."""
+    of_item = exists().where(
+        media_objects.c.file_id == files.c.id,
+        media_items.c.id == media_objects.c.item_id,
+        media_items.c.album_id == album_id,
+    )
+    if "\x00" in key:
+        return None
+    return conn.execute(select(files).where(files.c.key == key, of_item)).mappings().first()
 
 
 def ping(conn: Connection) -> None:

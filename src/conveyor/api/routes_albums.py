@@ -39,6 +39,7 @@ from conveyor.media import albums as views
 from conveyor.media import queries
 from conveyor.media.deletion import delete_album, delete_item
 from conveyor.media.intake import accept_media
+from conveyor.media.sharing import Access, album_access, item_access, may_delete, owned_album
 from conveyor.pipeline import resume
 
 __all__ = ["router"]
@@ -50,7 +51,11 @@ ItemId = Annotated[int, Path(ge=1, le=2**31 - 1, description="The item's id.")]
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorBody, "description": "No or unknown bearer token."},
-    404: {"model": ErrorBody, "description": "No such album or item of yours."},
+    404: {
+        "model": ErrorBody,
+        "description": "No such album or item of yours or shared with you (or not yours to "
+        "change: a viewer's upload, anyone's but the owner's resume).",
+    },
     422: {"model": ErrorBody, "description": "Invalid fields."},
 }
 
@@ -76,13 +81,14 @@ def _album_links(album_id: int) -> dict[str, str]:
     return {"self": base, "items": f"{base}/items", "events": f"{base}/events"}
 
 
-def _album(view: dict[str, Any]) -> dict[str, Any]:
+def _album(view: dict[str, Any], role: str = "owner") -> dict[str, Any]:
     return {
         "id": view["id"],
         "owner": view["owner"],
         "name": view["name"],
         "item_count": view["items"],
         "created_at": view["created_at"],
+        "role": role,
         "links": _album_links(int(view["id"])),
     }
 
@@ -98,14 +104,20 @@ def _item(view: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _own_album(conn: Connection, album_id: int, owner: str) -> None:
-    if queries.album_by_id(conn, album_id, owner) is None:
+def _contributable(conn: Connection, album_id: int, user: str) -> Access:
+    """The album ``user`` may add to (theirs, or shared with them as a contributor); a viewer
+    is answered as a stranger is."""
+    access = album_access(conn, album_id, user)
+    if not access.may_add:
         raise NotFound(f"album {album_id} does not exist")
+    return access
 
 
-def _item_of(state: ApiState, item_id: int, owner: str) -> dict[str, Any]:
+def _item_of(state: ApiState, item_id: int, user: str) -> dict[str, Any]:
+    """The item when ``user`` may see it (theirs, or in an album shared with them)."""
     with state.runtime.engine.connect() as conn:
-        return _item(views.item_view(conn, item_id, owner=owner))
+        item_access(conn, item_id, user)
+        return _item(views.item_view(conn, item_id))
 
 
 @router.post(
@@ -130,11 +142,13 @@ def create_album(
     return _album_of(state, album_id, owner.name)
 
 
-def _album_of(state: ApiState, album_id: int, owner: str) -> dict[str, Any]:
+def _album_of(state: ApiState, album_id: int, user: str) -> dict[str, Any]:
+    """The album when ``user`` may see it, with their role in it."""
     with state.runtime.engine.connect() as conn:
-        for view in views.list_albums(conn, owner):
+        access = album_access(conn, album_id, user)
+        for view in views.list_albums(conn, access.owner):
             if view["id"] == album_id:
-                return _album(view)
+                return _album(view, access.role)
     raise NotFound(f"album {album_id} does not exist")
 
 
@@ -152,7 +166,8 @@ def list_albums(state: State, owner: Owner) -> list[dict[str, Any]]:
     responses=_ERRORS,
 )
 def get_album(state: State, owner: Owner, album_id: AlbumId) -> dict[str, Any]:
-    """The album and its items (newest first), each with the roles that exist now as URLs.
+    """The album (yours or shared with you) and its items (newest first), each with the roles
+    that exist now as URLs.
 
     Absent roles are absent (M2): a photo just uploaded has only `original`.
     """
@@ -202,10 +217,16 @@ async def upload_item(
     Content you already have as an item, in any of your albums (same SHA-256), is kept once:
     200 with that item and `duplicate: true`, nothing stored, unless `keep_duplicate=true`.
 
+    A contributor of a shared album adds to it too: the item is the album owner's, with
+    `added_by` naming the contributor, and a duplicate is looked for in this album only. A
+    viewer's upload is answered 404, as a stranger's.
+
     Refused with nothing stored: empty (422), too large (413), not a photo or video (415).
     """
     runtime = state.runtime
     max_bytes = runtime.settings.api.max_upload_bytes
+
+    album_owner = owner.name
 
     def accept(chunks: Iterator[bytes], upload: Upload) -> int:
         return accept_media(
@@ -214,7 +235,8 @@ async def upload_item(
             runtime.clock,
             chunks,
             album_id=album_id,
-            owner=owner.name,
+            owner=album_owner,
+            added_by=owner.name,
             original_name=clean_filename(name) if name else upload.filename,
             max_pixels=runtime.settings.media.max_pixels,
             max_bytes=max_bytes,
@@ -223,8 +245,9 @@ async def upload_item(
         )
 
     def check_album() -> int | None:
+        nonlocal album_owner
         with runtime.engine.connect() as conn:
-            _own_album(conn, album_id, owner.name)
+            album_owner = _contributable(conn, album_id, owner.name).owner
         return once.earlier(runtime.engine)
 
     once = IdempotentUpload(
@@ -306,13 +329,14 @@ async def album_events(
         Query(ge=0, le=2**63 - 1, description="Same as the header; 0 = the whole history."),
     ] = None,
 ) -> StreamingResponse:
-    """The album's events as they happen (M5), from the durable outbox; resumable."""
+    """The album's events as they happen (M5), from the durable outbox; resumable. A user
+    the album is shared with gets the same stream as its owner."""
     runtime = state.runtime
     broadcast = state.broadcast
 
     def start_ids() -> tuple[int, int]:
         with runtime.engine.connect() as conn:
-            _own_album(conn, album_id, owner.name)
+            album_access(conn, album_id, owner.name)
         latest = broadcast.latest_id(album_id)
         if last_event_id_header is not None:
             return parse_last_event_id(last_event_id_header), latest
@@ -336,7 +360,8 @@ async def album_events(
 
 @router.get("/items/{item_id}", response_model=Item, summary="A photo or video", responses=_ERRORS)
 def get_item(state: State, owner: Owner, item_id: ItemId) -> dict[str, Any]:
-    """The item: stage, halt flag and reason, and its present roles as URLs (M1-M3)."""
+    """The item (yours, or in an album shared with you): stage, halt flag and reason, and its
+    present roles as URLs (M1-M3)."""
     return _item_of(state, item_id, owner.name)
 
 
@@ -349,12 +374,21 @@ def get_item(state: State, owner: Owner, item_id: ItemId) -> dict[str, Any]:
 )
 def delete_item_route(state: State, owner: Owner, item_id: ItemId) -> Response:
     """Delete the item and every object of it; the album's subscribers get `item.deleted`.
-    A step running on it writes nothing afterwards.
+    A step running on it writes nothing afterwards. The album's owner deletes any item of it;
+    a contributor only those they added.
 
-    204 whether the item existed or not (idempotent; another owner's item is left alone).
+    204 whether the item existed or not (idempotent; an item not yours to delete is left
+    alone).
     """
     runtime = state.runtime
-    if delete_item(runtime.engine, runtime.store, runtime.clock, item_id, owner=owner.name):
+    with runtime.engine.connect() as conn:
+        try:
+            item, access = item_access(conn, item_id, owner.name)
+        except NotFound:
+            return Response(status_code=204)
+    if may_delete(item, access, owner.name) and delete_item(
+        runtime.engine, runtime.store, runtime.clock, item_id, owner=access.owner
+    ):
         runtime.notifier.wake_local()
     return Response(status_code=204)
 
@@ -386,9 +420,12 @@ def delete_album_route(state: State, owner: Owner, album_id: AlbumId) -> Respons
     responses={**_ERRORS, 409: {"model": ErrorBody, "description": "The item is not halted."}},
 )
 def resume_item(state: State, owner: Owner, item_id: ItemId) -> dict[str, Any]:
-    """Continue a halted photo or video from the stage it reached (P9); 409 when not halted."""
+    """Continue a halted photo or video of yours from the stage it reached (P9); 409 when not
+    halted. Only the album's owner resumes (to anyone else it is 404)."""
     runtime = state.runtime
-    _item_of(state, item_id, owner.name)
+    with runtime.engine.connect() as conn:
+        item, _access = item_access(conn, item_id, owner.name)
+        owned_album(conn, int(item["album_id"]), owner.name)
     resume(runtime.engine, runtime.media, item_id, clock=runtime.clock)
     runtime.notifier.publish()
     return _item_of(state, item_id, owner.name)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from conveyor.audio.stages import AUDIO
-from conveyor.kinds import MediaKind, Role
+from conveyor.kinds import MediaKind, Role, ShareRole
 from conveyor.media.stages import MEDIA
 
 __all__ = [
@@ -22,14 +22,18 @@ __all__ = [
     "AlbumCreate",
     "AlbumDetail",
     "AlbumLinks",
+    "AlbumRoleName",
     "AudioStage",
     "ErrorBody",
     "ErrorDetail",
     "ErrorInfo",
     "Health",
+    "IssuedLink",
     "Item",
     "ItemLinks",
     "KindName",
+    "Link",
+    "LinkCreate",
     "MediaStage",
     "Proofread",
     "ProviderWait",
@@ -40,6 +44,10 @@ __all__ = [
     "RecordPatch",
     "RoleName",
     "RoleObject",
+    "Share",
+    "ShareCreate",
+    "ShareRoleName",
+    "SharedAlbum",
     "TextJson",
     "TextSegment",
     "TextWord",
@@ -56,6 +64,8 @@ if TYPE_CHECKING:
     MediaStage = str
     RoleName = str
     KindName = str
+    ShareRoleName = str
+    AlbumRoleName = str
 else:
     # Derived from each domain's one declaration (D11): a new stage needs no edit here.
     AudioStage = Literal[AUDIO.stage_names]
@@ -63,6 +73,8 @@ else:
     # And from the one list of roles and kinds (conveyor.kinds).
     RoleName = Literal[tuple(r.value for r in Role)]
     KindName = Literal[tuple(k.value for k in MediaKind)]
+    ShareRoleName = Literal[tuple(r.value for r in ShareRole)]
+    AlbumRoleName = Literal[("owner", *(r.value for r in ShareRole))]
 
 
 class ErrorDetail(BaseModel):
@@ -302,7 +314,76 @@ class Album(BaseModel):
     name: str
     item_count: int = Field(description="How many photos and videos it holds.")
     created_at: datetime
+    role: AlbumRoleName = Field(
+        default="owner",
+        description="Yours in it: `owner`, or `viewer` / `contributor` of an album shared "
+        "with you.",
+    )
     links: AlbumLinks
+
+
+class SharedAlbum(Album):
+    """An album another user shares with you."""
+
+    shared_at: datetime = Field(description="When it was shared with you (or your role set).")
+
+
+class ShareCreate(BaseModel):
+    """Share an album with a user, or change their role."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    user: str = Field(min_length=1, max_length=100, description="The user's name.")
+    role: ShareRoleName = Field(
+        description="`viewer`: sees the album, its items and live events; `contributor`: "
+        "also adds photos and videos (and may delete what they added)."
+    )
+
+
+class Share(BaseModel):
+    """A user an album is shared with."""
+
+    user: str
+    role: ShareRoleName
+    created_at: datetime
+
+
+class LinkCreate(BaseModel):
+    """A new view-only link to an album."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    expires_in: float | None = Field(
+        default=None,
+        gt=0,
+        le=10 * 365 * 86_400,
+        description="Seconds until it stops working (at most ten years); null: until revoked.",
+    )
+    label: str | None = Field(
+        default=None, max_length=100, description="A note for you: who it was given to."
+    )
+
+
+class Link(BaseModel):
+    """A view-only link to an album (its token is shown only when it is created)."""
+
+    id: int
+    label: str | None
+    created_at: datetime
+    expires_at: datetime | None = Field(description="Null: until revoked.")
+    expired: bool
+
+
+class IssuedLink(BaseModel):
+    """A link just created: `token` and `url` are shown this once and never again."""
+
+    id: int
+    label: str | None
+    created_at: datetime
+    expires_at: datetime | None
+    expired: bool = False
+    token: str = Field(description="The secret; only its SHA-256 is kept.")
+    url: str = Field(description="The album's page for whoever holds the link (no account).")
 
 
 class AlbumCreate(BaseModel):

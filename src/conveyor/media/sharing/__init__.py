@@ -39,6 +39,7 @@ __all__ = [
     "list_links",
     "list_shares",
     "may_delete",
+    "owned_album",
     "revoke_link",
     "share_album",
     "shared_with",
