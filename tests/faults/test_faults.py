@@ -85,15 +85,19 @@ class Run:
         wait_until(lambda: done_records(self.engine) >= target, 300, what="work in flight")
 
     def progress_after(self, since: float) -> float:
-        """Seconds from ``since`` (monotonic) until one more record is done than now."""
+        """Seconds from ``since`` (monotonic) until one more record is done than now, or until
+        none is left open (a run that drained meanwhile has nothing more to show)."""
         seen: list[int] = []
 
         def moved() -> bool:
             # The first count read (the database may still be coming back) is the baseline.
             seen.append(done_records(self.engine))
-            return seen[-1] > seen[0]
+            return seen[-1] > seen[0] or open_records(self.engine) == 0
 
-        wait_until(moved, 300, every=0.05, what="progress")
+        try:
+            wait_until(moved, 300, every=0.05, what="progress")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{self.fleet.logs()}") from None
         return time.monotonic() - since
 
 
@@ -290,23 +294,28 @@ def faulty_bucket(s3_server: S3Server) -> Iterator[FaultyBucket]:
     proxy.close()
 
 
-def object_store_errors(run: Run, proxy: HttpFaultProxy, hold: float) -> None:
+def object_store_errors(run: Run, proxy: HttpFaultProxy, faulty_requests: int) -> None:
+    """Store faults on the workers' first ``faulty_requests`` requests, then none.
+
+    The proxy itself ends the faults at that count, fewer requests than the workload needs, so
+    the end lands mid-run whatever the machine's speed. (A timed hold outlasted the whole run
+    on a quiet machine: no record was left to show progress after it, and the wait for one
+    stalled.) That work was left is proved by the requests that came after the faults.
+    """
     # From the workers' start: the recordings and photos (the only steps that touch the
     # store) are few and quick beside the test jobs.
     proxy.error_rate, proxy.reset_rate, proxy.delay = 0.15, 0.1, 0.05
-    wait_until(lambda: sum(proxy.counts.values()) > 0, 120, what="store requests")
-    time.sleep(hold)
-    proxy.error_rate = proxy.reset_rate = proxy.delay = 0.0
-    spoiled = dict(proxy.counts)
-    assert spoiled["error"] + spoiled["reset"] > 0, spoiled
-    recovered = run.progress_after(time.monotonic())
+    proxy.heal_after(faulty_requests)
+    # A request after the faults: work was left when they ended.
+    wait_until(lambda: proxy.healed > 0, 300, what="a store request after the faults")
+    errors, resets = proxy.counts["error"], proxy.counts["reset"]
+    assert errors + resets > 0, proxy.counts
     finish(
         run,
-        f"object store through a proxy from the start for {hold:.0f} s: {spoiled['error']} "
-        "requests answered "
-        f"503, {spoiled['reset']} reset, every one 50 ms slow ({spoiled['forwarded']} "
-        f"forwarded); progress {recovered:.1f} s after",
-        {"requests": spoiled, "recover_seconds": recovered},
+        f"object store through a proxy, its first {faulty_requests} requests faulty: {errors} "
+        f"answered 503, {resets} reset, every one 50 ms slow; then no faults "
+        f"(the drain counts from the first request after them)",
+        {"faulty_requests": faulty_requests, "errors": errors, "resets": resets},
     )
 
 
@@ -337,10 +346,6 @@ def test_worker_clocks_five_minutes_off_change_nothing(make_run: Callable[..., R
     skewed_clocks(make_run("clock_skew", SHORT, SKEWED))
 
 
-@pytest.mark.quarantine(
-    reason="once in four clean runs no record finished in the 300 s after the store's errors "
-    "stopped (nothing lost or repeated); the stall is not yet explained"
-)
 def test_object_store_errors_mid_run_lose_and_repeat_nothing(
     make_run: Callable[..., Run], faulty_bucket: FaultyBucket
 ) -> None:
@@ -350,7 +355,7 @@ def test_object_store_errors_mid_run_lose_and_repeat_nothing(
         storage=faulty_bucket.direct,
         workers_storage=faulty_bucket.through_proxy,
     )
-    object_store_errors(run, faulty_bucket.proxy, hold=5.0)
+    object_store_errors(run, faulty_bucket.proxy, faulty_requests=40)
 
 
 # --- the long versions (pytest -m faults_long) ---------------------------------------------
@@ -397,4 +402,4 @@ def test_long_object_store_errors(
         storage=faulty_bucket.direct,
         workers_storage=faulty_bucket.through_proxy,
     )
-    object_store_errors(run, faulty_bucket.proxy, hold=20.0)
+    object_store_errors(run, faulty_bucket.proxy, faulty_requests=100)

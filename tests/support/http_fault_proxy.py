@@ -4,7 +4,9 @@ Put it in front of the S3-compatible test server (``s3server``) and point a stor
 it. Each request, after its body was read in full, is by chance answered with a 503
 ``SlowDown`` (as S3 does when overloaded), or has its connection reset with no answer at all,
 or is forwarded after ``delay`` seconds; the rest are forwarded as they are. The rates can be
-changed while requests flow.
+changed while requests flow, or ended by the proxy itself after a number of requests
+(:meth:`HttpFaultProxy.heal_after`): the end of the faults then falls at a point of the work,
+counted in requests, whatever the machine's speed.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ class HttpFaultProxy:
             the server did the work: the client cannot tell whether it happened).
         delay: seconds every forwarded request waits first.
         counts: how many requests met each fate (``forwarded``, ``error``, ``reset``).
+        healed: how many requests came after the faults ended by :meth:`heal_after`.
     """
 
     def __init__(self, target: str, *, seed: int = 8) -> None:
@@ -44,6 +47,8 @@ class HttpFaultProxy:
         self.reset_rate = 0.0
         self.delay = 0.0
         self.counts = {"forwarded": 0, "error": 0, "reset": 0}
+        self.healed = 0
+        self._heal_at: int | None = None
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         proxy = self
@@ -123,8 +128,17 @@ class HttpFaultProxy:
         self.endpoint = f"http://127.0.0.1:{self.port}"
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
 
+    def heal_after(self, requests: int) -> None:
+        """End every fault (rates and delay to 0) once ``requests`` requests in all have met
+        their fate: the request that reaches the count is the last one with faults."""
+        with self._lock:
+            self._heal_at = requests
+
     def _fate(self) -> str:
         with self._lock:
+            if self._heal_at is not None and sum(self.counts.values()) >= self._heal_at:
+                self.error_rate = self.reset_rate = self.delay = 0.0
+                self.healed += 1
             dice = self._rng.random()
             if dice < self.error_rate:
                 fate = "error"
