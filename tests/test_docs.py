@@ -129,7 +129,12 @@ def test_every_command_line_quoted_in_the_docs_exists() -> None:
             words = span.split()[1:]
             if not words or words[0].startswith("-") or words[0].isupper():
                 continue  # `conveyor --version`, `conveyor COMMAND --help`: not one command
-            name = " ".join(words[:2]) if words[0] in groups else words[0]
+            # The longest run of words that names a command (`albums link create`: a group in
+            # a group), else the group and the next word.
+            name = next(
+                (" ".join(words[:n]) for n in (3, 2) if " ".join(words[:n]) in COMMANDS),
+                " ".join(words[:2]) if words[0] in groups else words[0],
+            )
             assert name in COMMANDS, f"{page.name}: `{span}` is not a command"
             known = {o for p in COMMANDS[name].params for o in [*p.opts, *p.secondary_opts]}
             for opt in re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", span):

@@ -33,7 +33,8 @@ def test_every_listing_and_producing_command_takes_json() -> None:
         "records delete", "records stats", "albums create", "albums list", "albums delete",
         "media add", "media list", "media show", "media resume", "media delete",
         "users create", "users list", "tokens create", "tokens list", "vocabulary show",
-        "vocabulary set", "db upgrade", "version",
+        "vocabulary set", "db upgrade", "version", "albums share", "albums unshare",
+        "albums shares", "albums link create", "albums link list", "albums link revoke",
     }  # fmt: skip
     found = {
         name

@@ -22,6 +22,9 @@ from conveyor.cli.ingest import ingest
 from conveyor.cli.output import JsonOption, err_console, fail, note, print_json, setup_logging
 from conveyor.cli.serve import serve
 from conveyor.cli.settings import make_runtime
+
+# Registers `albums share`, `unshare`, `shares` and `albums link …` on the albums group.
+from conveyor.cli.sharing import link_app as _link_app  # noqa: F401
 from conveyor.cli.signals import stop_on_signals
 from conveyor.cli.storage import storage_app
 from conveyor.cli.vocabulary import vocabulary_app

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
     from conveyor.runtime import Runtime
 
-__all__ = ["albums_app", "media_app", "print_item"]
+__all__ = ["AlbumRef", "Owner", "album_id_of", "albums_app", "media_app", "print_item"]
 
 albums_app = CommandGroup(help="Photo and video albums.")
 media_app = CommandGroup(help="Photos and videos (items) in albums.")
@@ -86,7 +86,7 @@ def print_item(view: dict[str, Any]) -> None:
     console.print(roles)
 
 
-def _album_id(runtime: Runtime, conn: Connection, album: str, owner: str) -> int:
+def album_id_of(runtime: Runtime, conn: Connection, album: str, owner: str) -> int:
     """The album's id, or a not-found exit that hints at ``--owner`` when another owner has it."""
     from conveyor.errors import NotFound
     from conveyor.media import albums as album_views
@@ -197,7 +197,7 @@ def albums_watch(
 
     runtime = make_runtime()
     with runtime.engine.connect() as conn:
-        album_id = _album_id(runtime, conn, album, owner)
+        album_id = album_id_of(runtime, conn, album, owner)
     stop = stop_on_signals()
     broadcast = AlbumBroadcast(runtime.engine, runtime.notifier)
     note(f"watching album {album_id}; Ctrl-C to stop")
@@ -229,7 +229,7 @@ def media_add(
     setup_logging(logging.WARNING)
     runtime = make_runtime()
     with runtime.engine.connect() as conn:
-        album_id = _album_id(runtime, conn, album, owner)
+        album_id = album_id_of(runtime, conn, album, owner)
     out = IntakeOutput("item", len(files), as_json)
     stop = stop_on_signals()
     intake = out.take(
@@ -368,7 +368,7 @@ def media_list(album: AlbumRef, owner: Owner = "me", as_json: JsonOption = False
 
     runtime = make_runtime()
     with runtime.engine.connect() as conn:
-        album_id = _album_id(runtime, conn, album, owner)
+        album_id = album_id_of(runtime, conn, album, owner)
         views = album_views.album_items(conn, album_id)
     if as_json:
         print_json(views)
@@ -468,7 +468,7 @@ def albums_delete(album: AlbumRef, owner: Owner = "me", as_json: JsonOption = Fa
 
     runtime = make_runtime()
     with runtime.engine.connect() as conn:
-        album_id = _album_id(runtime, conn, album, owner)
+        album_id = album_id_of(runtime, conn, album, owner)
     count = delete_album(runtime.engine, runtime.store, runtime.clock, album_id, owner=owner)
     if count is None:
         raise fail(f"album {album_id} does not exist; nothing to delete", ExitCode.NOT_FOUND)

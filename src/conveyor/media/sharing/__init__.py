@@ -36,6 +36,7 @@ __all__ = [
     "create_link",
     "item_access",
     "link_access",
+    "link_album",
     "list_links",
     "list_shares",
     "may_delete",
@@ -308,6 +309,18 @@ def list_links(conn: Connection, album_id: int, *, owner: str, now: float) -> li
         }
         for link in queries.links_of(conn, album_id)
     ]
+
+
+def link_album(conn: Connection, link_id: int, *, owner: str) -> int:
+    """The album of ``owner`` that the link shows.
+
+    Raises:
+        NotFound: no such link to an album of ``owner``.
+    """
+    album_id = queries.link_album(conn, link_id) if 1 <= link_id < 2**63 else None
+    if album_id is None or queries.album_role(conn, album_id, owner) != OWNER:
+        raise NotFound(f"link {link_id} does not exist")
+    return album_id
 
 
 def revoke_link(engine: Engine, album_id: int, link_id: int, *, owner: str) -> bool:

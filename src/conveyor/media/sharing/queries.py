@@ -14,6 +14,7 @@ __all__ = [
     "delete_link",
     "delete_share",
     "insert_link",
+    "link_album",
     "link_by_hash",
     "links_of",
     "put_share",
@@ -143,6 +144,13 @@ def link_by_hash(conn: Connection, token_hash: str) -> RowMapping | None:
     """The link whose token has this SHA-256 (expired or not)."""
     query = select(album_links).where(album_links.c.token_hash == token_hash)
     return conn.execute(query).mappings().first()
+
+
+def link_album(conn: Connection, link_id: int) -> int | None:
+    """The id of the album the link shows, or None when there is no such link."""
+    found = conn.execute(select(album_links.c.album_id).where(album_links.c.id == link_id))
+    album_id = found.scalar()
+    return None if album_id is None else int(album_id)
 
 
 def links_of(conn: Connection, album_id: int) -> Sequence[RowMapping]:
