@@ -15,6 +15,7 @@ from sqlalchemy import Engine
 from conveyor.audio import queries
 from conveyor.audio.deletion import delete_record
 from conveyor.audio.intake import accept_audio
+from conveyor.audio.search import queries as search_queries
 from conveyor.audio.search import search_records
 from conveyor.audio.texts import save_proofread
 from conveyor.errors import RejectedInput
@@ -147,6 +148,42 @@ def test_better_matches_come_first(make_site: MakeSite, corpus: Path) -> None:
     hits = search_records(site.runtime.engine, "alice", "budget")
     assert [h.record_id for h in hits] == [often, once]
     assert hits[0].rank > hits[1].rank
+
+
+def test_only_the_newest_matches_are_ranked_when_more_match_than_that(
+    make_site: MakeSite, corpus: Path, engine: Engine
+) -> None:
+    # A word in more of the owner's texts than search ranks (queries.RANKED; 3 here): the
+    # most recently written are ranked, best first; the older ones are left out.
+    site = make_site()
+    said = [
+        _record(site, corpus, "alice", f"r{n}.wav", [{"start": 0, "end": 9, "text": t}])
+        for n, t in enumerate(["budget " * (5 - n) + "again." for n in range(5)])
+    ]
+    _record(site, corpus, "bob", "bob.wav", [{"start": 0, "end": 9, "text": "Budget."}])
+
+    def found(ranked: int) -> list[int]:
+        with engine.connect() as conn:
+            rows, _ = search_queries.match(conn, "alice", ["budget"], "budget", 10, ranked=ranked)
+        return [int(r["record_id"]) for r in rows]
+
+    assert found(5) == said  # all ranked: the most budgets first (the oldest)
+    assert found(3) == [said[2], said[3], said[4]]  # the newest three, still ranked
+    assert search_queries.RANKED >= 500
+
+
+def test_the_last_word_is_a_prefix_only_from_four_letters(
+    make_site: MakeSite, corpus: Path, engine: Engine
+) -> None:
+    # (SQLite's FTS5; PostgreSQL's dictionaries match whole words.) "bud" would stand for
+    # every word starting so; "budg" is a word being typed.
+    site = make_site()
+    meeting = _record(site, corpus, "alice", "monday.wav", MEETING)
+    assert search_records(engine, "alice", "bud") == []
+    prefixed = [meeting] if engine.dialect.name == "sqlite" else []
+    assert [h.record_id for h in search_records(engine, "alice", "harbour budg")] == prefixed
+    assert search_queries.fts5_query(["the", "bud"]) == '"the" "bud"'
+    assert search_queries.fts5_query(["the", "budg"]) == '"the" "budg" *'
 
 
 def test_the_api_and_the_page_answer_the_same_search(make_site: MakeSite, corpus: Path) -> None:

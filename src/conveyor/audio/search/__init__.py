@@ -7,8 +7,9 @@ the recording where the matched line starts (the page's player starts there). Th
 the line of the text that says most of the query's words, cut from the hit's own text (the
 databases' ``snippet()`` and ``ts_headline`` would read whole transcripts for it). The index is
 written in the same transaction as the texts (:func:`.queries.index_record`), so a saved
-correction is found at once. The web page, ``GET /api/records?q=`` and ``conveyor records
-search`` all call this.
+correction is found at once. Ranking is bounded (:data:`.queries.RANKED`): a word in most
+of 10,000 recordings answers as fast as a rare one (docs/performance.md). The web page,
+``GET /api/records?q=`` and ``conveyor records search`` all call this.
 """
 
 from __future__ import annotations
@@ -93,13 +94,17 @@ def _excerpt(
     if not segments or not terms:
         return (), None
     prefixes = tuple(terms)
-
-    def said(seg: dict[str, Any]) -> int:
-        words = {w.lower() for w in _WORD.findall(str(seg.get("text", "")))}
-        return len({t for t in terms for w in words if w.startswith(t)})
-
-    scores = [said(seg) for seg in segments]
-    at = scores.index(max(scores))
+    # A word starting with the term, as _marked reads it (one scan per term and line, in C;
+    # a 10-minute transcript has ~125 lines).
+    starts = [re.compile(r"(?<!\w)" + re.escape(t)) for t in set(terms)]
+    at, most = 0, -1
+    for n, seg in enumerate(segments):
+        low = str(seg.get("text", "")).lower()
+        count = sum(1 for pattern in starts if pattern.search(low))
+        if count > most:
+            at, most = n, count
+            if count == len(starts):
+                break  # the first line that says them all
     text = str(segments[at].get("text", "")).strip()
     if len(text.split()) < _SNIPPET_WORDS // 2 and at + 1 < len(segments):
         text += " " + str(segments[at + 1].get("text", "")).strip()
@@ -117,8 +122,10 @@ def _excerpt(
 def search_records(engine: Engine, owner: str, query: str, *, limit: int = 20) -> list[Hit]:
     """``owner``'s recordings that match ``query``, best first, at most ``limit``.
 
-    Every word must occur (the last may be the start of a longer one on SQLite); PostgreSQL
-    also reads ``"a phrase"``, ``-word`` and ``or``. An empty query finds nothing.
+    Every word must occur (the last, from four letters, may be the start of a longer one on
+    SQLite); PostgreSQL also reads ``"a phrase"``, ``-word`` and ``or``. When more of the
+    owner's texts match than :data:`.queries.RANKED`, the most recently written of them are
+    ranked. An empty query finds nothing.
 
     Raises:
         RejectedInput: ``invalid_request`` for a query over :data:`MAX_QUERY` characters or

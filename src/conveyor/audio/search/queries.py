@@ -1,7 +1,12 @@
 """Statements of search: keeping ``search_texts`` in step with a record, and the ranked match.
 
 SQLite matches the FTS5 table ``search_texts_fts`` (BM25 rank); PostgreSQL matches the stored
-``tsv`` (``ts_rank``). Snippets are cut from the texts afterwards, for the hits only
+``tsv`` (``ts_rank``). Ranking reads each matched text's positions (a 10-minute transcript's
+``tsvector`` is ~15 KB, stored apart), so it is linear in the matches: only the
+:data:`RANKED` most recently written of the owner's matching texts are ranked, which both
+indexes give cheaply (FTS5 walks its doclist by rowid, newest first, and stops; PostgreSQL's
+GIN index gives the matching rows without reading their ``tsvector``). A query whose matches
+are fewer is ranked exactly. Snippets are cut from the texts afterwards, for the hits only
 (:mod:`conveyor.audio.search`): ``snippet()`` and ``ts_headline`` read whole 10-minute
 transcripts and cost more than the match itself.
 """
@@ -31,6 +36,8 @@ from conveyor.audio.search.dictionaries import dictionary_of
 from conveyor.db.tables import audio_records, search_texts, texts
 
 __all__ = [
+    "PREFIX_FROM",
+    "RANKED",
     "SEARCHED_KINDS",
     "fts5_query",
     "index_record",
@@ -41,6 +48,18 @@ __all__ = [
 
 SEARCHED_KINDS = ("transcript", "proofread")
 """The kinds of ``texts`` search reads (beside the record's title and brief)."""
+
+RANKED = 500
+"""At most this many of the owner's matching texts (the most recently written) are ranked.
+
+A word said in most of 10,000 recordings matches ~10,000 transcripts; ranking them all took
+~1 s (SQLite) and ~150 ms (PostgreSQL) on the benchmark (docs/performance.md), ranking 500
+takes a few milliseconds. Fewer matches are all ranked."""
+
+PREFIX_FROM = 4
+"""On SQLite the query's last word also finds longer words that start with it when it has
+at least this many characters: a shorter one (``the``) would stand for dozens of common words
+whose lists FTS5 must merge in full (40 ms for ``the*`` at 10,000 recordings)."""
 
 
 def index_record(conn: Connection, record_id: int) -> None:
@@ -86,33 +105,49 @@ def index_record(conn: Connection, record_id: int) -> None:
 
 def fts5_query(words: Sequence[str]) -> str:
     """An FTS5 query that matches every one of ``words`` (each quoted: no operator of the
-    person's text is read as syntax), the last also as the start of a longer word."""
+    person's text is read as syntax), the last also as the start of a longer word when it
+    has :data:`PREFIX_FROM` characters or more."""
     quoted = ['"' + w.replace('"', '""') + '"' for w in words]
-    quoted[-1] += " *"
+    if len(words[-1]) >= PREFIX_FROM:
+        quoted[-1] += " *"
     return " ".join(quoted)
 
 
 def match(
-    conn: Connection, owner: str, words: Sequence[str], phrase: str, limit: int
+    conn: Connection,
+    owner: str,
+    words: Sequence[str],
+    phrase: str,
+    limit: int,
+    *,
+    ranked: int = RANKED,
 ) -> tuple[Sequence[RowMapping], list[str]]:
     """The best ``limit`` rows of ``owner``'s ``search_texts`` for the query (``record_id``,
-    ``kind``, ``rank``: higher is better), and the terms to mark in what is shown: the
-    dictionaries' lexemes on PostgreSQL (``meet`` for "meetings"), the words themselves on
-    SQLite.
+    ``kind``, ``rank``: higher is better) among the ``ranked`` most recently written rows
+    that match, and the terms to mark in what is shown: the dictionaries' lexemes on
+    PostgreSQL (``meet`` for "meetings"), the words themselves on SQLite.
 
     Args:
-        words: the query's words (SQLite: all must occur, the last may be a prefix).
+        words: the query's words (SQLite: all must occur, the last may be a prefix, see
+            :func:`fts5_query`).
         phrase: the query as typed (PostgreSQL's ``websearch_to_tsquery``: all words, "quoted
             phrases", ``-not``, ``or``), read by every dictionary the owner's rows use.
+        ranked: how many matching rows are ranked at most (:data:`RANKED`).
     """
     if conn.dialect.name == "sqlite":
+        # The inner SELECT walks the FTS5 doclist newest first and stops at ``ranked`` of
+        # the owner's rows (FTS5 takes ORDER BY rowid DESC itself), so bm25() runs that
+        # often; BM25's document frequencies still count every match, so ranks compare.
         statement = text(
-            "SELECT s.record_id AS record_id, s.kind AS kind, -bm25(search_texts_fts) AS rank "
-            "FROM search_texts_fts JOIN search_texts s ON s.id = search_texts_fts.rowid "
-            "WHERE search_texts_fts MATCH :query AND s.owner = :owner "
-            "ORDER BY bm25(search_texts_fts), s.id DESC LIMIT :limit"
+            "SELECT record_id, kind, rank FROM ("
+            " SELECT s.id AS id, s.record_id AS record_id, s.kind AS kind,"
+            "  -bm25(search_texts_fts) AS rank"
+            " FROM search_texts_fts JOIN search_texts s ON s.id = search_texts_fts.rowid"
+            " WHERE search_texts_fts MATCH :query AND s.owner = :owner"
+            " ORDER BY search_texts_fts.rowid DESC LIMIT :ranked"
+            ") ORDER BY rank DESC, id DESC LIMIT :limit"
         )
-        params = {"query": fts5_query(words), "owner": owner, "limit": limit}
+        params = {"query": fts5_query(words), "owner": owner, "limit": limit, "ranked": ranked}
         return conn.execute(statement, params).mappings().all(), [w.lower() for w in words]
     # The owner's dictionaries, one index probe each (a loose index scan of (owner, config)),
     # not a walk over every row of the owner.
@@ -139,16 +174,25 @@ def match(
             cast(bindparam(f"config_{n}", config), REGCONFIG), bindparam("phrase", phrase)
         )
         query = one if query is None else query.op("||")(one)
-    rank = func.ts_rank(search_texts.c.tsv, query).label("rank")
     # The planner counts a 10-minute transcript's tsvector as cheap to read, but it is stored
     # apart (TOAST): a scan by owner, or of the table, reads every one. The match goes through
     # the GIN index alone (exact for these queries: no row is read to recheck it), and the
-    # owner is checked on the rows it finds (``owner || ''`` keeps the owner index out).
+    # owner is checked on the rows it finds (``owner || ''`` keeps the owner index out). The
+    # matches' ids are gathered first (MATERIALIZED: no tsvector read), then only the newest
+    # ``ranked`` are read again by primary key for ts_rank.
     conn.execute(text("SET LOCAL enable_seqscan = off"))
-    best = (
-        select(search_texts.c.record_id, search_texts.c.kind, cast(rank, Float).label("rank"))
+    matched = (
+        select(search_texts.c.id)
         .where(search_texts.c.owner.concat("") == owner, search_texts.c.tsv.op("@@")(query))
-        .order_by(rank.desc(), search_texts.c.id.desc())
+        .cte("matched")
+        .prefix_with("MATERIALIZED", dialect="postgresql")
+    )
+    newest = select(matched.c.id).order_by(matched.c.id.desc()).limit(ranked).subquery("newest")
+    rank = cast(func.ts_rank(search_texts.c.tsv, query), Float).label("rank")
+    best = (
+        select(search_texts.c.record_id, search_texts.c.kind, rank)
+        .select_from(newest.join(search_texts, search_texts.c.id == newest.c.id))
+        .order_by(rank.desc(), search_texts.c.id.desc())  # (by the label: ranked once)
         .limit(limit)
     )
     rows = conn.execute(best).mappings().all()
