@@ -29,15 +29,15 @@ from python_multipart.multipart import MultipartParser, parse_options_header
 
 from conveyor.api.errors import ApiError
 from conveyor.error_codes import ErrorCode
+from conveyor.names import kept_name
 
-__all__ = ["MultipartFile", "Upload", "boundary_of", "clean_filename"]
+__all__ = ["MultipartFile", "Upload", "boundary_of"]
 
 _MAX_FIELD_BYTES = 16 * 1024
 _MAX_PARTS = 16
 _MAX_PART_HEADERS = 8
 _MAX_HEADER_BYTES = 4 * 1024
 _MAX_BOUNDARY = 200
-_MAX_FILENAME = 255
 _IDENTITY_ENCODINGS = frozenset({"", "7bit", "8bit", "binary"})
 
 
@@ -48,14 +48,6 @@ class Upload:
     filename: str | None = None
     content_type: str | None = None
     fields: dict[str, str] = field(default_factory=dict)
-
-
-def clean_filename(name: str) -> str | None:
-    """A client's file name as we keep it: the last path part, no control characters, at most
-    255 characters (None when nothing is left)."""
-    base = name.replace("\\", "/").rsplit("/", 1)[-1]
-    kept = "".join(c for c in base if c.isprintable())[:_MAX_FILENAME].strip()
-    return kept or None
 
 
 def boundary_of(content_type: str) -> bytes:
@@ -171,7 +163,9 @@ class MultipartFile:
         self._file_seen = True
         self._part = "file"
         if filename:
-            self.upload.filename = clean_filename(filename.decode("utf-8", "replace"))
+            # The bytes as sent (a browser sends UTF-8; another client may not), kept as the
+            # CLI keeps a path's name.
+            self.upload.filename = kept_name(filename)
         self.upload.content_type = self._headers.get("content-type")
 
     def _on_part_data(self, data: bytes, start: int, end: int) -> None:

@@ -29,9 +29,9 @@ from conveyor.api.state import ApiState, State
 from conveyor.api.uploads import (
     KEEP_DUPLICATE,
     Upload,
-    clean_filename,
     keep_duplicate_chosen,
     receive_upload,
+    sent_name,
     upload_responses,
 )
 from conveyor.errors import Duplicate, NotFound
@@ -237,7 +237,7 @@ async def upload_item(
             album_id=album_id,
             owner=album_owner,
             added_by=owner.name,
-            original_name=clean_filename(name) if name else upload.filename,
+            original_name=sent_name(request) if name else upload.filename,
             max_pixels=runtime.settings.media.max_pixels,
             max_bytes=max_bytes,
             on_insert=once.recorder(runtime.clock),

@@ -33,9 +33,9 @@ from conveyor.api.state import ApiState, State
 from conveyor.api.text_formats import srt, vtt
 from conveyor.api.uploads import (
     Upload,
-    clean_filename,
     keep_duplicate_chosen,
     receive_upload,
+    sent_name,
     upload_responses,
 )
 from conveyor.audio import queries
@@ -243,7 +243,7 @@ async def upload_record(
             runtime.clock,
             chunks,
             owner=owner.name,
-            original_name=clean_filename(name) if name else upload.filename,
+            original_name=sent_name(request) if name else upload.filename,
             title=chosen.title,
             language=chosen.language,
             raw_pcm=raw_pcm,

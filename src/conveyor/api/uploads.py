@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
+from urllib.parse import parse_qsl
 
 import anyio
 import anyio.from_thread
@@ -44,11 +45,12 @@ from starlette.types import Message
 from conveyor.api.body import BodyChunks
 from conveyor.api.errors import ApiError
 from conveyor.api.headers import header_int
-from conveyor.api.multipart import MultipartFile, Upload, boundary_of, clean_filename
+from conveyor.api.multipart import MultipartFile, Upload, boundary_of
 from conveyor.api.schemas import ErrorBody
 from conveyor.api.state import ApiState, state_of
 from conveyor.error_codes import ErrorCode
 from conveyor.errors import RejectedInput
+from conveyor.names import kept_name
 from conveyor.objects.outage import STORAGE
 
 __all__ = [
@@ -56,13 +58,25 @@ __all__ = [
     "BodyChunks",
     "Upload",
     "check_length",
-    "clean_filename",
     "keep_duplicate_chosen",
     "receive_upload",
+    "sent_name",
     "upload_responses",
 ]
 
 T = TypeVar("T")
+
+
+def sent_name(request: Request) -> str | None:
+    """The raw body's ``?name=`` as it is kept (:func:`conveyor.names.kept_name`), read from
+    the query's bytes: a percent-escaped byte that is not UTF-8 is kept ``\\xNN``, as the
+    CLI keeps it, where the parsed parameter would hold U+FFFD; None without a name."""
+    query = request.scope.get("query_string", b"").decode("latin-1")
+    for key, value in parse_qsl(query, keep_blank_values=True, encoding="latin-1"):
+        if key == "name":
+            return kept_name(value.encode("latin-1"))
+    return None
+
 
 #: The text part (or query parameter) that keeps a second copy of content already held.
 KEEP_DUPLICATE = "keep_duplicate"

@@ -26,6 +26,7 @@ from rich.text import Text
 
 from conveyor.cli.output import err_console, print_json_line
 from conveyor.cli.signals import holding_interrupts, interrupt_pending
+from conveyor.names import kept_name, readable
 
 if TYPE_CHECKING:
     from conveyor.errors import RejectedInput
@@ -50,16 +51,13 @@ Accept = Callable[[Iterator[bytes], str], int]
 Known = Callable[[str], "int | None"]
 
 
-#: Longest name kept with a record or item, as the HTTP intake keeps it.
-_MAX_NAME = 255
-
-
 def shown_name(path: Path | str) -> str:
     """``path`` as text a terminal, a JSON reader and the database all take: bytes that are not
     UTF-8 (kept by Python as surrogate escapes) written ``\\xNN``, and characters that would
-    break a line (a newline, a tab, other control characters) written as escapes too."""
-    text = os.fsencode(str(path)).decode("utf-8", errors="backslashreplace")
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    break a line (a newline, a tab, other control characters) written as escapes too
+    (:func:`conveyor.names.readable`; the name kept with the file is
+    :func:`conveyor.names.kept_name`, the same form as an HTTP upload's)."""
+    return readable(os.fsencode(str(path)))
 
 
 class _ReadFailed(Exception):
@@ -186,7 +184,8 @@ def accept_files(
                 if existing is None and problem is None:
                     try:
                         with path.open("rb") as handle:
-                            new_id = accept(_chunks(handle), shown_name(path.name)[:_MAX_NAME])
+                            kept = kept_name(os.fsencode(path.name)) or name
+                            new_id = accept(_chunks(handle), kept)
                     except Duplicate as exc:  # stored by someone else since it was looked up
                         existing = exc.existing_id
                     else:

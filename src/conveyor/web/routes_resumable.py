@@ -43,12 +43,13 @@ from starlette.responses import Response
 from conveyor.api.errors import ApiError
 from conveyor.api.record_choices import record_choices
 from conveyor.api.state import ApiState, State
-from conveyor.api.uploads import Upload, clean_filename, receive_upload
+from conveyor.api.uploads import Upload, receive_upload
 from conveyor.audio.intake import accept_audio
 from conveyor.error_codes import ErrorCode
 from conveyor.errors import Duplicate, NotFound, RejectedInput
 from conveyor.media import queries as media_queries
 from conveyor.media.intake import accept_media
+from conveyor.names import kept_name
 from conveyor.web.auth import CsrfHeader
 from conveyor.web.routes_records import UPLOAD_FIELDS
 
@@ -81,7 +82,9 @@ def _metadata(header: str) -> dict[str, str]:
             continue
         key, _, value = pair.partition(" ")
         try:
-            found[key] = base64.b64decode(value.strip(), validate=True).decode() if value else ""
+            raw = base64.b64decode(value.strip(), validate=True) if value else b""
+            # A file name's bytes need not be UTF-8 (kept escaped, as everywhere); the rest must.
+            found[key] = raw.decode(errors="surrogateescape" if key == "filename" else "strict")
         except (binascii.Error, UnicodeDecodeError):
             raise ApiError(
                 ErrorCode.BAD_REQUEST, f"Upload-Metadata {key!r} is not base64 UTF-8"
@@ -197,7 +200,7 @@ async def tus_create(request: Request, state: State, viewer: CsrfHeader) -> Resp
             "owner": viewer.name,
             "length": length,
             "target": target,
-            "filename": clean_filename(meta.get("filename", "")),
+            "filename": kept_name(meta.get("filename", "")),
             "fields": {k: v for k, v in meta.items() if k in UPLOAD_FIELDS},
             "created": now,
         }
