@@ -33,8 +33,8 @@ def delete_record(
 ) -> bool:
     """Delete the recording ``record_id`` (of ``owner`` when given) with all it has.
 
-    The record's journal rows go with it (D14; an embedded SQLite database may reuse the id);
-    the operator's log keeps a line.
+    The record's journal rows go with it (D14); the operator's log keeps a line. Its id is not
+    given to another record afterwards (revision 0015 on SQLite; PostgreSQL's sequences).
 
     Returns:
         True when the record existed and is gone now; False when there was none.

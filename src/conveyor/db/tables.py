@@ -197,6 +197,9 @@ audio_records = Table(
     Column("detected_language", String(16), nullable=True),
     *queue_columns(),
     Index("ix_audio_records_owner", "owner", "id"),
+    # Ids are never handed out again after a deletion (revision 0015): links and Locations
+    # name one recording for good. PostgreSQL's sequences never reuse one anyway.
+    sqlite_autoincrement=True,
 )
 
 
@@ -401,6 +404,7 @@ albums = Table(
     Column("name", String(200), nullable=False),
     Column("created_at", Double, nullable=False),
     UniqueConstraint("owner", "name"),
+    sqlite_autoincrement=True,  # ids never reused (revision 0015)
 )
 
 # An album shared with another user: ``viewer`` sees it, ``contributor`` also adds to it.
@@ -460,6 +464,7 @@ media_items = Table(
     *queue_columns(),
     CheckConstraint(sql_in("kind", MediaKind), name="kind"),
     Index("ix_media_items_album", "album_id", "id"),
+    sqlite_autoincrement=True,  # ids never reused (revision 0015)
 )
 
 # Read backwards for "newest first" (M6): uploaded_at DESC, id DESC.

@@ -35,7 +35,7 @@ def _remove_item(conn: Connection, item: RowMapping) -> list[str]:
     file_ids = queries.file_ids_of_item(conn, item_id)
     queries.delete_item(conn, item_id)
     keys = delete_file_rows(conn, file_ids)
-    # The journal goes with the item: an embedded SQLite database may reuse the id (D14).
+    # The journal goes with the item (D14): nothing of it is left to read as another's.
     pipeline_queries.delete_events(conn, domain="media", record_id=item_id)
     return keys
 
