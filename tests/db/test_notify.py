@@ -1,11 +1,15 @@
-"""Wake-ups: an idle worker wakes for new work and when a short retry pause ends."""
+"""Wake-ups: an idle worker wakes for new work (announced in the transaction that makes it)
+and when a short retry pause ends."""
 
 from __future__ import annotations
 
 import threading
 import time
 
-from conveyor.db.notify import Notifier
+import pytest
+from sqlalchemy import Engine, text
+
+from conveyor.db.notify import Notifier, announce_work
 
 
 def test_wait_times_out_without_a_wake_up() -> None:
@@ -37,3 +41,32 @@ def test_a_scheduled_wake_up_ends_every_wait_early_and_only_once() -> None:
     assert results == [True, True, True]
     assert time.monotonic() - started < 29  # woken by the schedule, not by the timeout
     assert notifier.wait(notifier.generation, 0.05) is False  # consumed, not repeating
+
+
+def test_announced_work_wakes_this_process_after_the_commit_and_never_on_rollback(
+    engine: Engine,
+) -> None:
+    """Intake and resume say ``announce_work`` in their transaction and publish nothing else:
+    the notifiers of the engine wake once the work is committed, not before, not on rollback."""
+    notifier = Notifier(engine)
+    since = notifier.generation
+    with engine.begin() as conn:
+        announce_work(conn)
+        assert notifier.generation == since  # not yet visible to a woken worker
+    assert notifier.generation == since + 1
+
+    since = notifier.generation
+    with pytest.raises(RuntimeError), engine.begin() as conn:
+        announce_work(conn)
+        raise RuntimeError("the intake failed")
+    with engine.begin() as conn:  # the same pooled connection, nothing announced
+        conn.execute(text("SELECT 1"))
+    assert notifier.generation == since
+
+
+def test_every_notifier_of_the_engine_hears_announced_work(engine: Engine) -> None:
+    pool_side, web_side = Notifier(engine), Notifier(engine)
+    before = (pool_side.generation, web_side.generation)
+    with engine.begin() as conn:
+        announce_work(conn)
+    assert (pool_side.generation, web_side.generation) == (before[0] + 1, before[1] + 1)

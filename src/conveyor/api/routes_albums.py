@@ -284,8 +284,6 @@ async def upload_item(
             await anyio.to_thread.run_sync(check_album)
             item_id = await anyio.to_thread.run_sync(once.winner_of, runtime.engine, exc)
             response.headers[REPLAYED] = "true"
-        else:
-            await anyio.to_thread.run_sync(runtime.notifier.publish)
     response.headers["Location"] = f"/api/items/{item_id}"
     item = await anyio.to_thread.run_sync(_item_of, state, item_id, owner.name)
     return {**item, "duplicate": False}
@@ -427,5 +425,4 @@ def resume_item(state: State, owner: Owner, item_id: ItemId) -> dict[str, Any]:
         item, _access = item_access(conn, item_id, owner.name)
         owned_album(conn, int(item["album_id"]), owner.name)
     resume(runtime.engine, runtime.media, item_id, clock=runtime.clock)
-    runtime.notifier.publish()
     return _item_of(state, item_id, owner.name)

@@ -206,7 +206,6 @@ async def create_transcription(request: Request, state: State, owner: Owner) -> 
     except Duplicate as exc:
         # The same recording again: its record's transcript is the answer (kept once).
         record_id = exc.existing_id
-    await anyio.to_thread.run_sync(runtime.notifier.publish)
     row = await _settled(state, record_id, owner.name)
     address = f"/api/records/{record_id}"
     if row["halted_at"] is not None:

@@ -272,7 +272,6 @@ async def upload_record(
     except IntegrityError as exc:  # a concurrent retry with the same key created it first
         winner = await anyio.to_thread.run_sync(once.winner_of, runtime.engine, exc)
         return await _answer(state, response, winner, owner.name, replayed=True)
-    await anyio.to_thread.run_sync(runtime.notifier.publish)
     return await _answer(state, response, record_id, owner.name, replayed=False)
 
 
@@ -552,5 +551,4 @@ def resume_record(state: State, owner: Owner, record_id: RecordId) -> dict[str, 
     runtime = state.runtime
     _own_record(state, record_id, owner.name)
     resume(runtime.engine, runtime.audio, record_id, clock=runtime.clock)
-    runtime.notifier.publish()
     return _own_card(state, record_id, owner.name)

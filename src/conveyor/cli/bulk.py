@@ -89,8 +89,6 @@ def resume_command(
             console.print(f"  ids: {shown}{more}", highlight=False)
         return
     done = resume_many(runtime.engine, domain, chosen, clock=runtime.clock)
-    if done.resumed:
-        runtime.notifier.publish()
     if as_json:
         print_json(
             {

@@ -497,7 +497,6 @@ def _resume_item(item_id: int) -> None:
             f"{state_of(row, runtime.clock.now())}",
             ExitCode.CONFLICT,
         ) from None
-    runtime.notifier.publish()
     console.print(
         f"item {item_id} resumed at stage {stage}; a running `conveyor worker` (or "
         "`conveyor serve`) moves it on"

@@ -378,7 +378,6 @@ def _resume_one(record_id: int) -> None:
             f"{state_of(row, runtime.clock.now())}",
             ExitCode.CONFLICT,
         ) from None
-    runtime.notifier.publish()
     console.print(
         f"record {record_id} resumed at stage {stage}; a running `conveyor worker` (or "
         "`conveyor serve`) moves it on"

@@ -1,5 +1,11 @@
 """Wake-ups for idle workers: in-process always, plus LISTEN/NOTIFY across processes on PostgreSQL.
 
+Whoever makes work claimable says so once, with :func:`announce_work` in its transaction
+(admission, resume, a hand-off between lanes): the notifiers of this process built on the same
+engine wake when that transaction's connection goes back to the pool (after the commit, so the
+woken worker sees the work), and on PostgreSQL every listening process hears it at commit.
+Callers never publish by hand after an intake or a resume.
+
 SQLite has no cross-process signal, so there a worker in another process finds new work on its
 next poll (``[pipeline] poll_interval``). The generation counter makes a wake-up that arrives
 between "found no work" and "start waiting" still count (no lost wake-ups).
@@ -10,9 +16,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import weakref
 from typing import Any
 
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Connection, Engine, event, text
 
 from conveyor.db import outage
 from conveyor.db.engine import is_postgresql
@@ -22,26 +29,64 @@ __all__ = ["CHANNEL", "Notifier", "announce_work"]
 CHANNEL = "conveyor_work"
 log = logging.getLogger("conveyor.notify")
 
+# Marks on the pooled connection's info: announced in the open transaction, then committed and
+# not yet told to this process's notifiers.
+_ANNOUNCED = "conveyor.work_announced"
+_COMMITTED = "conveyor.work_committed"
+_LOCAL: weakref.WeakKeyDictionary[Engine, weakref.WeakSet[Notifier]] = weakref.WeakKeyDictionary()
+
 
 def announce_work(conn: Connection) -> None:
-    """Tell listening processes, when ``conn``'s transaction commits, that work may be claimable.
+    """Say, in ``conn``'s open transaction, that work may be claimable once it commits.
 
-    PostgreSQL delivers the notification at commit and folds identical ones of one transaction
-    into one, so a batch of hand-offs costs one wake-up. SQLite has no such signal: no-op.
+    After the commit, this process's notifiers of ``conn``'s engine wake; on PostgreSQL the
+    notification reaches every listening process at commit (identical ones of one transaction
+    fold into one, so a batch of hand-offs costs one wake-up). A rollback tells no one.
     """
     if conn.dialect.name == "postgresql":
         conn.execute(text("SELECT pg_notify(:channel, '')"), {"channel": CHANNEL})
+    conn.info[_ANNOUNCED] = True
+
+
+def _local_notifiers(engine: Engine) -> weakref.WeakSet[Notifier]:
+    """The notifiers of ``engine`` in this process, hearing its commits from the first one on."""
+    found = _LOCAL.get(engine)
+    if found is not None:
+        return found
+    found = _LOCAL[engine] = weakref.WeakSet()
+    notifiers = found  # the listeners hold the set, not the engine
+
+    def committed(conn: Connection) -> None:
+        if conn.info.pop(_ANNOUNCED, False):
+            conn.info[_COMMITTED] = True
+
+    def rolled_back(conn: Connection) -> None:
+        conn.info.pop(_ANNOUNCED, None)
+
+    def checked_in(_dbapi: Any, record: Any) -> None:
+        # The pool takes the connection back after its transaction ended: the work is visible.
+        if record is not None and record.info.pop(_COMMITTED, False):
+            for notifier in list(notifiers):
+                notifier.wake_local()
+
+    event.listen(engine, "commit", committed)
+    event.listen(engine, "rollback", rolled_back)
+    event.listen(engine, "checkin", checked_in)
+    return found
 
 
 class Notifier:
     """Wake workers when new work may be claimable.
 
     Args:
-        engine: the database; on PostgreSQL, :meth:`start_listening` also hears other processes.
+        engine: the database; work announced on it (:func:`announce_work`) wakes this notifier,
+            and on PostgreSQL :meth:`start_listening` also hears other processes.
     """
 
     def __init__(self, engine: Engine | None = None) -> None:
         self._engine = engine
+        if engine is not None:
+            _local_notifiers(engine).add(self)
         self._cond = threading.Condition()
         self._generation = 0
         self._due: float | None = None

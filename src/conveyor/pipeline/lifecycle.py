@@ -128,7 +128,8 @@ def admit(
 
     Writes the record into the declaration's table (``fields`` plus unclaimed, unhalted queue
     columns dated by the database's clock, D17), its ``accepted`` journal row with origin
-    ``human`` (D14), and tells idle workers of other processes (PostgreSQL, at commit).
+    ``human`` (D14), and announces the work: idle workers of this process wake after the commit,
+    those of other processes at commit (PostgreSQL); the caller publishes nothing.
 
     Returns:
         The new record's id.
@@ -420,7 +421,8 @@ def apply_outcome(
 def resume(engine: Engine, domain: Domain, record_id: int, *, clock: Clock) -> str:
     """Resume a halted record from the stage it reached, in one action (P9).
 
-    Writes a ``record_events`` row with origin ``human``.
+    Writes a ``record_events`` row with origin ``human``; idle workers of this process and, on
+    PostgreSQL, of every process wake after the commit (the caller publishes nothing).
 
     Returns:
         The stage the record continues from.
@@ -443,7 +445,8 @@ def resume(engine: Engine, domain: Domain, record_id: int, *, clock: Clock) -> s
 def _resume_one(
     conn: Connection, domain: Domain, record_id: int, now: ColumnElement[float], *, by: str
 ) -> str | None:
-    """Resume one halted record inside ``conn`` and journal it (origin ``human``, P9, D14).
+    """Resume one halted record inside ``conn``, journal it (origin ``human``, P9, D14) and
+    announce the work (idle workers wake after the commit).
 
     Returns the stage it continues from, or ``None`` when it is not halted or does not exist.
     """
@@ -459,6 +462,7 @@ def _resume_one(
             origin="human",
             now=now,
         )
+        announce_work(conn)
     return stage
 
 

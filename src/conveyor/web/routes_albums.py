@@ -159,7 +159,6 @@ async def album_upload(
     except Duplicate as exc:
         url = f"/items/{exc.existing_id}"
         return JSONResponse({"id": exc.existing_id, "url": url, "duplicate": True})
-    await anyio.to_thread.run_sync(runtime.notifier.publish)
     return JSONResponse({"id": item_id, "url": f"/items/{item_id}"}, status_code=201)
 
 
@@ -241,7 +240,6 @@ def item_resume(state: State, viewer: Csrf, item_id: ItemId) -> Response:
     _item(state, item_id, viewer.name)
     with contextlib.suppress(Conflict):
         resume(runtime.engine, runtime.media, item_id, clock=runtime.clock)
-    runtime.notifier.publish()
     return RedirectResponse(f"/items/{item_id}", status_code=303)
 
 

@@ -219,7 +219,6 @@ def operator_resume(
     except ValueError:
         raise RejectedInput(ErrorCode.INVALID_REQUEST, "the set of ids is malformed") from None
     report = resume_many(runtime.engine, _domain(state, domain), frozen, clock=runtime.clock)
-    runtime.notifier.publish()
     return render(
         request,
         "operator_done.html",
@@ -268,7 +267,6 @@ def operator_row_resume(
         resume(runtime.engine, _domain(state, domain), row_id, clock=runtime.clock)
     except Conflict:
         return _back(f"The {what} of {owner} is not halted any more.")
-    runtime.notifier.publish()
     return _back(f"Resumed the {what} of {owner}.")
 
 

@@ -183,7 +183,6 @@ async def upload_recording(request: Request, state: State, viewer: CsrfHeader) -
     except Duplicate as exc:
         url = f"/records/{exc.existing_id}"
         return JSONResponse({"id": exc.existing_id, "url": url, "duplicate": True})
-    await anyio.to_thread.run_sync(runtime.notifier.publish)
     return JSONResponse({"id": record_id, "url": f"/records/{record_id}"}, status_code=201)
 
 
@@ -373,7 +372,6 @@ def record_resume(state: State, viewer: Csrf, record_id: RecordId) -> Response:
         resume(runtime.engine, runtime.audio, record_id, clock=runtime.clock)
     except Conflict:
         return _back(record_id, error="It is not halted any more.")
-    runtime.notifier.publish()
     return _back(record_id, saved="resumed")
 
 

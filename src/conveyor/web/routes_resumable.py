@@ -276,7 +276,6 @@ async def tus_patch(
     if offset < length:
         return Response(status_code=204, headers=headers)
     result = await anyio.to_thread.run_sync(_finish, state, folder, upload_id, saved)
-    await anyio.to_thread.run_sync(state.runtime.notifier.publish)
     return Response(status_code=204, headers={**headers, "Conveyor-Result": result})
 
 
