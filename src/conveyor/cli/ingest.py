@@ -247,7 +247,7 @@ def ingest(
             if as_json:
                 out.result({**card, "transcript": body})
             else:
-                print_card(card, body, state_of(row, runtime.clock.now()))
+                print_card(card, body, state_of(row, runtime.audio, runtime.clock.now()))
             done += bool(card["done"])
             halted_count += bool(card["halted"])
     out.finish(intake, done, halted_count, len(deleted), stopped=stop.is_set())

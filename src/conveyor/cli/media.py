@@ -494,7 +494,7 @@ def _resume_item(item_id: int) -> None:
             raise fail(f"item {item_id} does not exist", ExitCode.NOT_FOUND) from None
         raise fail(
             f"item {item_id} is not halted, so there is nothing to resume: it is "
-            f"{state_of(row, runtime.clock.now())}",
+            f"{state_of(row, runtime.media, runtime.clock.now())}",
             ExitCode.CONFLICT,
         ) from None
     console.print(

@@ -26,6 +26,7 @@ from conveyor.cli.settings import make_runtime
 if TYPE_CHECKING:
     from sqlalchemy import RowMapping
 
+    from conveyor.pipeline import Domain
     from conveyor.runtime import Runtime
 
 __all__ = ["app", "print_card", "state_of"]
@@ -38,23 +39,26 @@ RecordId = Annotated[
 ]
 
 
-def state_of(row: RowMapping, now: float) -> str:
-    """Where a record or item is, for a person: done, halted, being worked on, or waiting."""
-    if row["halted_at"] is not None:
-        return f"halted at stage {row['stage']} ({row['halt_reason']})"
-    if row["stage"] == "done":
-        return "done"
-    expires = row["claim_expires_at"]
-    if row["claim_token"] is not None and expires is not None and float(expires) > now:
-        return f"at stage {row['stage']}, a worker is on it"
-    if row["retry_at"] is not None and float(row["retry_at"]) > now:
-        if not row["attempts"]:
+def state_of(row: RowMapping, domain: Domain, now: float) -> str:
+    """Where a record or item is, for a person: done, halted, being worked on, or waiting
+    (its :func:`~conveyor.pipeline.status.status_of` in words)."""
+    from conveyor.pipeline.status import RecordState, status_of
+
+    status = status_of(row, domain, now)
+    stage = status.stage
+    match status.state:
+        case RecordState.HALTED:
+            return f"halted at stage {stage} ({row['halt_reason']})"
+        case RecordState.DONE:
+            return stage
+        case RecordState.WORKING:
+            return f"at stage {stage}, a worker is on it"
+        case RecordState.RETRYING if status.postponed:
             # Postponed (D6): a provider busy, unreachable or still working is not a failure.
-            return f"at stage {row['stage']}, waiting for its next try"
-        return (
-            f"at stage {row['stage']}, waiting to retry after {row['attempts']} failed attempt(s)"
-        )
-    return f"at stage {row['stage']}, waiting for a worker (`conveyor worker` or `conveyor serve`)"
+            return f"at stage {stage}, waiting for its next try"
+        case RecordState.RETRYING:
+            return f"at stage {stage}, waiting to retry after {status.attempts} failed attempt(s)"
+    return f"at stage {stage}, waiting for a worker (`conveyor worker` or `conveyor serve`)"
 
 
 def print_card(card: dict[str, Any], transcript: str | None, status: str | None = None) -> None:
@@ -249,7 +253,7 @@ def show(
         row = _record(runtime, conn, record_id)
         text = export_text(conn, record_id)
         card = described_card(conn, row)
-    status = state_of(row, runtime.clock.now())
+    status = state_of(row, runtime.audio, runtime.clock.now())
     if as_json:
         card["transcript"] = text["body"] if text else None
         print_json(card)
@@ -375,7 +379,7 @@ def _resume_one(record_id: int) -> None:
             row = _record(runtime, conn, record_id)
         raise fail(
             f"record {record_id} is not halted, so there is nothing to resume: it is "
-            f"{state_of(row, runtime.clock.now())}",
+            f"{state_of(row, runtime.audio, runtime.clock.now())}",
             ExitCode.CONFLICT,
         ) from None
     console.print(

@@ -17,6 +17,7 @@ from conveyor.media import albums as album_views
 from conveyor.media import queries as media_queries
 from conveyor.pipeline import Domain
 from conveyor.pipeline.queries import claim_order
+from conveyor.pipeline.status import RecordState, status_of
 from conveyor.web import queries
 from conveyor.web.words import duration_words, halt_words, stage_words
 
@@ -28,17 +29,11 @@ def _progress(
 ) -> dict[str, Any]:
     """Stage, halt, time in stage and place in its lane's queue of a record or item row
     (``count_place=False``: the place is left for :func:`_fill_places`)."""
-    halted = row["halted_at"] is not None
-    done = row["stage"] in domain.terminal_stages
-    working = (
-        not halted
-        and row["claim_token"] is not None
-        and row["claim_expires_at"] is not None
-        and float(row["claim_expires_at"]) > now
-    )
-    retry_at = row["retry_at"]
-    retrying = not (halted or done or working) and retry_at is not None and float(retry_at) > now
-    waiting = not (halted or done or working or retrying)
+    status = status_of(row, domain, now)
+    halted, done = status.state is RecordState.HALTED, status.terminal
+    working, retrying = status.state is RecordState.WORKING, status.state is RecordState.RETRYING
+    waiting = status.state is RecordState.WAITING
+    retry_at = status.retry_at
     place: int | None = None
     if waiting and count_place:
         place = queries.place_in_queue(conn, domain, row, now)
@@ -56,8 +51,8 @@ def _progress(
         "place": place,
         "retrying": retrying,
         "attempts": int(row["attempts"] or 0),
-        "retry_in": duration_words(max(1.0, float(retry_at) - now)) if retrying else "",
-        "retry_at": iso_utc(float(retry_at)) if retrying else None,
+        "retry_in": duration_words(max(1.0, retry_at - now)) if retry_at is not None else "",
+        "retry_at": iso_utc(retry_at) if retry_at is not None else None,
         "stage_entered_at": iso_utc(entered),
         "time_in_stage": duration_words(now - entered),
     }
