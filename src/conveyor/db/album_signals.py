@@ -1,29 +1,28 @@
 """Per-album wake-ups for live event streams: NOTIFY in the writer's transaction on PostgreSQL,
-one LISTEN connection per process.
+heard on the process's one LISTEN connection.
 
 A step that writes an album event (or a deletion of the album) calls :func:`notify_album` in
 the same transaction; PostgreSQL delivers the notification on commit, to every process that
-listens. :class:`AlbumSignals` keeps a counter per album that grows with each notification, so
-a process's one reader per album (:mod:`conveyor.api.live`) reads the outbox exactly when
-there is something to read, and idle albums cost no query at all. SQLite has no such signal:
-there the readers poll (once per album and process, not once per subscriber).
+listens (on the process's one ``LISTEN`` connection, :mod:`conveyor.db.listener`, shared with
+the pool's wake-ups). :class:`AlbumSignals` keeps a counter per album that grows with each
+notification, so a process's one reader per album (:mod:`conveyor.api.live`) reads the
+outbox exactly when there is something to read, and idle albums cost no query at all. SQLite
+has no such signal: there the readers poll (once per album and process, not once per
+subscriber).
 """
 
 from __future__ import annotations
 
-import logging
 import threading
-from typing import Any
 
 from sqlalchemy import Connection, Engine, text
 
-from conveyor.db import outage
 from conveyor.db.engine import is_postgresql
+from conveyor.db.listener import Subscription, listener_of
 
 __all__ = ["ALBUM_CHANNEL", "AlbumSignals", "notify_album"]
 
 ALBUM_CHANNEL = "conveyor_albums"
-log = logging.getLogger("conveyor.notify")
 
 
 def notify_album(conn: Connection, album_id: int) -> None:
@@ -49,8 +48,7 @@ class AlbumSignals:
         self._engine = engine
         self._counts: dict[int, int] = {}
         self._lock = threading.Lock()
-        self._closing = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._subscription: Subscription | None = None
         self.listening = False
 
     def generation(self, album_id: int) -> int:
@@ -63,35 +61,28 @@ class AlbumSignals:
             self._counts[album_id] = self._counts.get(album_id, 0) + 1
 
     def start(self) -> None:
-        """On PostgreSQL, start hearing notifications (a daemon thread); nothing on SQLite."""
-        if not is_postgresql(self._engine) or self._thread is not None:
+        """On PostgreSQL, start hearing notifications (the process's one
+        :class:`~conveyor.db.listener.Listener` of the engine); nothing on SQLite."""
+        if not is_postgresql(self._engine) or self._subscription is not None:
             return
-        self._thread = threading.Thread(target=self._listen, name="conveyor-albums", daemon=True)
-        self._thread.start()
+        self._subscription = Subscription(
+            ALBUM_CHANNEL, heard=self._heard, listening=self._listening, lost=self._lost
+        )
+        listener_of(self._engine).subscribe(self._subscription)
 
     def close(self) -> None:
         """Stop listening."""
-        self._closing.set()
+        if self._subscription is not None:
+            listener_of(self._engine).unsubscribe(self._subscription)
+            self._subscription = None
+        self.listening = False
 
-    def _listen(self) -> None:
-        import psycopg
+    def _heard(self, payload: str) -> None:
+        if payload.isascii() and payload.isdigit():
+            self.bump(int(payload))
 
-        url = self._engine.url.set(drivername="postgresql")
-        dsn = url.render_as_string(hide_password=False)
-        while not self._closing.is_set():
-            try:
-                conn: Any = psycopg.connect(dsn, autocommit=True)
-                with conn:
-                    conn.execute(f"LISTEN {ALBUM_CHANNEL}")
-                    self.listening = True
-                    while not self._closing.is_set():
-                        for note in conn.notifies(timeout=1.0):
-                            if note.payload.isascii() and note.payload.isdigit():
-                                self.bump(int(note.payload))
-            except Exception as exc:
-                self.listening = False
-                wrapped = outage.as_outage(exc)
-                if not outage.DATABASE.failed(wrapped, "album listener"):
-                    log.warning("album listener lost its connection; retrying", exc_info=True)
-                self._closing.wait(2.0)
+    def _listening(self, _times: int) -> None:
+        self.listening = True
+
+    def _lost(self) -> None:
         self.listening = False

@@ -23,6 +23,7 @@ from sqlalchemy import Connection, Engine, event, text
 
 from conveyor.db import outage
 from conveyor.db.engine import is_postgresql
+from conveyor.db.listener import Subscription, listener_of
 
 __all__ = ["CHANNEL", "Notifier", "announce_work"]
 
@@ -90,10 +91,10 @@ class Notifier:
         self._cond = threading.Condition()
         self._generation = 0
         self._due: float | None = None
-        self._listener: threading.Thread | None = None
-        self._closing = threading.Event()
+        self._subscription: Subscription | None = None
         self.connections = 0
-        """Connections the listener has made (on PostgreSQL); each after the first wakes."""
+        """Times the listener has listened for this notifier (on PostgreSQL); each after the
+        first wakes."""
 
     @property
     def generation(self) -> int:
@@ -150,37 +151,24 @@ class Notifier:
             return True
 
     def start_listening(self) -> None:
-        """On PostgreSQL, hear wake-ups published by other processes (a daemon thread)."""
-        if self._engine is None or not is_postgresql(self._engine) or self._listener:
+        """On PostgreSQL, hear wake-ups published by other processes (the process's one
+        :class:`~conveyor.db.listener.Listener` of the engine)."""
+        if self._engine is None or not is_postgresql(self._engine) or self._subscription:
             return
-        self._listener = threading.Thread(target=self._listen, name="conveyor-listen", daemon=True)
-        self._listener.start()
+        self._subscription = Subscription(
+            CHANNEL, heard=lambda _payload: self.wake_local(), listening=self._listening
+        )
+        listener_of(self._engine).subscribe(self._subscription)
+
+    def _listening(self, times: int) -> None:
+        self.connections = times
+        if times > 1:
+            # Wake-ups sent while no connection listened are lost: look once now.
+            self.wake_local()
 
     def close(self) -> None:
         """Stop listening."""
-        self._closing.set()
+        if self._engine is not None and self._subscription is not None:
+            listener_of(self._engine).unsubscribe(self._subscription)
+            self._subscription = None
         self.wake_local()
-
-    def _listen(self) -> None:
-        import psycopg
-
-        assert self._engine is not None
-        url = self._engine.url.set(drivername="postgresql")
-        dsn = url.render_as_string(hide_password=False)
-        while not self._closing.is_set():
-            try:
-                conn: Any = psycopg.connect(dsn, autocommit=True)
-                with conn:
-                    conn.execute(f"LISTEN {CHANNEL}")
-                    outage.DATABASE.succeeded()
-                    self.connections += 1
-                    if self.connections > 1:
-                        # Wake-ups sent while no connection listened are lost: look once now.
-                        self.wake_local()
-                    while not self._closing.is_set():
-                        for _ in conn.notifies(timeout=1.0, stop_after=1):
-                            self.wake_local()
-            except Exception as exc:
-                if not outage.DATABASE.failed(outage.as_outage(exc), "wake-up listener"):
-                    log.warning("wake-up listener lost its connection; retrying", exc_info=True)
-                self._closing.wait(2.0)
