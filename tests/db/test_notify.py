@@ -9,6 +9,8 @@ import time
 import pytest
 from sqlalchemy import Engine, text
 
+from conveyor.db.album_signals import AlbumSignals, notify_album
+from conveyor.db.engine import make_engine
 from conveyor.db.notify import Notifier, announce_work
 
 
@@ -70,3 +72,41 @@ def test_every_notifier_of_the_engine_hears_announced_work(engine: Engine) -> No
     with engine.begin() as conn:
         announce_work(conn)
     assert (pool_side.generation, web_side.generation) == (before[0] + 1, before[1] + 1)
+
+
+def test_one_listen_connection_hears_both_wake_up_kinds(pg_engine: Engine) -> None:
+    """PostgreSQL: the pool's wake-ups and the album events share the process's one LISTEN
+    connection, and each hears only its own channel."""
+    # A process of its own name, so that only its LISTEN connections are counted.
+    url = pg_engine.url.update_query_dict({"application_name": "conveyor_one_listener"})
+    engine = make_engine(url.render_as_string(hide_password=False), pool_size=2)
+    notifier, signals = Notifier(engine), AlbumSignals(engine)
+    notifier.start_listening()
+    signals.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not (signals.listening and notifier.connections):
+            assert time.monotonic() < deadline, "the listener never listened"
+            time.sleep(0.05)
+        since, album = notifier.generation, signals.generation(41)
+        with pg_engine.begin() as conn:
+            notify_album(conn, 41)
+        while signals.generation(41) == album:
+            assert time.monotonic() < deadline, "the album event was not heard"
+            time.sleep(0.05)
+        assert notifier.generation == since  # an album event is no work
+        with pg_engine.connect() as conn:
+            listening = conn.execute(
+                text(
+                    "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN %'"
+                    " AND application_name = 'conveyor_one_listener'"
+                )
+            ).scalar_one()
+        assert listening == 1
+        with pg_engine.begin() as conn:  # another process's hand-off, as PostgreSQL tells it
+            conn.execute(text("SELECT pg_notify('conveyor_work', '')"))
+        assert notifier.wait(since, 30)
+    finally:
+        signals.close()
+        notifier.close()
+        engine.dispose()
