@@ -39,7 +39,7 @@ from conveyor.db.tables import (
 from conveyor.media.albums import create_album
 from conveyor.media.intake import accept_media
 from conveyor.objects import ObjectStore, open_store, sweep_orphans
-from conveyor.objects.sweep import OBJECT_PREFIXES
+from conveyor.objects.keys import OBJECT_PREFIXES
 from tests.support.jobs_domain import add_jobs, effects, jobs, test_metadata
 from tests.support.needs import AUDIO_CORPUS, MEDIA_CORPUS
 from tests.support.shared_provider import created_operations

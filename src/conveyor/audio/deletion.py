@@ -19,6 +19,7 @@ import logging
 from sqlalchemy import Engine
 
 from conveyor.audio import queries
+from conveyor.audio.stages import AUDIO_KEYS
 from conveyor.clock import Clock, iso_utc
 from conveyor.objects import ObjectStore, delete_file_rows
 from conveyor.pipeline import queries as pipeline_queries
@@ -49,6 +50,6 @@ def delete_record(
         pipeline_queries.delete_events(conn, domain="audio", record_id=record_id)
     for key in keys:
         store.delete(key)
-    store.delete_prefix(f"audio/{record_id}")
+    store.delete_prefix(AUDIO_KEYS.record(record_id))
     log.info("record %s deleted at %s (%d objects)", record_id, iso_utc(clock.now()), len(keys))
     return True

@@ -9,13 +9,13 @@ from typing import BinaryIO
 from sqlalchemy import Connection, Engine
 
 from conveyor.audio import queries
-from conveyor.audio.stages import AUDIO
+from conveyor.audio.stages import AUDIO, AUDIO_KEYS
 from conveyor.clock import Clock
 from conveyor.error_codes import ErrorCode
 from conveyor.errors import Duplicate, RejectedInput, UnsupportedMedia
 from conveyor.files import file_sha256
 from conveyor.kinds import TextKind
-from conveyor.objects import ObjectStore, new_key, put_file_row
+from conveyor.objects import ObjectStore, put_file_row
 from conveyor.objects.sniff import (
     OCTET_STREAM,
     Sniffed,
@@ -112,7 +112,7 @@ def accept_audio(
             ErrorCode.BAD_CHANNELS,
             f"channels must be one of {', '.join(CHANNEL_CHOICES)}, not {channels!r}",
         )
-    key = new_key("uploads/audio")
+    key = AUDIO_KEYS.upload()
     if isinstance(source, Path):
         original_name = original_name or source.name
         if not keep_duplicate:

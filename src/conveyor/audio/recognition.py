@@ -19,6 +19,7 @@ from sqlalchemy import Connection, Engine, RowMapping
 
 from conveyor.audio import queries
 from conveyor.audio.halts import AudioHalt
+from conveyor.audio.stages import AUDIO_KEYS
 from conveyor.audio.vocabulary import merge_hints, owner_vocabulary
 from conveyor.config import PipelineSettings, TranscriptionSettings
 from conveyor.objects import ObjectStore, discard_unjournaled, file_by_id, put_file_row
@@ -213,7 +214,9 @@ class RecognitionSteps:
         """Store ``raw`` as an object now; the returned writes journal it and finish the attempt."""
         record_id = int(ctx.record["id"])
         token = ctx.claim.token[:16]
-        key = ctx.produced_object(f"audio/{record_id}/recognition-{attempt_id}-{token}.json")
+        key = ctx.produced_object(
+            AUDIO_KEYS.produced(record_id, f"recognition-{attempt_id}-{token}.json")
+        )
         stored = self.store.put(key, [raw])
         now = ctx.now()
 

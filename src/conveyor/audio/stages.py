@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from conveyor.audio.halts import AudioHalt
 from conveyor.db.tables import audio_records
+from conveyor.objects.keys import KeyLayout
 from conveyor.pipeline import Declaration, Domain, Lane, Stage
 from conveyor.providers.halts import ProviderHalt
 
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     # Only for the type: the declaration is read without loading the steps (PyAV, providers).
     from conveyor.audio.steps import AudioSteps
 
-__all__ = ["AUDIO", "AUDIO_LANE", "OWNED_FIELDS", "build_audio_domain"]
+__all__ = ["AUDIO", "AUDIO_KEYS", "AUDIO_LANE", "OWNED_FIELDS", "build_audio_domain"]
 
 AUDIO_LANE = "audio"
 OWNED_FIELDS = frozenset({"normalized_file_id", "duration", "no_speech", "detected_language"})
@@ -74,6 +75,9 @@ AUDIO = Declaration(
     owned_fields=OWNED_FIELDS,
 )
 """The audio domain, declared once (D11): stages, lanes, leases, own vs foreign work (D3)."""
+
+AUDIO_KEYS = KeyLayout(AUDIO.name)
+"""Where the records' originals and generated objects are stored."""
 
 
 def build_audio_domain(steps: AudioSteps) -> Domain:

@@ -21,6 +21,7 @@ from conveyor.audio import queries
 from conveyor.audio.halts import AudioHalt
 from conveyor.audio.normalize import normalize_audio
 from conveyor.audio.recognition import RecognitionSteps
+from conveyor.audio.stages import AUDIO_KEYS
 from conveyor.kinds import TextKind
 from conveyor.objects import put_file_row
 from conveyor.pipeline import Advance, Fail, Halt, StepContext
@@ -48,7 +49,7 @@ class AudioSteps(RecognitionSteps):
         original = self._file_key(ctx, int(record["original_file_id"]))
         # A claim-unique key: a holder whose claim expired can never overwrite the object of
         # the live holder; the journal names this one only if our fenced save lands.
-        key = f"audio/{record['id']}/normalized-{ctx.claim.token[:16]}.wav"
+        key = AUDIO_KEYS.produced(record["id"], f"normalized-{ctx.claim.token[:16]}.wav")
         with ExitStack() as stack:
             try:
                 source = stack.enter_context(self.store.local_copy(original))

@@ -21,6 +21,7 @@ from sqlalchemy import Connection, Engine, RowMapping
 
 from conveyor.clock import Clock
 from conveyor.media import queries
+from conveyor.media.stages import MEDIA_KEYS
 from conveyor.objects import ObjectStore, delete_file_rows
 from conveyor.pipeline import queries as pipeline_queries
 from conveyor.pipeline.lifecycle import database_now
@@ -44,7 +45,7 @@ def _remove_objects(store: ObjectStore, keys: list[str], item_ids: list[int]) ->
     for key in keys:
         store.delete(key)
     for item_id in item_ids:
-        store.delete_prefix(f"media/{item_id}")
+        store.delete_prefix(MEDIA_KEYS.record(item_id))
 
 
 def delete_item(

@@ -57,7 +57,14 @@ from conveyor.media import queries
 from conveyor.media.halts import MediaHalt
 from conveyor.media.images import make_image_variants, probe_image
 from conveyor.media.intake import owner_message
-from conveyor.media.stages import LONG_LANE, LONG_LEASE, MEDIA, OWNED_FIELDS, SHORT_LANE
+from conveyor.media.stages import (
+    LONG_LANE,
+    LONG_LEASE,
+    MEDIA,
+    MEDIA_KEYS,
+    OWNED_FIELDS,
+    SHORT_LANE,
+)
 from conveyor.media.video import Playback, extract_poster, make_playback, probe_video
 from conveyor.objects import (
     ObjectStore,
@@ -341,7 +348,7 @@ class MediaSteps:
         """
         ext = path.suffix.lstrip(".").lower()
         token = ctx.claim.token[:16]
-        key = ctx.produced_object(f"media/{ctx.record['id']}/{role}-{token}.{ext}")
+        key = ctx.produced_object(MEDIA_KEYS.produced(ctx.record["id"], f"{role}-{token}.{ext}"))
         stored = self.store.put_file(key, path)
         return _Object(
             role, key, mime_type, ext, stored.size, stored.sha256, width, height, duration

@@ -42,9 +42,9 @@ from conveyor.media import queries
 from conveyor.media.halts import MediaHalt
 from conveyor.media.images import probe_image
 from conveyor.media.images.raw import probe_raw
-from conveyor.media.stages import MEDIA
+from conveyor.media.stages import MEDIA, MEDIA_KEYS
 from conveyor.media.video import probe_video
-from conveyor.objects import ObjectStore, new_key, put_file_row
+from conveyor.objects import ObjectStore, put_file_row
 from conveyor.objects.sniff import OCTET_STREAM, SNIFF_BYTES, raw_format, sniff
 from conveyor.pipeline.lifecycle import admit, database_now
 
@@ -225,7 +225,7 @@ def accept_media(
     with engine.connect() as conn:
         if queries.album_by_id(conn, album_id, owner) is None:
             raise NotFound(f"album {album_id} does not exist")
-    key = new_key("uploads/media")
+    key = MEDIA_KEYS.upload()
     if isinstance(source, Path):
         original_name = original_name or source.name
         if not keep_duplicate:

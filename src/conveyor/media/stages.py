@@ -13,9 +13,18 @@ from __future__ import annotations
 
 from conveyor.db.tables import media_items
 from conveyor.media.halts import MediaHalt
+from conveyor.objects.keys import KeyLayout
 from conveyor.pipeline import Declaration, Lane, Stage
 
-__all__ = ["LONG_LANE", "LONG_LEASE", "MEDIA", "OWNED_FIELDS", "SHORT_LANE", "SHORT_LEASE"]
+__all__ = [
+    "LONG_LANE",
+    "LONG_LEASE",
+    "MEDIA",
+    "MEDIA_KEYS",
+    "OWNED_FIELDS",
+    "SHORT_LANE",
+    "SHORT_LEASE",
+]
 
 SHORT_LANE = "short"
 LONG_LANE = "long"
@@ -63,3 +72,6 @@ MEDIA = Declaration(
     owned_fields=OWNED_FIELDS,
 )
 """The photo/video domain, declared once (D11): image work short, playback long (M7, M8)."""
+
+MEDIA_KEYS = KeyLayout(MEDIA.name)
+"""Where the items' originals and generated objects are stored."""

@@ -2,6 +2,7 @@
 ``files`` row per object)."""
 
 from conveyor.objects.factory import open_store, settings_hint, work_folder
+from conveyor.objects.keys import KeyLayout, new_key
 from conveyor.objects.outage import STORAGE, is_storage_outage
 from conveyor.objects.queries import (
     delete_file_rows,
@@ -18,7 +19,6 @@ from conveyor.objects.store import (
     StorageUnavailable,
     StoredObject,
     check_key,
-    new_key,
 )
 from conveyor.objects.stores.file import LocalStore
 from conveyor.objects.sweep import Sweeper, SweepReport, discard_unjournaled, sweep_orphans
@@ -26,6 +26,7 @@ from conveyor.objects.work import WorkFolder
 
 __all__ = [
     "STORAGE",
+    "KeyLayout",
     "ListedObject",
     "LocalStore",
     "ObjectMismatch",

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import Engine
 
+from conveyor.objects.keys import OBJECT_PREFIXES
 from conveyor.objects.queries import journal_sizes, journaled_keys
 from conveyor.objects.store import ListedObject, ObjectStore
-from conveyor.objects.sweep import OBJECT_PREFIXES
 
 __all__ = ["Mismatch", "StorageReport", "check_storage"]
 

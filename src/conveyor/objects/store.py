@@ -14,7 +14,6 @@ A write is all or nothing on both backends: an interrupted write leaves nothing 
 from __future__ import annotations
 
 import re
-import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -30,7 +29,6 @@ __all__ = [
     "StorageUnavailable",
     "StoredObject",
     "check_key",
-    "new_key",
 ]
 
 #: What :meth:`ObjectStore.put` accepts: a local file, a binary stream, or byte chunks.
@@ -91,11 +89,6 @@ def check_key(key: str) -> str:
         if segment in ("", ".", "..") or not _SEGMENT.fullmatch(segment):
             raise ValueError(f"not a valid object key: {key!r}")
     return key
-
-
-def new_key(prefix: str, suffix: str = "") -> str:
-    """A fresh unique key under ``prefix``, e.g. ``uploads/audio/<32 hex>``."""
-    return f"{prefix}/{uuid.uuid4().hex}{suffix}"
 
 
 @runtime_checkable

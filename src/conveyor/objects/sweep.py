@@ -9,7 +9,7 @@ and the journal, so they work the same on any store:
   record halted or was deleted meanwhile; those without a row are removed at once;
 * :func:`sweep_orphans` (in each worker process :data:`FIRST_SWEEP` seconds after it starts,
   then every ``[storage] sweep_interval`` seconds, :class:`Sweeper`; on demand with
-  ``conveyor storage sweep``): every stored object under :data:`OBJECT_PREFIXES` without a
+  ``conveyor storage sweep``): every stored object under :data:`~.keys.OBJECT_PREFIXES` without a
   row and older than ``[storage] sweep_grace`` seconds is removed. The grace spares uploads
   still arriving and steps still running, whose rows are not written yet. The same sweep
   removes what writes cut short left behind (:meth:`ObjectStore.abort_stale_writes`: a
@@ -26,13 +26,13 @@ from dataclasses import dataclass
 
 from sqlalchemy import Engine
 
+from conveyor.objects.keys import OBJECT_PREFIXES
 from conveyor.objects.queries import journaled_keys
 from conveyor.objects.store import ObjectStore
 from conveyor.periodic import Periodic
 
 __all__ = [
     "FIRST_SWEEP",
-    "OBJECT_PREFIXES",
     "SweepReport",
     "Sweeper",
     "discard_unjournaled",
@@ -48,11 +48,6 @@ FIRST_SWEEP = 60.0
 
 # Keys looked up per journal query while sweeping.
 _PAGE = 500
-
-#: The folders of the store that hold journalled objects: uploads, and each record's and
-#: item's generated objects. Nothing else under the storage root is ever swept (the embedded
-#: SQLite database and the local recognizer's work folder live there too).
-OBJECT_PREFIXES = ("uploads", "audio", "media")
 
 
 def discard_unjournaled(engine: Engine, store: ObjectStore, keys: Collection[str]) -> list[str]:
