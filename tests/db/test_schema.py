@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import re
+from enum import StrEnum
 from itertools import pairwise
 
+import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine
+from sqlalchemy import Engine, inspect
 
 from conveyor.db.migrate import alembic_config, current_revision, upgrade
 from conveyor.db.tables import metadata
+from conveyor.kinds import MediaKind, Role, TextKind
 
 
 def head(engine: Engine) -> str:
@@ -50,3 +54,21 @@ def test_upgrade_is_idempotent(engine: Engine) -> None:
     upgrade(engine)
     upgrade(engine)
     assert current_revision(engine) == head(engine)
+
+
+@pytest.mark.parametrize(
+    ("table", "name", "words"),
+    [
+        ("media_items", "ck_media_items_kind", MediaKind),
+        ("media_objects", "ck_media_objects_role", Role),
+        ("texts", "ck_texts_kind", TextKind),
+    ],
+)
+def test_the_migrated_kind_checks_name_exactly_the_enums_words(
+    engine: Engine, table: str, name: str, words: type[StrEnum]
+) -> None:
+    """The revisions spell the words of their time; tables.py generates the same CHECK from
+    the enum (``conveyor.kinds``): a member added without a revision fails here."""
+    checks = {c["name"]: c["sqltext"] for c in inspect(engine).get_check_constraints(table)}
+    assert name in checks, f"{table} has no CHECK {name}"
+    assert set(re.findall(r"'([a-z_]+)'", str(checks[name]))) == {m.value for m in words}

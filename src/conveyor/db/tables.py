@@ -30,7 +30,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import TSVECTOR
 from sqlalchemy.sql import ColumnElement
 
-from conveyor.kinds import MediaKind, Role, ShareRole, sql_in
+from conveyor.kinds import MediaKind, Role, ShareRole, TextKind, sql_in
 
 __all__ = [
     "album_events",
@@ -302,6 +302,7 @@ texts = Table(
     Column("language", String(16), nullable=True),
     Column("created_at", Double, nullable=False),
     UniqueConstraint("record_id", "kind"),
+    CheckConstraint(sql_in("kind", TextKind), name="kind"),
 )
 
 # What search reads: one row per record and kind (``title``, ``brief``, ``transcript``,
