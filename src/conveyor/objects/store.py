@@ -15,12 +15,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, BinaryIO, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from conveyor.objects.work import WorkFolder
 
 __all__ = [
+    "CHUNK",
     "ListedObject",
     "ObjectMismatch",
     "ObjectStore",
@@ -28,8 +32,14 @@ __all__ = [
     "Source",
     "StorageUnavailable",
     "StoredObject",
+    "WorkingCopies",
     "check_key",
+    "chunks_of",
+    "verify",
 ]
+
+#: Bytes read or written at a time when a store streams an object.
+CHUNK = 1024 * 1024
 
 #: What :meth:`ObjectStore.put` accepts: a local file, a binary stream, or byte chunks.
 Source = Path | BinaryIO | Iterable[bytes]
@@ -89,6 +99,55 @@ def check_key(key: str) -> str:
         if segment in ("", ".", "..") or not _SEGMENT.fullmatch(segment):
             raise ValueError(f"not a valid object key: {key!r}")
     return key
+
+
+def chunks_of(source: BinaryIO | Iterable[bytes], chunk: int = CHUNK) -> Iterator[bytes]:
+    """The bytes of a binary stream or an iterable of chunks, as chunks."""
+    if hasattr(source, "read"):
+        stream = source
+        yield from iter(lambda: stream.read(chunk), b"")
+    else:
+        yield from source
+
+
+def verify(
+    key: str, size: int, digest: str, *, want_size: int | None, want_sha: str | None
+) -> None:
+    """Raise :class:`ObjectMismatch` when the written bytes are not the declared ones."""
+    if want_size is not None and size != want_size:
+        raise ObjectMismatch(f"object {key}: {size} bytes written, {want_size} declared")
+    if want_sha is not None and digest != want_sha.lower():
+        raise ObjectMismatch(f"object {key}: SHA-256 {digest} written, {want_sha} declared")
+
+
+class WorkingCopies:
+    """The part of a store every backend shares: local working copies and scratch folders in
+    the process's work folder (``work``). A backend says how to copy one object out
+    (:meth:`copy_out`)."""
+
+    work: WorkFolder
+
+    def copy_out(self, key: str, target: Path) -> None:
+        """Write the object ``key`` to the new file ``target``.
+
+        Raises:
+            FileNotFoundError: no such object.
+        """
+        raise NotImplementedError
+
+    @contextmanager
+    def local_copy(self, key: str) -> Iterator[Path]:
+        """See :meth:`ObjectStore.local_copy` (a copy, never the stored object)."""
+        copy = self.work.new_file(Path(key).suffix)
+        try:
+            self.copy_out(key, copy)
+            yield copy
+        finally:
+            copy.unlink(missing_ok=True)
+
+    def scratch(self) -> AbstractContextManager[Path]:
+        """See :meth:`ObjectStore.scratch`."""
+        return self.work.folder()
 
 
 @runtime_checkable

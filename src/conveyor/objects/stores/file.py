@@ -13,8 +13,8 @@ import os
 import re
 import shutil
 import uuid
-from collections.abc import Iterable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
@@ -23,15 +23,17 @@ from conveyor.error_codes import ErrorCode
 from conveyor.errors import RejectedInput
 from conveyor.objects.store import (
     ListedObject,
-    ObjectMismatch,
     Readable,
     Source,
     StoredObject,
+    WorkingCopies,
     check_key,
+    chunks_of,
+    verify,
 )
 from conveyor.objects.work import WorkFolder
 
-__all__ = ["SETTINGS_HINT", "LocalStore", "chunks_of", "from_settings", "verify"]
+__all__ = ["SETTINGS_HINT", "LocalStore", "from_settings"]
 
 #: What to change when the folder cannot be used (said by the CLI after the reason).
 SETTINGS_HINT = (
@@ -39,27 +41,7 @@ SETTINGS_HINT = (
     "folder this user can write"
 )
 
-CHUNK = 1024 * 1024
 _PARTIAL = re.compile(r"\..+\.[0-9a-f]{32}\.part")
-
-
-def chunks_of(source: BinaryIO | Iterable[bytes], chunk: int = CHUNK) -> Iterator[bytes]:
-    """The bytes of a binary stream or an iterable of chunks, as chunks."""
-    if hasattr(source, "read"):
-        stream = source
-        yield from iter(lambda: stream.read(chunk), b"")
-    else:
-        yield from source
-
-
-def verify(
-    key: str, size: int, digest: str, *, want_size: int | None, want_sha: str | None
-) -> None:
-    """Raise :class:`ObjectMismatch` when the written bytes are not the declared ones."""
-    if want_size is not None and size != want_size:
-        raise ObjectMismatch(f"object {key}: {size} bytes written, {want_size} declared")
-    if want_sha is not None and digest != want_sha.lower():
-        raise ObjectMismatch(f"object {key}: SHA-256 {digest} written, {want_sha} declared")
 
 
 class _Slice:
@@ -79,7 +61,7 @@ class _Slice:
         return data
 
 
-class LocalStore:
+class LocalStore(WorkingCopies):
     """Objects under ``root``; the key ``audio/12/original`` is the file ``root/audio/12/original``.
 
     Args:
@@ -157,20 +139,9 @@ class LocalStore:
                 handle.seek(start)
             yield _Slice(handle, None if end is None else max(0, end - start))
 
-    @contextmanager
-    def local_copy(self, key: str) -> Iterator[Path]:
-        """See :meth:`conveyor.objects.ObjectStore.local_copy` (a copy, never the stored file)."""
-        source = self._path(key)
-        copy = self.work.new_file(Path(key).suffix)
-        try:
-            shutil.copyfile(source, copy)
-            yield copy
-        finally:
-            copy.unlink(missing_ok=True)
-
-    def scratch(self) -> AbstractContextManager[Path]:
-        """See :meth:`conveyor.objects.ObjectStore.scratch`."""
-        return self.work.folder()
+    def copy_out(self, key: str, target: Path) -> None:
+        """See :meth:`conveyor.objects.store.WorkingCopies.copy_out`."""
+        shutil.copyfile(self._path(key), target)
 
     def stat(self, key: str) -> ListedObject | None:
         """See :meth:`conveyor.objects.ObjectStore.stat`."""

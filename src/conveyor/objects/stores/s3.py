@@ -21,7 +21,7 @@ import os
 import re
 import threading
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -36,14 +36,17 @@ from conveyor.error_codes import ErrorCode
 from conveyor.errors import RejectedInput
 from conveyor.objects.outage import is_storage_outage
 from conveyor.objects.store import (
+    CHUNK,
     ListedObject,
     Readable,
     Source,
     StorageUnavailable,
     StoredObject,
+    WorkingCopies,
     check_key,
+    chunks_of,
+    verify,
 )
-from conveyor.objects.stores.file import CHUNK, chunks_of, verify
 from conveyor.objects.work import WorkFolder
 
 if TYPE_CHECKING:
@@ -87,7 +90,7 @@ def _missing(exc: ClientError) -> bool:
     return str(exc.response.get("Error", {}).get("Code", "")) in _MISSING
 
 
-class S3Store:
+class S3Store(WorkingCopies):
     """Objects in ``bucket`` under ``prefix``; the key ``audio/12/x.wav`` is the S3 key
     ``<prefix>audio/12/x.wav``.
 
@@ -296,21 +299,11 @@ class S3Store:
         finally:
             body.close()
 
-    @contextmanager
-    def local_copy(self, key: str) -> Iterator[Path]:
-        """See :meth:`conveyor.objects.ObjectStore.local_copy`."""
-        copy = self.work.new_file(Path(key).suffix)
-        try:
-            with self.open(key) as body, copy.open("wb") as out:
-                for chunk in iter(lambda: body.read(CHUNK), b""):
-                    out.write(chunk)
-            yield copy
-        finally:
-            copy.unlink(missing_ok=True)
-
-    def scratch(self) -> AbstractContextManager[Path]:
-        """See :meth:`conveyor.objects.ObjectStore.scratch`."""
-        return self.work.folder()
+    def copy_out(self, key: str, target: Path) -> None:
+        """See :meth:`conveyor.objects.store.WorkingCopies.copy_out`."""
+        with self.open(key) as body, target.open("wb") as out:
+            for chunk in iter(lambda: body.read(CHUNK), b""):
+                out.write(chunk)
 
     def stat(self, key: str) -> ListedObject | None:
         """See :meth:`conveyor.objects.ObjectStore.stat`."""
