@@ -6,34 +6,21 @@ from __future__ import annotations
 from sqlalchemy import Engine, insert, select
 
 from conveyor.db.migrate import current_revision, upgrade
-from conveyor.db.tables import audio_records, lane_pauses, media_items, users, worker_processes
-from tests.support.old_database import AUDIO_ADDED, AUDIO_STAGES, MEDIA_ADDED, fill_every_stage
-
-# The columns the older revision knows (0011 adds `step_started_at` to both record tables).
-AUDIO_COLUMNS = [c for c in audio_records.c if c.name not in AUDIO_ADDED]
-# (0012 adds `captured_offset` and `incomplete` to media items.)
-MEDIA_COLUMNS = [c for c in media_items.c if c.name not in MEDIA_ADDED]
+from conveyor.db.tables import lane_pauses, worker_processes
+from tests.support.old_database import NOW, assert_kept, fill_for_alice
 
 
 def test_0007_keeps_every_record_and_adds_processes_and_pauses(old_engine: Engine) -> None:
-    now = 1_800_000_000.0
     with old_engine.begin() as conn:
-        conn.execute(insert(users).values(id=1, name="alice", created_at=now))
-        fill_every_stage(conn, now, owner="alice")
-    with old_engine.connect() as conn:
-        before_audio = conn.execute(select(*AUDIO_COLUMNS).order_by(audio_records.c.id)).all()
-        before_media = conn.execute(select(*MEDIA_COLUMNS).order_by(media_items.c.id)).all()
+        before = fill_for_alice(conn)
     upgrade(old_engine)
     assert (current_revision(old_engine) or "") >= "0007"
+    assert_kept(old_engine, before)
     with old_engine.connect() as conn:
-        after_audio = conn.execute(select(*AUDIO_COLUMNS).order_by(audio_records.c.id)).all()
-        assert after_audio == before_audio
-        assert [r.stage for r in after_audio] == [*AUDIO_STAGES, "submitted"]
-        assert conn.execute(select(*MEDIA_COLUMNS).order_by(media_items.c.id)).all() == before_media
         assert conn.execute(select(worker_processes)).all() == []
         assert conn.execute(select(lane_pauses)).all() == []
     with old_engine.begin() as conn:
-        conn.execute(insert(lane_pauses).values(lane="audio", paused_at=now, reason=None))
+        conn.execute(insert(lane_pauses).values(lane="audio", paused_at=NOW, reason=None))
         conn.execute(
             insert(worker_processes).values(
                 host="h",
@@ -42,8 +29,8 @@ def test_0007_keeps_every_record_and_adds_processes_and_pauses(old_engine: Engin
                 lanes={"audio": 2},
                 busy={"audio": 0},
                 holding=[["audio", 1, "t"]],
-                started_at=now,
-                last_seen_at=now,
+                started_at=NOW,
+                last_seen_at=NOW,
                 state="running",
             )
         )

@@ -2,26 +2,37 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
-from sqlalchemy import Connection, Engine, insert, text
+from sqlalchemy import Connection, Engine, Row, insert, select, text
 
 from conveyor.audio.stages import AUDIO
 from conveyor.db.engine import make_engine
 from conveyor.db.migrate import upgrade
-from conveyor.db.tables import albums, audio_records, files, media_items, texts
+from conveyor.db.tables import albums, audio_records, files, media_items, texts, users
 from conveyor.media.stages import MEDIA
 
 __all__ = [
     "AUDIO_ADDED",
+    "AUDIO_COLUMNS",
     "AUDIO_STAGES",
     "MEDIA_ADDED",
+    "MEDIA_COLUMNS",
     "MEDIA_STAGES",
+    "NOW",
+    "Kept",
+    "assert_kept",
     "database_at",
     "fill_every_stage",
+    "fill_for_alice",
 ]
+
+#: The time the filled rows are dated with.
+NOW = 1_800_000_000.0
 
 #: The stages the filled records stand in: audio (the last one again, halted) and media.
 AUDIO_STAGES = list(AUDIO.stage_names)
@@ -103,3 +114,40 @@ MEDIA_ADDED = frozenset(
 )
 #: ``audio_records`` columns later revisions add (0011 ``step_started_at``, 0013 ``claimed_by``).
 AUDIO_ADDED = frozenset({"step_started_at", "claimed_by"})
+
+#: The record columns every revision the upgrade tests start from knows.
+AUDIO_COLUMNS = [c for c in audio_records.c if c.name not in AUDIO_ADDED]
+MEDIA_COLUMNS = [c for c in media_items.c if c.name not in MEDIA_ADDED]
+
+
+@dataclass(frozen=True)
+class Kept:
+    """The records of an old database before its upgrade (the columns it knows)."""
+
+    audio: Sequence[Row[Any]]
+    media: Sequence[Row[Any]]
+
+
+def fill_for_alice(conn: Connection, now: float = NOW) -> Kept:
+    """User ``alice`` (id 1) and :func:`fill_every_stage` of hers; returns what was written."""
+    conn.execute(insert(users).values(id=1, name="alice", created_at=now))
+    fill_every_stage(conn, now, owner="alice")
+    return read_kept(conn)
+
+
+def read_kept(conn: Connection) -> Kept:
+    """The records as they stand, in the columns every old revision knows."""
+    return Kept(
+        audio=conn.execute(select(*AUDIO_COLUMNS).order_by(audio_records.c.id)).all(),
+        media=conn.execute(select(*MEDIA_COLUMNS).order_by(media_items.c.id)).all(),
+    )
+
+
+def assert_kept(engine: Engine, before: Kept) -> None:
+    """Every record of ``before`` is still there, unchanged, each in its stage."""
+    with engine.connect() as conn:
+        after = read_kept(conn)
+    assert after.audio == before.audio
+    assert [r.stage for r in after.audio] == [*AUDIO_STAGES, "submitted"]
+    assert after.media == before.media
+    assert [r.stage for r in after.media] == MEDIA_STAGES
