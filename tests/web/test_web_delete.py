@@ -22,6 +22,20 @@ def _count(site: Site, table: object) -> int:
         return int(conn.execute(select(func.count()).select_from(table)).scalar_one())  # type: ignore[arg-type]
 
 
+def _recording(site: Site, corpus: Path, name: str | None = None) -> int:
+    """Alice's recording of jfk.wav (a second copy of it when one is there already)."""
+    runtime = site.runtime
+    return accept_audio(
+        runtime.engine,
+        runtime.store,
+        runtime.clock,
+        corpus / "audio" / "jfk.wav",
+        owner="alice",
+        original_name=name,
+        keep_duplicate=True,
+    )
+
+
 def _photo(site: Site, corpus: Path, album_id: int, name: str) -> int:
     runtime = site.runtime
     return accept_media(
@@ -42,15 +56,7 @@ def test_a_recording_is_deleted_after_a_page_that_names_it(
 ) -> None:
     site = make_site()
     runtime = site.runtime
-    record_id = accept_audio(
-        runtime.engine,
-        runtime.store,
-        runtime.clock,
-        corpus / "audio" / "jfk.wav",
-        owner="alice",
-        original_name="Board meeting <b>.wav",
-        keep_duplicate=True,
-    )
+    record_id = _recording(site, corpus, "Board meeting <b>.wav")
     assert object_keys(runtime.store)
     with TestClient(site.app) as client:
         csrf = sign_in(client, "alice")
@@ -84,14 +90,7 @@ def test_a_recording_is_deleted_after_a_page_that_names_it(
 def test_another_owners_things_cannot_be_deleted(make_site: MakeSite, corpus: Path) -> None:
     site = make_site()
     runtime = site.runtime
-    record_id = accept_audio(
-        runtime.engine,
-        runtime.store,
-        runtime.clock,
-        corpus / "audio" / "jfk.wav",
-        owner="alice",
-        keep_duplicate=True,
-    )
+    record_id = _recording(site, corpus)
     album_id = create_album(runtime.engine, runtime.clock, owner="alice", name="Hers")
     item_id = _photo(site, corpus, album_id, "hers.jpg")
     with TestClient(site.app) as client:
@@ -172,14 +171,7 @@ def test_only_an_admin_resumes_or_deletes_rows_of_the_operator_view(
 ) -> None:
     site = make_site()
     runtime = site.runtime
-    record_id = accept_audio(
-        runtime.engine,
-        runtime.store,
-        runtime.clock,
-        corpus / "audio" / "jfk.wav",
-        owner="alice",
-        keep_duplicate=True,
-    )
+    record_id = _recording(site, corpus)
     with TestClient(site.app) as client:
         csrf = sign_in(client, "bob")
         for action in ("resume", "delete"):
