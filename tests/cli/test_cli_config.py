@@ -150,6 +150,30 @@ def test_relative_paths_in_a_config_file_are_relative_to_its_folder(tmp_path: Pa
     assert f"config {config}, database sqlite:///{etc.resolve() / 'data'}" in result.stderr
 
 
+def test_a_provider_the_registry_does_not_know_is_refused_where_it_was_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The names ``[transcription] provider`` accepts are the providers' registry's; another is
+    a configuration error naming the file and line, or the variable, and the names there are."""
+    (tmp_path / "conveyor.toml").write_text(
+        '[transcription]\nlanguage = "en"\nprovider = "whispr"\n'
+    )
+    result = invoke("records", "list")
+    assert result.exit_code == ExitCode.USAGE
+    assert (
+        "conveyor.toml line 3: [transcription] provider: 'whispr' is not a provider; use one of "
+        "local, openai, speechkit" in result.stderr
+    )
+    assert not (tmp_path / "conveyor-data").exists()
+    monkeypatch.setenv("CONVEYOR_TRANSCRIPTION__PROVIDER", "speechkt")
+    from_env = invoke("records", "list")
+    assert from_env.exit_code == ExitCode.USAGE
+    assert (
+        "environment variable CONVEYOR_TRANSCRIPTION__PROVIDER: [transcription] provider: "
+        "'speechkt' is not a provider" in from_env.stderr
+    )
+
+
 def test_a_config_file_mistake_names_the_file_the_line_and_the_likely_key(
     tmp_path: Path,
 ) -> None:

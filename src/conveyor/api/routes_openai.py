@@ -74,12 +74,8 @@ _LOOK_EVERY = 0.25  # seconds between looks at the record while the request wait
 
 
 def _models(state: ApiState) -> list[str]:
-    transcription = state.runtime.settings.transcription
-    own = {
-        "local": transcription.model,
-        "speechkit": transcription.speechkit.model,
-        "openai": transcription.openai.model,
-    }[transcription.provider]
+    runtime = state.runtime
+    own = runtime.provider_backend.model(runtime.settings.transcription)
     return list(dict.fromkeys(["whisper-1", own]))
 
 

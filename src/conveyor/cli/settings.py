@@ -40,9 +40,12 @@ def describe_database(settings: Settings) -> str:
 def _load_settings() -> Settings:
     from conveyor.config import load_settings
     from conveyor.errors import ConfigError
+    from conveyor.providers.backends import backend_for
 
     try:
-        return load_settings()
+        settings = load_settings()
+        backend_for(settings.transcription)  # a provider the registry does not know
+        return settings
     except ConfigError as exc:
         lines = str(exc).splitlines()
         shown = lines[0] if len(lines) == 1 else "\n  " + "\n  ".join(lines)

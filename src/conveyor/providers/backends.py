@@ -2,10 +2,11 @@
 languages and checked in one place.
 
 A provider implements :class:`~conveyor.providers.base.RecognitionProvider` in a module of its
-own; its entry here says how to build it, which languages it accepts, and why it cannot run on
-this machine (:attr:`ProviderBackend.check`, for start-up). The runtime picks the entry once;
-an entry imports its module only when chosen, so a process never loads a provider it does not
-use.
+own; its entry here says how to build it, which languages it accepts, the model it answers with,
+and why it cannot run on this machine (:attr:`ProviderBackend.check`, for start-up). The names
+``[transcription] provider`` accepts are this registry's (:func:`backend_for`). The runtime
+picks the entry once; an entry imports its module only when chosen, so a process never loads a
+provider it does not use.
 """
 
 from __future__ import annotations
@@ -16,12 +17,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from conveyor.clock import Clock
-from conveyor.config import TranscriptionSettings
+from conveyor.config import TranscriptionSettings, setting_origin
+from conveyor.errors import ConfigError
 
 if TYPE_CHECKING:
     from conveyor.providers.base import RecognitionProvider
 
-__all__ = ["PROVIDERS", "ProviderBackend", "ProviderPlace"]
+__all__ = ["PROVIDERS", "ProviderBackend", "ProviderPlace", "backend_for"]
 
 
 @dataclass(frozen=True)
@@ -51,11 +53,13 @@ class ProviderBackend:
     Attributes:
         build: the provider for ``[transcription]``.
         languages: the language codes it accepts (without loading a model).
+        model: the model it recognises with, as ``GET /v1/models`` names it.
         check: why it cannot run here, for the start-up of a worker, or None.
     """
 
     build: Callable[[TranscriptionSettings, ProviderPlace], RecognitionProvider]
     languages: Callable[[TranscriptionSettings], frozenset[str]]
+    model: Callable[[TranscriptionSettings], str]
     check: Callable[[TranscriptionSettings], str | None] = _no_problem
 
 
@@ -104,7 +108,28 @@ def _build_openai(settings: TranscriptionSettings, place: ProviderPlace) -> Reco
 
 #: ``[transcription] provider`` → its backend.
 PROVIDERS: dict[str, ProviderBackend] = {
-    "local": ProviderBackend(_build_local, _whisper_languages, _check_local),
-    "speechkit": ProviderBackend(_build_speechkit, _speechkit_languages),
-    "openai": ProviderBackend(_build_openai, _whisper_languages),
+    "local": ProviderBackend(
+        _build_local, _whisper_languages, lambda s: s.model, check=_check_local
+    ),
+    "speechkit": ProviderBackend(
+        _build_speechkit, _speechkit_languages, lambda s: s.speechkit.model
+    ),
+    "openai": ProviderBackend(_build_openai, _whisper_languages, lambda s: s.openai.model),
 }
+
+
+def backend_for(settings: TranscriptionSettings) -> ProviderBackend:
+    """The backend ``[transcription] provider`` names.
+
+    Raises:
+        ConfigError: no provider of that name, said as a settings error is (where it was set,
+            the key, the names there are).
+    """
+    backend = PROVIDERS.get(settings.provider)
+    if backend is None:
+        where = ("transcription", "provider")
+        raise ConfigError(
+            f"{setting_origin(where)}[transcription] provider: {settings.provider!r} is not a "
+            f"provider; use one of {', '.join(sorted(PROVIDERS))}"
+        )
+    return backend
