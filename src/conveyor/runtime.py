@@ -26,8 +26,8 @@ from conveyor.media.stages import MEDIA
 from conveyor.objects import ObjectStore, Sweeper, open_store
 from conveyor.pipeline import Declaration, Domain, WorkerPool
 from conveyor.processes import ProcessRegistry
-from conveyor.providers.backends import ProviderBackend, ProviderPlace, backend_for
 from conveyor.providers.base import RecognitionProvider
+from conveyor.providers.registry import ProviderBackend, ProviderPlace, backend_for
 
 __all__ = ["DECLARATIONS", "Runtime", "default_model_cache"]
 

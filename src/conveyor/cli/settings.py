@@ -40,7 +40,7 @@ def describe_database(settings: Settings) -> str:
 def _load_settings() -> Settings:
     from conveyor.config import load_settings
     from conveyor.errors import ConfigError
-    from conveyor.providers.backends import backend_for
+    from conveyor.providers.registry import backend_for
 
     try:
         settings = load_settings()

@@ -1,0 +1,91 @@
+"""The recognition providers ``[transcription] provider`` can name: one module per name in
+:mod:`conveyor.providers.backends`, each built, asked for its languages and checked the same way.
+
+A provider implements :class:`~conveyor.providers.base.RecognitionProvider`; its module in
+``providers/backends/`` (named as the setting names it) holds ``BACKEND``, a
+:class:`ProviderBackend` that says how to build it, which languages it accepts, the model it
+answers with, and why it cannot run on this machine (:attr:`ProviderBackend.check`, for
+start-up). Adding a provider is adding that module. The names the setting accepts are the
+modules there (:func:`names`, :func:`backend_for`); a backend module imports its provider's code
+only when the provider is built, so a process never loads a provider it does not use.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from conveyor.clock import Clock
+from conveyor.config import TranscriptionSettings, setting_origin
+from conveyor.errors import ConfigError
+from conveyor.providers import backends
+
+if TYPE_CHECKING:
+    from conveyor.providers.base import RecognitionProvider
+
+__all__ = ["ProviderBackend", "ProviderPlace", "backend_for", "names"]
+
+
+@dataclass(frozen=True)
+class ProviderPlace:
+    """Where a provider keeps its files, and the clock it reads.
+
+    Attributes:
+        root: ``[storage] root``; a provider keeps its state in a subfolder of its own.
+        model_cache: where a local model is assembled (``[transcription] model_cache``, or the
+            user's cache folder).
+        clock: the runtime's clock.
+    """
+
+    root: Path
+    model_cache: Path
+    clock: Clock
+
+
+def _no_problem(_settings: TranscriptionSettings) -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class ProviderBackend:
+    """One provider as the runtime needs it (a backend module's ``BACKEND``).
+
+    Attributes:
+        build: the provider for ``[transcription]``.
+        languages: the language codes it accepts (without loading a model).
+        model: the model it recognises with, as ``GET /v1/models`` names it.
+        check: why it cannot run here, for the start-up of a worker, or None.
+    """
+
+    build: Callable[[TranscriptionSettings, ProviderPlace], RecognitionProvider]
+    languages: Callable[[TranscriptionSettings], frozenset[str]]
+    model: Callable[[TranscriptionSettings], str]
+    check: Callable[[TranscriptionSettings], str | None] = _no_problem
+
+
+def names() -> list[str]:
+    """The names ``[transcription] provider`` accepts: one per backend module."""
+    return sorted(m.name for m in pkgutil.iter_modules(backends.__path__))
+
+
+def backend_for(settings: TranscriptionSettings) -> ProviderBackend:
+    """The backend ``[transcription] provider`` names.
+
+    Raises:
+        ConfigError: no provider of that name, said as a settings error is (where it was set,
+            the key, the names there are).
+    """
+    known = names()
+    if settings.provider not in known:
+        where = ("transcription", "provider")
+        raise ConfigError(
+            f"{setting_origin(where)}[transcription] provider: {settings.provider!r} is not a "
+            f"provider; use one of {', '.join(known)}"
+        )
+    module = importlib.import_module(f"{backends.__name__}.{settings.provider}")
+    backend: ProviderBackend = module.BACKEND
+    return backend
