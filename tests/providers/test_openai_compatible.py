@@ -33,11 +33,6 @@ def server() -> Iterator[Loopback]:
     loopback.close()
 
 
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
 def state_of(server: Loopback) -> OpenAIState:
     state: OpenAIState = server.state
     return state

@@ -60,11 +60,6 @@ def provider_for(
     return SpeechKitProvider(settings, tmp_path / "sk", clock=clock)
 
 
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
 def test_d2_d16_happy_path_ru_maps_to_ru_ru_and_the_stream_is_stored(
     engine: Engine,
     tmp_path: Path,
