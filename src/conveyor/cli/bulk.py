@@ -9,18 +9,54 @@ swept in unseen.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import typer
+from sqlalchemy import Connection, RowMapping
 
 from conveyor.cli.exits import ExitCode
 from conveyor.cli.output import console, fail, note, print_json
-from conveyor.errors import DeclarationError
-from conveyor.pipeline import Domain, halted_ids, resume_many
+from conveyor.errors import Conflict, DeclarationError
+from conveyor.pipeline import Domain, halted_ids, resume, resume_many
 from conveyor.runtime import Runtime
 
-__all__ = ["resume_command"]
+__all__ = ["resume_command", "resume_one"]
 
 # Ids printed by a dry run before the list is cut short.
 _SHOWN = 50
+
+
+def resume_one(
+    runtime: Runtime,
+    domain: Domain,
+    record_id: int,
+    read: Callable[[Connection, int], RowMapping | None],
+) -> None:
+    """Resume one halted record or item and say from which stage; when it is not halted, say
+    where it is instead (exit 4), and when it is gone, that it does not exist (exit 3).
+
+    Args:
+        read: the row of ``record_id`` (the domain's own read), or None.
+    """
+    from conveyor.cli.records import state_of
+
+    noun = domain.noun
+    try:
+        stage = resume(runtime.engine, domain, record_id, clock=runtime.clock)
+    except Conflict:
+        with runtime.engine.connect() as conn:
+            row = read(conn, record_id)
+        if row is None:  # deleted between the resume and this read
+            raise fail(f"{noun} {record_id} does not exist", ExitCode.NOT_FOUND) from None
+        raise fail(
+            f"{noun} {record_id} is not halted, so there is nothing to resume: it is "
+            f"{state_of(row, domain, runtime.clock.now())}",
+            ExitCode.CONFLICT,
+        ) from None
+    console.print(
+        f"{noun} {record_id} resumed at stage {stage}; a running `conveyor worker` (or "
+        "`conveyor serve`) moves it on"
+    )
 
 
 def resume_command(

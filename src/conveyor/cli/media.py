@@ -479,25 +479,8 @@ def albums_delete(album: AlbumRef, owner: Owner = "me", as_json: JsonOption = Fa
 
 
 def _resume_item(item_id: int) -> None:
-    from conveyor.cli.records import state_of
-    from conveyor.errors import Conflict
+    from conveyor.cli.bulk import resume_one
     from conveyor.media import queries
-    from conveyor.pipeline import resume as resume_record
 
     runtime = _item_runtime(item_id)
-    try:
-        stage = resume_record(runtime.engine, runtime.media, item_id, clock=runtime.clock)
-    except Conflict:
-        with runtime.engine.connect() as conn:
-            row = queries.item_by_id(conn, item_id)
-        if row is None:  # deleted between the resume and this read
-            raise fail(f"item {item_id} does not exist", ExitCode.NOT_FOUND) from None
-        raise fail(
-            f"item {item_id} is not halted, so there is nothing to resume: it is "
-            f"{state_of(row, runtime.media, runtime.clock.now())}",
-            ExitCode.CONFLICT,
-        ) from None
-    console.print(
-        f"item {item_id} resumed at stage {stage}; a running `conveyor worker` (or "
-        "`conveyor serve`) moves it on"
-    )
+    resume_one(runtime, runtime.media, item_id, queries.item_by_id)

@@ -368,24 +368,11 @@ def delete_records(
 
 
 def _resume_one(record_id: int) -> None:
-    from conveyor.errors import Conflict
-    from conveyor.pipeline import resume as resume_record
+    from conveyor.audio import queries
+    from conveyor.cli.bulk import resume_one
 
     runtime = _runtime_for(record_id)
-    try:
-        stage = resume_record(runtime.engine, runtime.audio, record_id, clock=runtime.clock)
-    except Conflict:
-        with runtime.engine.connect() as conn:
-            row = _record(runtime, conn, record_id)
-        raise fail(
-            f"record {record_id} is not halted, so there is nothing to resume: it is "
-            f"{state_of(row, runtime.audio, runtime.clock.now())}",
-            ExitCode.CONFLICT,
-        ) from None
-    console.print(
-        f"record {record_id} resumed at stage {stage}; a running `conveyor worker` (or "
-        "`conveyor serve`) moves it on"
-    )
+    resume_one(runtime, runtime.audio, record_id, queries.record_by_id)
 
 
 def _runtime_for(record_id: int) -> Runtime:
