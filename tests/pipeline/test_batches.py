@@ -90,9 +90,14 @@ def test_batch_saves_every_outcome_together_with_one_claim_and_one_save_transact
         event.remove(db, "before_cursor_execute", capture)
     assert [job(db, i)["stage"] for i in ids] == ["waiting"] * 8
     assert all(events_of(db, i)[-1]["outcome"] == "advanced" for i in ids)
-    claims = [s for s in statements if s.startswith("UPDATE") and "RETURNING" in s]
+    claims = [s for s in statements if s.startswith(("UPDATE", "WITH")) and "RETURNING" in s]
     assert len(claims) == 1
-    assert sum(1 for s in statements if s.startswith("SELECT TEST_JOBS.ID")) == 1  # one read
+    reads = [s for s in statements if s.startswith("SELECT TEST_JOBS.ID")]
+    if db.dialect.name == "postgresql":
+        # The claim and its read are one statement: the read is the claim's own WITH.
+        assert claims[0].startswith("WITH") and not reads
+    else:
+        assert len(reads) == 1
 
 
 def test_a_failing_save_is_a_failed_attempt_with_its_error_then_attempts_exhausted(

@@ -7,13 +7,20 @@ lock upgrade); PostgreSQL gets a pool sized for the worker threads and the psyco
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 
-__all__ = ["asynchronous_commit", "is_postgresql", "make_engine", "normalize_url"]
+__all__ = [
+    "autocommit",
+    "is_postgresql",
+    "make_engine",
+    "normalize_url",
+]
 
 # Seconds a SQLite writer waits for the lock before giving up; long, because a burst of
 # workers on one file is normal, and an error here would only be retried.
@@ -54,15 +61,29 @@ def make_engine(url: str, *, pool_size: int = 10) -> Engine:
     return create_engine(parsed, pool_size=pool_size, max_overflow=pool_size)
 
 
-def asynchronous_commit(conn: Connection) -> None:
-    """Let the open transaction of ``conn`` commit without waiting for its WAL flush.
-
-    For claim transactions only: a claim lost in a crash merely expires (P4), while outcomes
-    keep the synchronous commit. PostgreSQL only; SQLite's ``synchronous=NORMAL`` in WAL mode
-    already commits without a sync.
+@contextmanager
+def autocommit(conn: Connection) -> Iterator[Connection]:
+    """Run each statement on ``conn`` inside the block as its own transaction: on PostgreSQL
+    no ``BEGIN`` and no ``COMMIT`` go to the server, two round trips fewer for a one-statement
+    transaction (a worker in another rack pays each). ``conn`` must not be in a transaction;
+    its isolation level is set back after the block (a client-side switch in psycopg). On
+    SQLite, in the same process, the block is one transaction.
     """
-    if conn.dialect.name == "postgresql":
-        conn.exec_driver_sql("SET LOCAL synchronous_commit TO OFF")
+    if conn.dialect.name != "postgresql":
+        with conn.begin():
+            yield conn
+        return
+    before = conn.get_execution_options().get("isolation_level", conn.default_isolation_level)
+    conn.execution_options(isolation_level="AUTOCOMMIT")
+    try:
+        yield conn
+    finally:
+        if not conn.invalidated and not conn.closed:
+            if conn.in_transaction():
+                # SQLAlchemy's own transaction object, begun even in autocommit; ending it
+                # sends nothing (the server has no transaction open).
+                conn.commit()
+            conn.execution_options(isolation_level=before)
 
 
 def _sqlite_engine(url: URL) -> Engine:

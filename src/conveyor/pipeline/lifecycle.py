@@ -280,9 +280,10 @@ def save_planned(
 ) -> list[bool]:
     """Save planned outcomes in the open transaction of ``conn``, each guarded by its token.
 
-    A plan whose claim is gone writes nothing, its extra writes included (P6). The journal rows
-    of the saved ones are written together (D14). When one of them advances a record into
-    another lane, waiting workers of other processes are told, in this transaction (PostgreSQL).
+    A plan whose claim is gone writes nothing, its extra writes included (P6): they run only
+    after its fenced record write matched. The journal rows of the saved ones are written
+    together (D14). When one of them advances a record into another lane's open stage, waiting
+    workers of other processes are told, in this transaction (PostgreSQL).
 
     Returns:
         For each plan, whether its claim held (its outcome was written).
@@ -297,19 +298,17 @@ def save_planned(
     groups: dict[tuple[tuple[str, ...], tuple[str, ...]], list[Planned]] = {}
     for plan in plans:
         if plan.writes is not None:
-            # Guard first so that extra writes never land for a lost claim.
-            if not queries.touch_if_held(conn, domain, plan.claim, now):
+            # The fenced save first: only once it matched (the claim held; the row is now
+            # locked by this transaction) do the step's extra writes run, so they never land
+            # for a lost claim, and no separate guard costs a round trip.
+            if queries.save_many(conn, domain, now, [plan.claim], [plan.values], plan.times) != 1:
                 held.append(False)
                 continue
             extra = plan.writes(conn) or {}
-            _check_owned(domain, extra)
-            ok = (
-                queries.save_many(
-                    conn, domain, now, [plan.claim], [{**plan.values, **extra}], plan.times
-                )
-                == 1
-            )
-            held.append(ok)
+            if extra:
+                _check_owned(domain, extra)
+                queries.update_saved(conn, domain, plan.claim.record_id, extra)
+            held.append(True)
         else:
             groups.setdefault((tuple(sorted(plan.values)), tuple(sorted(plan.times))), []).append(
                 plan
@@ -326,9 +325,13 @@ def save_planned(
     for plan, ok in zip(plans, held, strict=True):
         if not ok:
             continue
-        if plan.target is not None and (
-            domain.stage(plan.target).lane != domain.stage(plan.stage).lane
+        target = None if plan.target is None else domain.stage(plan.target)
+        if (
+            target is not None
+            and not target.terminal
+            and target.lane != domain.stage(plan.stage).lane
         ):
+            # Work for another lane's workers; a record that is done is work for nobody.
             hand_off = True
         # A postpone is journaled only when its step gave a note (a wait for a new reason).
         if plan.outcome != "postponed" or plan.event_text is not None:

@@ -31,7 +31,7 @@ from sqlalchemy import Connection, Engine, Row, Select, Update
 from sqlalchemy.sql import ColumnElement
 
 from conveyor.db import outage
-from conveyor.db.engine import asynchronous_commit
+from conveyor.db.engine import autocommit
 from conveyor.db.notify import Notifier
 from conveyor.pipeline import queries
 from conveyor.pipeline.claims import Claim, Held
@@ -87,6 +87,9 @@ class LaneClaims:
         )
         self.unstarted: Update = queries.claim_statement(domain, stages, now, started=False)
         self.read: Select[Any] = queries.read_statement(domain, now)
+        # PostgreSQL's: each claim with its read, one statement.
+        self.started_read = queries.claim_and_read_statement(domain, self.started, now)
+        self.prefetched_read = queries.claim_and_read_statement(domain, self.prefetched, now)
 
 
 def claim_jobs(
@@ -97,15 +100,28 @@ def claim_jobs(
     started: bool = True,
     holder: str | None = None,
 ) -> list[Job]:
-    """Claim up to ``limit`` records in one statement and read them, in one transaction.
+    """Claim up to ``limit`` records in one statement and read them, in one transaction:
+    on PostgreSQL the claim and its read are one statement and its own transaction (one round
+    trip, ``conn`` must not be in a transaction); on SQLite two, in one.
 
     Returns:
         The claimed records in claim order ([] when no work, P12).
     """
-    statement = claims.started if started else claims.prefetched
-    with conn.begin():
-        asynchronous_commit(conn)
-        got = queries.claim_with(conn, statement, limit, holder)
+    if conn.dialect.name == "postgresql":
+        statement = claims.started_read if started else claims.prefetched_read
+        with autocommit(conn):
+            rows = queries.claim_and_read(conn, statement, limit, holder)
+        read_at = time.monotonic()
+        jobs = []
+        for record in records_of(rows):
+            del record["_commit"]
+            claim = Claim(record_id=int(record["id"]), token=str(record["claim_token"]))
+            jobs.append(Job(claims.domain, claim, record, read_at, started))
+        return jobs
+    with conn.begin():  # SQLite's synchronous=NORMAL in WAL mode commits without a sync
+        got = queries.claim_with(
+            conn, claims.started if started else claims.prefetched, limit, holder
+        )
         rows = queries.read_claimed(conn, claims.read, [c.record_id for c in got]) if got else []
     read_at = time.monotonic()
     tokens = {c.record_id: c for c in got}
@@ -289,7 +305,7 @@ class Producer:
     def _next_hold_end(self, conn: Connection) -> float:
         """Seconds until the first prefetched claim of the lane lapses (inf: none)."""
         ends = []
-        with conn.begin():
+        with autocommit(conn):  # a read: no BEGIN, no COMMIT
             for claims in self._claims:
                 stages = [s.name for s in claims.domain.lane_stages(self.lane)]
                 end = queries.next_hold_end(conn, claims.domain, stages, self.now)

@@ -40,6 +40,7 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql import ColumnElement
 from sqlalchemy.sql.elements import UnaryExpression
 from sqlalchemy.sql.sqltypes import NullType
+from sqlalchemy.sql.util import ClauseAdapter
 from sqlalchemy.sql.visitors import InternalTraversal
 
 from conveyor.clock import Clock
@@ -52,6 +53,8 @@ from conveyor.pipeline.stages import Domain, Stage
 __all__ = [
     "CLOCK_STEP_TOLERANCE",
     "backlog",
+    "claim_and_read",
+    "claim_and_read_statement",
     "claim_order",
     "claim_statement",
     "claim_with",
@@ -78,6 +81,7 @@ __all__ = [
     "save_if_held",
     "save_many",
     "touch_if_held",
+    "update_saved",
 ]
 
 # Seconds the database's clock may step back before a retry pause or a lease reaching further
@@ -210,13 +214,16 @@ class _AmongIds(ColumnElement[bool]):
 @compiles(_AmongIds)
 def _among_ids(element: _AmongIds, compiler: Any, **kw: Any) -> str:
     column = compiler.process(element.column, **kw)
-    return f"{column} IN ({compiler.process(element.ids, asfrom=False, **kw)})"
+    ids = compiler.process(element.ids, **{**kw, "asfrom": False})
+    return f"{column} IN ({ids})"
 
 
 @compiles(_AmongIds, "postgresql")
 def _among_ids_postgresql(element: _AmongIds, compiler: Any, **kw: Any) -> str:
     column = compiler.process(element.column, **kw)
-    return f"{column} = ANY(ARRAY({compiler.process(element.ids, asfrom=False, **kw)}))"
+    # Inside a WITH (the claim and its read, one statement) the compiler passes asfrom itself.
+    ids = compiler.process(element.ids, **{**kw, "asfrom": False})
+    return f"{column} = ANY(ARRAY({ids}))"
 
 
 def claim_statement(
@@ -295,6 +302,35 @@ def claim_with(
     return [Claim(record_id=int(r[0]), token=str(r[1])) for r in rows]
 
 
+def claim_and_read_statement(
+    domain: Domain, claim: Update, now: ColumnElement[float]
+) -> Select[Any]:
+    """PostgreSQL: a :func:`claim_statement` and the read of what it claimed as ONE statement
+    (a data-modifying ``WITH``): every column as the claim left it (D7), in claim order, with
+    the database's time as ``_db_now``. Its transaction commits without waiting for its WAL
+    flush (``set_config('synchronous_commit', 'off', true)``, the claim's own: a claim lost in
+    a crash merely expires, P4), so run alone it is one round trip (:func:`claim_and_read`).
+    """
+    table = domain.table
+    claimed = claim.returning(*(c for c in table.c if c.key not in ("id", "claim_token"))).cte(
+        "claimed"
+    )
+    adapt = ClauseAdapter(claimed)
+    return select(
+        *(claimed.c[c.key] for c in table.c),
+        now.label("_db_now"),
+        func.set_config("synchronous_commit", "off", True).label("_commit"),
+    ).order_by(*(adapt.traverse(o) for o in claim_order(domain)))
+
+
+def claim_and_read(
+    conn: Connection, statement: Select[Any], limit: int, holder: str | None = None
+) -> list[Row[Any]]:
+    """Run a :func:`claim_and_read_statement` as ``holder``: the claimed rows ([] when no
+    work, P12), each with ``claim_token`` and ``_db_now``."""
+    return list(conn.execute(statement, {"_limit": limit, "_holder": holder or None}).all())
+
+
 def read_statement(domain: Domain, now: ColumnElement[float]) -> Select[Any]:
     """Every column of the records ``:_ids``, in claim order, and the database's time."""
     table = domain.table
@@ -336,6 +372,16 @@ def save_if_held(conn: Connection, domain: Domain, claim: Claim, values: Mapping
         .values(**values)
     )
     return result.rowcount == 1
+
+
+def update_saved(
+    conn: Connection, domain: Domain, record_id: int, values: Mapping[str, Any]
+) -> None:
+    """Write more columns of a record whose outcome the open transaction of ``conn`` has just
+    saved under its claim (its row locked by that write, its token already given back): the
+    fields a step's extra writes return (P7 checked by the caller)."""
+    table = domain.table
+    conn.execute(update(table).where(table.c.id == record_id).values(**values))
 
 
 _SAVES: dict[tuple[object, ...], tuple[object, ManyStatement]] = {}
