@@ -50,6 +50,7 @@ from sqlalchemy import Connection, Engine, RowMapping
 
 from conveyor.clock import seconds
 from conveyor.config import MediaSettings
+from conveyor.db.engine import autocommit
 from conveyor.errors import MediaError
 from conveyor.files import file_sha256
 from conveyor.kinds import IMAGE_ROLES, Role
@@ -168,7 +169,7 @@ class MediaSteps:
         """``uploaded`` → ``done`` (photo) or ``transcoding`` (video): image roles, poster."""
         item = ctx.record
         with ExitStack() as stack:
-            original = self._original(ctx, stack)
+            original, rows = self._original(ctx, stack)
             if original is None:
                 return self._halt(
                     ctx, MediaError(MediaHalt.ORIGINAL_MISSING, "the original is missing")
@@ -186,14 +187,14 @@ class MediaSteps:
         return Advance(
             fields,
             to=target,
-            writes=self._save(ctx, objects, "item.ready", target),
+            writes=self._save(ctx, rows, objects, "item.ready", target),
             note=f"variants ready: {roles}",
         )
 
     def playback(self, ctx: StepContext) -> Outcome:
         """``transcoding`` → ``done``: the H.264/AAC ``playback`` role (long lane, M3, M8)."""
         with ExitStack() as stack:
-            original = self._original(ctx, stack)
+            original, rows = self._original(ctx, stack)
             if original is None:
                 return self._halt(
                     ctx, MediaError(MediaHalt.ORIGINAL_MISSING, "the original is missing")
@@ -219,7 +220,7 @@ class MediaSteps:
             )
         return Advance(
             fields,
-            writes=self._save(ctx, [obj], "item.playback_ready", "done"),
+            writes=self._save(ctx, rows, [obj], "item.playback_ready", "done"),
             note=note,
         )
 
@@ -289,20 +290,23 @@ class MediaSteps:
             "captured_offset": info.captured_offset,
         }
 
-    def _original(self, ctx: StepContext, stack: ExitStack) -> Path | None:
-        """A local copy of the item's original (kept until ``stack`` closes); None when the
-        journal or the store no longer has it."""
+    def _original(
+        self, ctx: StepContext, stack: ExitStack
+    ) -> tuple[Path | None, Sequence[RowMapping]]:
+        """A local copy of the item's original (kept until ``stack`` closes; None when the
+        journal or the store no longer has it), and the item's role rows, read after the claim.
+        """
         # One statement, outside a transaction (no BEGIN, no ROLLBACK): every round trip
         # counts on a link between racks; the role row carries the journal's key.
-        with ctx.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        with ctx.engine.connect() as conn, autocommit(conn):
             rows = queries.objects_of(conn, int(ctx.record["id"]))
         row = next((r for r in rows if r["role"] == "original"), None)
         if row is None:
-            return None
+            return None, rows
         try:
-            return stack.enter_context(self.store.local_copy(str(row["key"])))
+            return stack.enter_context(self.store.local_copy(str(row["key"]))), rows
         except FileNotFoundError:
-            return None
+            return None, rows
 
     def _image_roles(self, ctx: StepContext, src: Path, out_dir: Path) -> list[_Object]:
         variants = make_image_variants(
@@ -354,54 +358,47 @@ class MediaSteps:
             role, key, mime_type, ext, stored.size, stored.sha256, width, height, duration
         )
 
-    def _save(self, ctx: StepContext, objects: list[_Object], kind: str, stage: str) -> Writes:
-        """Journal rows, role rows and the album event: one transaction with the save (M4, M5)."""
+    def _save(
+        self,
+        ctx: StepContext,
+        rows: Sequence[RowMapping],
+        objects: list[_Object],
+        kind: str,
+        stage: str,
+    ) -> Writes:
+        """Journal rows, role rows and the album event: one transaction with the save (M4, M5).
+
+        ``rows`` are the item's role rows as the step read them after its claim: only a holder
+        of the claim writes them, and the save lands only while the claim holds, so they are
+        still the item's when it does.
+        """
         item = ctx.record
         item_id, album_id = int(item["id"]), int(item["album_id"])
         now = ctx.now()
+        earlier = {str(r["role"]): int(r["file_id"]) for r in rows}
+        roles = {str(r["role"]): _role(r) for r in rows}
+        roles.update({obj.role: _role(_facts(obj)) for obj in objects})
+        payload = {
+            "item_id": item_id,
+            "kind": item["kind"],
+            "stage": stage,
+            "roles": dict(sorted(roles.items())),
+        }
 
         def writes(conn: Connection) -> None:
-            # Round trips, not rows, are what a slow link to the database charges for: the new
-            # objects' journal rows are one statement, their role rows another, and the album
-            # event's roles come from what is at hand instead of a query.
-            rows = queries.objects_of(conn, item_id)
-            earlier = {str(r["role"]): int(r["file_id"]) for r in rows}
-            written: dict[str, int] = {}
-            fresh: list[_Object] = []
-            for obj in objects:
-                if obj.shares is not None:
-                    continue
-                replaces = earlier.get(obj.role)
-                if replaces is None or replaces in written.values():
-                    # New, or the earlier run named one object by several roles: a new row.
-                    fresh.append(obj)
-                    continue
-                # A re-run's object takes over the earlier run's journal row; the earlier
-                # object, named by no row now, goes with the sweep.
-                file_id = put_file_row(conn, replaces=replaces, now=now, **_facts(obj))
-                written[obj.role] = file_id
-            ids = put_file_rows(conn, [_facts(obj) for obj in fresh], now)
-            written.update({obj.role: i for obj, i in zip(fresh, ids, strict=True)})
-            # Roles with the same bytes as another name its object (one object, one row, M1).
-            written.update({o.role: written[o.shares] for o in objects if o.shares is not None})
-            for role, file_id in written.items():
-                if role in earlier and earlier[role] != file_id:
-                    queries.put_object(conn, item_id, role, file_id)
-            queries.add_objects(
-                conn, item_id, {r: i for r, i in written.items() if r not in earlier}
-            )
-            # An earlier run's row that no role names now (this run shares what it kept apart).
-            unnamed = set(earlier.values()) - set({**earlier, **written}.values())
-            if unnamed:
-                delete_file_rows(conn, unnamed)
-            roles = {str(r["role"]): _role(r) for r in rows}
-            roles.update({obj.role: _role(_facts(obj)) for obj in objects})
-            payload = {
-                "item_id": item_id,
-                "kind": item["kind"],
-                "stage": stage,
-                "roles": dict(sorted(roles.items())),
-            }
+            # Round trips, not rows, are what a slow link to the database charges for: the role
+            # rows come from the step's read, a first run's journal rows and role rows are one
+            # statement, and the album event's roles come from what is at hand.
+            if any(o.role in earlier for o in objects):
+                _replace_objects(conn, item_id, earlier, objects, now)
+            else:
+                queries.add_new_objects(
+                    conn,
+                    item_id,
+                    [_facts(o) for o in objects if o.shares is None],
+                    {o.role: o.key for o in objects},
+                    now,
+                )
             queries.insert_album_event(
                 conn, album_id=album_id, item_id=item_id, kind=kind, payload=payload, created_at=now
             )
@@ -435,6 +432,41 @@ class MediaSteps:
             )
 
         return Halt(exc.reason, message, writes=writes)
+
+
+def _replace_objects(
+    conn: Connection,
+    item_id: int,
+    earlier: Mapping[str, int],
+    objects: Sequence[_Object],
+    now: float,
+) -> None:
+    """A re-run's save: its objects take over the earlier run's journal rows, role by role."""
+    written: dict[str, int] = {}
+    fresh: list[_Object] = []
+    for obj in objects:
+        if obj.shares is not None:
+            continue
+        replaces = earlier.get(obj.role)
+        if replaces is None or replaces in written.values():
+            # New, or the earlier run named one object by several roles: a new row.
+            fresh.append(obj)
+            continue
+        # A re-run's object takes over the earlier run's journal row; the earlier object,
+        # named by no row now, goes with the sweep.
+        written[obj.role] = put_file_row(conn, replaces=replaces, now=now, **_facts(obj))
+    ids = put_file_rows(conn, [_facts(obj) for obj in fresh], now)
+    written.update({obj.role: i for obj, i in zip(fresh, ids, strict=True)})
+    # Roles with the same bytes as another name its object (one object, one row, M1).
+    written.update({o.role: written[o.shares] for o in objects if o.shares is not None})
+    for role, file_id in written.items():
+        if role in earlier and earlier[role] != file_id:
+            queries.put_object(conn, item_id, role, file_id)
+    queries.add_objects(conn, item_id, {r: i for r, i in written.items() if r not in earlier})
+    # An earlier run's row that no role names now (this run shares what it kept apart).
+    unnamed = set(earlier.values()) - set({**earlier, **written}.values())
+    if unnamed:
+        delete_file_rows(conn, unnamed)
 
 
 def _cut_short(declared: float, played: float) -> bool:

@@ -5,12 +5,26 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, RowMapping, delete, func, insert, select
+from sqlalchemy import (
+    Connection,
+    Integer,
+    RowMapping,
+    String,
+    column,
+    delete,
+    func,
+    insert,
+    literal,
+    select,
+    values,
+)
 
 from conveyor.db.album_signals import ALBUM_CHANNEL, notify_album
 from conveyor.db.tables import album_events, albums, files, media_items, media_objects
+from conveyor.objects.queries import journal_values, put_file_rows
 
 __all__ = [
+    "add_new_objects",
     "add_objects",
     "album_by_id",
     "album_by_name",
@@ -116,6 +130,45 @@ def add_objects(conn: Connection, item_id: int, roles: Mapping[str, int]) -> Non
         conn.execute(insert(media_objects).values(rows))
 
 
+def add_new_objects(
+    conn: Connection,
+    item_id: int,
+    objects: Sequence[Mapping[str, Any]],
+    roles: Mapping[str, str],
+    now: float,
+) -> None:
+    """Journal new objects and point the item's new ``roles`` (role → key, none of which it has
+    yet) at them: on PostgreSQL one statement (the journal rows inserted in a ``WITH``, the role
+    rows from what it returns), on SQLite two.
+
+    Args:
+        objects: the journal rows of the new objects, as :func:`put_file_rows` takes them.
+        roles: every new role and the key of the object it names (several roles may name one).
+    """
+    if not objects:
+        return
+    if conn.dialect.name != "postgresql":
+        ids = put_file_rows(conn, objects, now)
+        by_key = {str(o["key"]): i for o, i in zip(objects, ids, strict=True)}
+        add_objects(conn, item_id, {role: by_key[key] for role, key in roles.items()})
+        return
+    journaled = (
+        insert(files).values(journal_values(objects, now)).returning(files.c.id, files.c.key)
+    )
+    new = journaled.cte("journaled")
+    named = values(column("role", String), column("key", String), name="named").data(
+        sorted(roles.items())
+    )
+    conn.execute(
+        insert(media_objects).from_select(
+            ["item_id", "role", "file_id"],
+            select(literal(item_id, Integer), named.c.role, new.c.id).join(
+                named, named.c.key == new.c.key
+            ),
+        )
+    )
+
+
 def objects_of(conn: Connection, item_id: int) -> Sequence[RowMapping]:
     """The item's objects: role plus the journal row's key, MIME type, size, dims, state."""
     query = (
@@ -146,26 +199,42 @@ def insert_album_event(
     payload: dict[str, Any],
     created_at: float,
 ) -> int:
-    """Append one event to the album's outbox (M5); returns its id.
+    """Append one event to the album's outbox (M5), in one statement; returns its id.
 
-    The album row is locked first, so writers of one album take ids in commit order: a reader
-    that has seen id N never later finds a smaller id committed (PostgreSQL hands out sequence
-    values before commit; SQLite serialises writers anyway and drops the lock clause).
+    The album row is locked first (the insert's ``SELECT … FOR UPDATE``), so writers of one
+    album take ids in commit order: a reader that has seen id N never later finds a smaller id
+    committed (PostgreSQL hands out sequence values before commit; SQLite serialises writers
+    anyway and drops the lock clause). On PostgreSQL the same statement notifies the album's
+    listeners (delivered on commit to every process that listens).
+
+    Raises:
+        LookupError: there is no album ``album_id``.
     """
-    lock = select(albums.c.id).where(albums.c.id == album_id).with_for_update()
-    if conn.dialect.name == "postgresql":
-        # The lock and the notification (delivered on commit to every process that listens)
-        # in one round trip: a worker far from the database pays for each.
-        notify = func.pg_notify(ALBUM_CHANNEL, str(album_id))
-        lock = lock.add_columns(notify)
-    conn.execute(lock).first()
-    result = conn.execute(
-        insert(album_events).values(
-            album_id=album_id, item_id=item_id, kind=kind, payload=payload, created_at=created_at
+    source = (
+        select(
+            albums.c.id,
+            literal(item_id, Integer),
+            literal(kind, String),
+            literal(payload, album_events.c.payload.type),
+            literal(created_at, album_events.c.created_at.type),
         )
+        .where(albums.c.id == album_id)
+        .with_for_update()
     )
-    assert result.inserted_primary_key is not None
-    return int(result.inserted_primary_key[0])
+    statement = insert(album_events).from_select(
+        ["album_id", "item_id", "kind", "payload", "created_at"], source
+    )
+    if conn.dialect.name == "postgresql":
+        # The notification in the same round trip: a worker far from the database pays each.
+        statement = statement.returning(
+            album_events.c.id, func.pg_notify(ALBUM_CHANNEL, str(album_id))
+        )
+    else:
+        statement = statement.returning(album_events.c.id)
+    row = conn.execute(statement).first()
+    if row is None:
+        raise LookupError(f"album {album_id} does not exist")
+    return int(row[0])
 
 
 def events_after(

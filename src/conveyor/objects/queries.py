@@ -18,6 +18,7 @@ __all__ = [
     "file_by_key",
     "journal_count",
     "journal_sizes",
+    "journal_values",
     "journaled_keys",
     "put_file_row",
     "put_file_rows",
@@ -76,8 +77,15 @@ def put_file_rows(conn: Connection, rows: Sequence[Mapping[str, Any]], now: floa
     """
     if not rows:
         return []
+    query = insert(files).returning(files.c.id, sort_by_parameter_order=True)
+    return [int(i) for i in conn.execute(query, journal_values(rows, now)).scalars()]
+
+
+def journal_values(rows: Sequence[Mapping[str, Any]], now: float) -> list[dict[str, Any]]:
+    """The ``files`` columns of new objects' journal rows (as :func:`put_file_rows` takes
+    them), every column present, dated ``now``."""
     facts = ("format", "sha256", "width", "height", "duration")
-    values = [
+    return [
         {
             "key": r["key"],
             "mime_type": r["mime_type"],
@@ -88,8 +96,6 @@ def put_file_rows(conn: Connection, rows: Sequence[Mapping[str, Any]], now: floa
         }
         for r in rows
     ]
-    query = insert(files).returning(files.c.id, sort_by_parameter_order=True)
-    return [int(i) for i in conn.execute(query, values).scalars()]
 
 
 def file_by_id(conn: Connection, file_id: int) -> RowMapping | None:
