@@ -4,10 +4,12 @@ delaying TCP proxy on loopback, beside the same run with no delay.
 Each run uploads ``--photos`` corpus JPEGs into an album (through no delay), then starts one
 worker pool serving the ``short`` lane with ``--workers`` threads, and times it from start until
 every photo is ``done``. The database and the bucket (a moto S3 server on loopback) are reached
-through :class:`tests.support.tcp_proxy.TcpProxy`, which holds every chunk ``--delay`` seconds
-each way: ``--delay 0.025`` is a 50 ms round trip, a link between racks or zones. Round trips
-per photo are counted at the driver (statements, BEGIN, COMMIT, ROLLBACK) and at boto3 (one per
-S3 request sent).
+through :class:`tests.support.tcp_proxy.TcpProxy`, which delivers every chunk ``--delay``
+seconds after it was sent, each way (its ``latency``: chunks in flight do not wait for each
+other, as on a real link): ``--delay 0.025`` is a 50 ms round trip, a link between racks or
+zones. Database round trips per photo are counted on the wire (the times the worker spoke
+after PostgreSQL had answered) and at the driver (statements, BEGIN, COMMIT, ROLLBACK, as
+:class:`tests.support.round_trips.RoundTrips` does); S3 requests at boto3 (one per request).
 
 Run from the project root: ``.venv/bin/python -m bench.bench_latency --postgres
 postgresql://…/db [--photos 24] [--workers 4] [--delay 0.025]``. The database's public schema
@@ -26,7 +28,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event, select, text
+from sqlalchemy import select, text
 from sqlalchemy.engine import make_url
 
 from conveyor.config import Settings
@@ -37,6 +39,7 @@ from conveyor.media.albums import create_album
 from conveyor.media.intake import accept_media
 from conveyor.runtime import Runtime
 from tests.support.needs import MEDIA_CORPUS
+from tests.support.round_trips import RoundTrips
 from tests.support.s3server import free_port
 from tests.support.tcp_proxy import TcpProxy
 
@@ -109,22 +112,17 @@ def run_once(
             owner=owner,
             max_pixels=settings.media.max_pixels,
         )
-    counts = {"db": 0, "s3": 0}
+    counts = {"s3": 0}
     lock = threading.Lock()
-
-    def on_db(*_a: Any) -> None:
-        with lock:
-            counts["db"] += 1
 
     def on_s3(**_kw: Any) -> None:
         with lock:
             counts["s3"] += 1
 
-    event.listen(runtime.engine, "before_cursor_execute", on_db)
-    for name in ("begin", "commit", "rollback"):
-        event.listen(runtime.engine, name, on_db)
+    trips = RoundTrips(runtime.engine)
     runtime.store.client.meta.events.register("before-send.s3", on_s3)  # type: ignore[attr-defined]
-    db_proxy.delay = s3_proxy.delay = delay
+    db_proxy.latency = s3_proxy.latency = delay
+    turns = db_proxy.turns
     pool = runtime.pool({"short": workers})
     started = time.perf_counter()
     pool.start()
@@ -139,8 +137,10 @@ def run_once(
                 raise RuntimeError(f"not done after 15 minutes: {stages}")
             time.sleep(0.05)
         seconds = time.perf_counter() - started
+        wire = db_proxy.turns - turns
     finally:
         pool.stop()
+        trips.close()
         probe.dispose()
         runtime.engine.dispose()
         db_proxy.down()
@@ -151,7 +151,8 @@ def run_once(
         "photos": photos,
         "seconds": seconds,
         "photos_per_s": photos / seconds,
-        "db_round_trips_per_photo": counts["db"] / photos,
+        "db_round_trips_per_photo": sum(trips.counts.values()) / photos,
+        "db_wire_round_trips_per_photo": wire / photos,
         "s3_requests_per_photo": counts["s3"] / photos,
     }
 
@@ -183,12 +184,16 @@ def main() -> None:
         moto.wait()
     base = rows[0]["photos_per_s"]
     print(f"load average {os.getloadavg()[0]:.1f}; {args.workers} short workers")
-    print("link RTT   photos/s  ratio  seconds  DB round trips/photo  S3 requests/photo")
+    print(
+        "link RTT   photos/s  ratio  seconds  DB round trips/photo (wire, driver)"
+        "  S3 requests/photo"
+    )
     for row in rows:
         print(
             f"{2 * row['delay_ms']:5.0f} ms  {row['photos_per_s']:8.2f}  "
             f"{row['photos_per_s'] / base:5.2f}  {row['seconds']:7.1f}  "
-            f"{row['db_round_trips_per_photo']:20.1f}  {row['s3_requests_per_photo']:17.1f}"
+            f"{row['db_wire_round_trips_per_photo']:19.1f}, "
+            f"{row['db_round_trips_per_photo']:6.1f}  {row['s3_requests_per_photo']:17.1f}"
         )
 
 
