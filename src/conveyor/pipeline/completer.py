@@ -128,8 +128,7 @@ class Saver:
         settings: ``[pipeline]`` settings, for re-planning an outcome whose save raised.
         now: the statements' time (:func:`~conveyor.pipeline.queries.now_of`).
         held: the pool's held claims; a saved one is forgotten.
-        on_advance: called after a batch advanced a record into a stage with a step (wakes
-            other workers; a record that is done is work for nobody).
+        on_advance: called after a batch advanced a record (wakes other workers).
         on_pause: called with the shortest retry pause a batch wrote.
     """
 
@@ -184,7 +183,6 @@ class Saver:
         # Counted and told once per batch: a counter or a wake-up per record is measurable.
         counts: dict[tuple[str, str], int] = {}
         pause: float | None = None
-        opened = False  # some record advanced into a stage with work (a done one has none)
         for item, ok in zip(items, held, strict=True):
             # Only now that the outcome is saved (the claim given back) may the lease lapse.
             item.let_go()
@@ -196,14 +194,11 @@ class Saver:
                 continue
             key = (item.stage.name, applied.outcome)
             counts[key] = counts.get(key, 0) + 1
-            target = item.plan.target
-            if applied.outcome == "advanced" and target is not None:
-                opened = opened or not domain.stage(target).terminal
             if applied.retry_in is not None:
                 pause = applied.retry_in if pause is None else min(pause, applied.retry_in)
         for (stage, outcome), count in counts.items():
             self._counter(domain.name, stage, outcome).inc(count)
-        if self.on_advance is not None and opened:
+        if self.on_advance is not None and any(o == "advanced" for _, o in counts):
             self.on_advance()
         if pause is not None and self.on_pause is not None:
             self.on_pause(pause)

@@ -74,4 +74,6 @@ class ManyStatement:
                 tuple(values) if self._positional else dict(zip(names, values, strict=True))
             )
         result = conn.exec_driver_sql(self.sql, converted if len(converted) > 1 else converted[0])
-        return int(result.rowcount)
+        matched = int(result.rowcount)
+        result.close()  # rows a RETURNING sent back are not read
+        return matched

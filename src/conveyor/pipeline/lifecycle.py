@@ -282,8 +282,8 @@ def save_planned(
 
     A plan whose claim is gone writes nothing, its extra writes included (P6): they run only
     after its fenced record write matched. The journal rows of the saved ones are written
-    together (D14). When one of them advances a record into another lane's open stage, waiting
-    workers of other processes are told, in this transaction (PostgreSQL).
+    together (D14). When one of them advances a record into another lane, waiting workers of
+    other processes (and live pages) are told, in this transaction (PostgreSQL).
 
     Returns:
         For each plan, whether its claim held (its outcome was written).
@@ -292,28 +292,15 @@ def save_planned(
         DeclarationError: extra writes returned fields the domain does not own (P7).
         Exception: whatever an extra write or the save raised; the caller rolls back.
     """
-    held: list[bool] = []
+    held = [True] * len(plans)
     events: list[dict[str, Any]] = []
     hand_off = False
-    groups: dict[tuple[tuple[str, ...], tuple[str, ...]], list[Planned]] = {}
+    # One guarded write per shape (the columns set, and the seconds each time column is set
+    # ahead: a retry pause is each record's own), sent as one executemany.
+    groups: dict[tuple[tuple[str, ...], tuple[tuple[str, float], ...]], list[Planned]] = {}
     for plan in plans:
-        if plan.writes is not None:
-            # The fenced save first: only once it matched (the claim held; the row is now
-            # locked by this transaction) do the step's extra writes run, so they never land
-            # for a lost claim, and no separate guard costs a round trip.
-            if queries.save_many(conn, domain, now, [plan.claim], [plan.values], plan.times) != 1:
-                held.append(False)
-                continue
-            extra = plan.writes(conn) or {}
-            if extra:
-                _check_owned(domain, extra)
-                queries.update_saved(conn, domain, plan.claim.record_id, extra)
-            held.append(True)
-        else:
-            groups.setdefault((tuple(sorted(plan.values)), tuple(sorted(plan.times))), []).append(
-                plan
-            )
-            held.append(True)  # settled below, all at once
+        key = (tuple(sorted(plan.values)), tuple(sorted(plan.times.items())))
+        groups.setdefault(key, []).append(plan)
     for group in groups.values():
         matched = queries.save_many(
             conn, domain, now, [p.claim for p in group], [p.values for p in group], group[0].times
@@ -323,15 +310,20 @@ def save_planned(
                 raise BatchMismatch(f"{matched} of {len(group)} claims held")
             held = [False]
     for plan, ok in zip(plans, held, strict=True):
+        if ok and plan.writes is not None:
+            # Only now that its guarded write matched (the claim held, and the row is locked
+            # by this transaction) do the step's extra writes run: never for a lost claim,
+            # and no separate guard costs a round trip.
+            extra = plan.writes(conn) or {}
+            if extra:
+                _check_owned(domain, extra)
+                queries.update_saved(conn, domain, plan.claim.record_id, extra)
+    for plan, ok in zip(plans, held, strict=True):
         if not ok:
             continue
-        target = None if plan.target is None else domain.stage(plan.target)
-        if (
-            target is not None
-            and not target.terminal
-            and target.lane != domain.stage(plan.stage).lane
+        if plan.target is not None and (
+            domain.stage(plan.target).lane != domain.stage(plan.stage).lane
         ):
-            # Work for another lane's workers; a record that is done is work for nobody.
             hand_off = True
         # A postpone is journaled only when its step gave a note (a wait for a new reason).
         if plan.outcome != "postponed" or plan.event_text is not None:
@@ -345,8 +337,10 @@ def save_planned(
                     "origin": "pipeline",
                 }
             )
-    queries.insert_events(conn, events, now)
-    if hand_off:
+    if events:
+        # The hand-off's notification rides on the journal's insert: no round trip of its own.
+        queries.insert_events(conn, events, now, announce=hand_off)
+    elif hand_off:
         announce_work(conn)
     return held
 

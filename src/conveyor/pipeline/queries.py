@@ -44,6 +44,7 @@ from sqlalchemy.sql.util import ClauseAdapter
 from sqlalchemy.sql.visitors import InternalTraversal
 
 from conveyor.clock import Clock
+from conveyor.db.notify import CHANNEL
 from conveyor.db.now import db_now, db_token
 from conveyor.db.tables import record_events
 from conveyor.pipeline.claims import Claim
@@ -594,18 +595,31 @@ def insert_event(
 
 
 def insert_events(
-    conn: Connection, rows: Sequence[Mapping[str, Any]], now: ColumnElement[float]
+    conn: Connection,
+    rows: Sequence[Mapping[str, Any]],
+    now: ColumnElement[float],
+    *,
+    announce: bool = False,
 ) -> None:
     """Append several journal rows at once (``domain``, ``record_id``, ``stage``, ``outcome``,
-    ``outcome_text``, ``origin`` each), all dated ``now`` (D14)."""
+    ``outcome_text``, ``origin`` each), all dated ``now`` (D14).
+
+    Args:
+        announce: also tell listening processes, at commit, that work may be claimable
+            (PostgreSQL: ``pg_notify`` in the insert's ``RETURNING``, no round trip of its own;
+            as :func:`~conveyor.db.notify.announce_work`).
+    """
     if not rows:
         return
-    key = (dialect_key(conn.dialect), id(now))
+    announce = announce and conn.dialect.name == "postgresql"
+    key = (dialect_key(conn.dialect), id(now), announce)
     cached = _EVENTS.get(key)
     if cached is None or cached[0] is not now:
         if len(_EVENTS) > 64:  # statements of executors long gone
             _EVENTS.clear()
         statement = insert(record_events).values(created_at=now)
+        if announce:
+            statement = statement.returning(func.pg_notify(CHANNEL, ""))
         cached = _EVENTS[key] = (now, ManyStatement(statement, conn.dialect, _EVENT_KEYS))
     cached[1].run(conn, rows)
 
