@@ -387,20 +387,26 @@ class MediaSteps:
 
         def writes(conn: Connection) -> None:
             # Round trips, not rows, are what a slow link to the database charges for: the role
-            # rows come from the step's read, a first run's journal rows and role rows are one
-            # statement, and the album event's roles come from what is at hand.
+            # rows come from the step's read, and a first run's journal rows, role rows and
+            # album event are one statement (whose roles come from what is at hand).
             if any(o.role in earlier for o in objects):
                 _replace_objects(conn, item_id, earlier, objects, now)
-            else:
-                queries.add_new_objects(
+                queries.insert_album_event(
                     conn,
-                    item_id,
-                    [_facts(o) for o in objects if o.shares is None],
-                    {o.role: o.key for o in objects},
-                    now,
+                    album_id=album_id,
+                    item_id=item_id,
+                    kind=kind,
+                    payload=payload,
+                    created_at=now,
                 )
-            queries.insert_album_event(
-                conn, album_id=album_id, item_id=item_id, kind=kind, payload=payload, created_at=now
+                return
+            queries.add_new_objects(
+                conn,
+                item_id,
+                [_facts(o) for o in objects if o.shares is None],
+                {o.role: o.key for o in objects},
+                now,
+                event=queries.AlbumEvent(album_id, item_id, kind, payload, now),
             )
 
         return writes

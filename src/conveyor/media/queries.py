@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import (
     Connection,
+    Insert,
     Integer,
     RowMapping,
     String,
@@ -24,6 +26,7 @@ from conveyor.db.tables import album_events, albums, files, media_items, media_o
 from conveyor.objects.queries import journal_values, put_file_rows
 
 __all__ = [
+    "AlbumEvent",
     "add_new_objects",
     "add_objects",
     "album_by_id",
@@ -130,43 +133,69 @@ def add_objects(conn: Connection, item_id: int, roles: Mapping[str, int]) -> Non
         conn.execute(insert(media_objects).values(rows))
 
 
+@dataclass(frozen=True)
+class AlbumEvent:
+    """One event for an album's outbox (M5): what :func:`insert_album_event` appends."""
+
+    album_id: int
+    item_id: int
+    kind: str
+    payload: dict[str, Any]
+    created_at: float
+
+
 def add_new_objects(
     conn: Connection,
     item_id: int,
     objects: Sequence[Mapping[str, Any]],
     roles: Mapping[str, str],
     now: float,
+    *,
+    event: AlbumEvent | None = None,
 ) -> None:
     """Journal new objects and point the item's new ``roles`` (role → key, none of which it has
-    yet) at them: on PostgreSQL one statement (the journal rows inserted in a ``WITH``, the role
-    rows from what it returns), on SQLite two.
+    yet) at them, and append ``event`` to its album's outbox: on PostgreSQL ONE statement (the
+    journal rows and the role rows inserted in a ``WITH`` before the event's insert), on SQLite
+    one each.
 
     Args:
         objects: the journal rows of the new objects, as :func:`put_file_rows` takes them.
         roles: every new role and the key of the object it names (several roles may name one).
+
+    Raises:
+        LookupError: ``event``'s album does not exist.
     """
-    if not objects:
-        return
     if conn.dialect.name != "postgresql":
         ids = put_file_rows(conn, objects, now)
         by_key = {str(o["key"]): i for o, i in zip(objects, ids, strict=True)}
         add_objects(conn, item_id, {role: by_key[key] for role, key in roles.items()})
+        if event is not None:
+            _one_event(conn, _event_insert(conn, event), event)
+        return
+    if not objects:
+        if event is not None:
+            _one_event(conn, _event_insert(conn, event), event)
         return
     journaled = (
-        insert(files).values(journal_values(objects, now)).returning(files.c.id, files.c.key)
+        insert(files)
+        .values(journal_values(objects, now))
+        .returning(files.c.id, files.c.key)
+        .cte("journaled")
     )
-    new = journaled.cte("journaled")
     named = values(column("role", String), column("key", String), name="named").data(
         sorted(roles.items())
     )
-    conn.execute(
-        insert(media_objects).from_select(
-            ["item_id", "role", "file_id"],
-            select(literal(item_id, Integer), named.c.role, new.c.id).join(
-                named, named.c.key == new.c.key
-            ),
-        )
+    pointed = insert(media_objects).from_select(
+        ["item_id", "role", "file_id"],
+        select(literal(item_id, Integer), named.c.role, journaled.c.id).join(
+            named, named.c.key == journaled.c.key
+        ),
     )
+    if event is None:
+        conn.execute(pointed)
+        return
+    # A data-modifying WITH runs whether or not the statement reads it (PostgreSQL).
+    _one_event(conn, _event_insert(conn, event).add_cte(pointed.cte("pointed")), event)
 
 
 def objects_of(conn: Connection, item_id: int) -> Sequence[RowMapping]:
@@ -210,15 +239,20 @@ def insert_album_event(
     Raises:
         LookupError: there is no album ``album_id``.
     """
+    event = AlbumEvent(album_id, item_id, kind, payload, created_at)
+    return _one_event(conn, _event_insert(conn, event), event)
+
+
+def _event_insert(conn: Connection, event: AlbumEvent) -> Insert:
     source = (
         select(
             albums.c.id,
-            literal(item_id, Integer),
-            literal(kind, String),
-            literal(payload, album_events.c.payload.type),
-            literal(created_at, album_events.c.created_at.type),
+            literal(event.item_id, Integer),
+            literal(event.kind, String),
+            literal(event.payload, album_events.c.payload.type),
+            literal(event.created_at, album_events.c.created_at.type),
         )
-        .where(albums.c.id == album_id)
+        .where(albums.c.id == event.album_id)
         .with_for_update()
     )
     statement = insert(album_events).from_select(
@@ -226,14 +260,16 @@ def insert_album_event(
     )
     if conn.dialect.name == "postgresql":
         # The notification in the same round trip: a worker far from the database pays each.
-        statement = statement.returning(
-            album_events.c.id, func.pg_notify(ALBUM_CHANNEL, str(album_id))
+        return statement.returning(
+            album_events.c.id, func.pg_notify(ALBUM_CHANNEL, str(event.album_id))
         )
-    else:
-        statement = statement.returning(album_events.c.id)
+    return statement.returning(album_events.c.id)
+
+
+def _one_event(conn: Connection, statement: Insert, event: AlbumEvent) -> int:
     row = conn.execute(statement).first()
     if row is None:
-        raise LookupError(f"album {album_id} does not exist")
+        raise LookupError(f"album {event.album_id} does not exist")
     return int(row[0])
 
 
