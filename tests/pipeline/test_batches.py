@@ -156,3 +156,42 @@ def test_a_failing_save_in_a_batch_fails_only_its_own_record(
     with db.connect() as conn:
         assert sorted(conn.execute(select(effects.c.job_id)).scalars()) == [a, c]
     assert job(db, a)["title"] == "job 0" and jobs.c.title is not None
+
+
+def test_p6_a_batch_of_steps_with_extra_writes_runs_them_only_for_the_claims_that_held(
+    db: Engine, clock: FakeClock, settings: PipelineSettings
+) -> None:
+    """The guarded writes of a batch go out together, and a step's extra writes run only once
+    its own guarded write matched: three records with extra writes, the middle one re-issued
+    under its step, saved in one batch. The two held ones get their effect row (and a field an
+    extra write returned), the lost one nothing: no effect, no stage, no journal row."""
+
+    def step(ctx: StepContext) -> Outcome:
+        record_id, token = ctx.claim.record_id, ctx.claim.token
+        if ctx.record["title"] == "job 1":
+            with db.begin() as conn:  # re-issued under the step (P2)
+                conn.execute(
+                    jobs.update().where(jobs.c.id == record_id).values(claim_token="e" * 32)
+                )
+
+        def effect(conn: Connection) -> dict[str, Any]:
+            conn.execute(insert(effects).values(job_id=record_id, stage="new", token=token))
+            return {"waited": record_id}
+
+        return Advance({"result": "ok"}, writes=effect)
+
+    domain = make_domain(new=step)
+    a, b, c = add_jobs(db, 3, clock.now())
+    with db.connect() as conn:
+        assert Executor(db, clock, settings).run_batch(conn, domain, "default", limit=3) == 3
+    rows = [job(db, i) for i in (a, b, c)]
+    assert [(r["stage"], r["result"], r["waited"]) for r in rows] == [
+        ("waiting", "ok", a),
+        ("new", None, None),
+        ("waiting", "ok", c),
+    ]
+    with db.connect() as conn:
+        done = sorted(conn.execute(select(effects.c.job_id)).scalars())
+    assert done == [a, c]
+    assert "advanced" not in [e["outcome"] for e in events_of(db, b)]
+    assert events_of(db, a)[-1]["outcome"] == events_of(db, c)[-1]["outcome"] == "advanced"
