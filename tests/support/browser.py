@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -41,6 +42,7 @@ FLAGS = [
     "--autoplay-policy=no-user-gesture-required",
 ]
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+"""The docs' pictures (docs/web.md), rewritten only when asked (:func:`screenshot_folder`)."""
 DESKTOP = {"width": 1280, "height": 860}
 PHONE = {"width": 390, "height": 844}
 
@@ -88,6 +90,22 @@ def served_site(request: pytest.FixtureRequest, tmp: Path, **build: Any) -> Iter
                 truncate_all(engine)
     finally:
         passwords.hasher = saved
+
+
+def screenshot_folder() -> Path:
+    """Where the browser tests put their screenshots: :data:`SCREENSHOTS` (the docs'
+    pictures) when ``CONVEYOR_SCREENSHOTS=docs``, the folder it names when it names another,
+    else ``conveyor-screenshots`` in the system's temporary folder, so a run of the suite
+    leaves the working tree as it was (docs/operations.md)."""
+    chosen = os.environ.get("CONVEYOR_SCREENSHOTS", "")
+    if chosen == "docs":
+        folder = SCREENSHOTS
+    elif chosen:
+        folder = Path(chosen)
+    else:
+        folder = Path(tempfile.gettempdir()) / "conveyor-screenshots"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 def new_page(

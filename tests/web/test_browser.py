@@ -26,12 +26,12 @@ from conveyor.web.routes_albums import GRID_PAGE
 from conveyor.web.routes_operator import HALTED_PAGE
 from tests.support.browser import (
     PHONE,
-    SCREENSHOTS,
     Browser,
     CuttableProxy,
     Page,
     Served,
     new_page,
+    screenshot_folder,
     serious_violations,
     served_site,
 )
@@ -54,11 +54,11 @@ def site(
 
 
 def shot(served: Served, page: Page, name: str) -> None:
-    """A screenshot for the docs (from the SQLite run only: one picture per page)."""
+    """A screenshot (from the SQLite run only: one picture per page), into the docs'
+    pictures only when asked (:func:`screenshot_folder`)."""
     if served.backend != "sqlite":
         return
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+    page.screenshot(path=str(screenshot_folder() / f"{name}.png"), full_page=True)
 
 
 def test_sign_in_and_sign_out(browser: Browser, site: Served) -> None:
