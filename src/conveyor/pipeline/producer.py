@@ -197,7 +197,12 @@ class Producer:
         self._queue: deque[Job] = deque()
         self._running = 0
         self._closed = False
-        self._cond = threading.Condition()
+        # One lock, two conditions: executors wait for work, the producer for an idle
+        # executor; each wake-up goes only to a thread that has something to do (a wake-up
+        # across threads costs a context switch, which on a busy machine dwarfs a no-op step).
+        lock = threading.Lock()
+        self._cond = threading.Condition(lock)
+        self._freed = threading.Condition(lock)
         self._threads: list[threading.Thread] = []
 
     def start(self) -> None:
@@ -226,7 +231,7 @@ class Producer:
     def wake(self) -> None:
         """Make the producer look again now (an executor became free, or the pool stops)."""
         with self._cond:
-            self._cond.notify_all()
+            self._freed.notify_all()
 
     def join(self, deadline: float | None = None) -> None:
         """Wait until ``time.monotonic()`` reaches ``deadline`` (None: for ever) for the
@@ -244,9 +249,7 @@ class Producer:
         try:
             while not self.stopping.is_set():
                 try:
-                    # One connection for the producer: no checkout per claim.
-                    with self.engine.connect() as conn:
-                        self._loop(conn)
+                    self._loop()
                 except Exception as exc:
                     # An outage is told once per process (and its end once), not per thread.
                     if not outage.DATABASE.failed(exc, f"{self.lane} producer"):
@@ -262,7 +265,7 @@ class Producer:
             waiting = len(self._queue)
             return max(0, idle - waiting), max(0, self.prefetch - max(0, waiting - idle))
 
-    def _loop(self, conn: Connection) -> None:
+    def _loop(self) -> None:
         while not self.stopping.is_set():
             since = self.notifier.generation
             idle, spare = self._room()
@@ -272,17 +275,26 @@ class Producer:
             if self.paused is not None and self.paused(self.lane):
                 self.notifier.wait(since, self.poll_interval)
                 continue
-            found = self._claim(conn, idle, started=True) if idle else 0
-            if idle and found < idle:
-                # The lane has no more work now: nothing to prefetch either. Look again at the
-                # next wake-up, the next poll, or when another worker's prefetched claim lapses
-                # (its process may be dead: that record is free then, D18).
-                outage.DATABASE.succeeded()
-                self.notifier.wait(since, min(self.poll_interval, self._next_hold_end(conn)))
-                continue
-            if spare and self._claim(conn, spare, started=False) == 0 and not idle:
-                self._wait_for_executor()
+            pause: float | None = None
+            prefetched = 0
+            # A connection per look, none held while waiting (the completer's rule too): one
+            # that sat idle through a database restart would fail the first claim after the
+            # outage had ended, and be reported as a second outage. The pool drops connections
+            # older than a disconnect that another thread met.
+            with self.engine.connect() as conn:
+                found = self._claim(conn, idle, started=True) if idle else 0
+                if idle and found < idle:
+                    # The lane has no more work now: nothing to prefetch either. Look again at
+                    # the next wake-up, the next poll, or when another worker's prefetched
+                    # claim lapses (its process may be dead: that record is free then, D18).
+                    pause = min(self.poll_interval, self._next_hold_end(conn))
+                elif spare:
+                    prefetched = self._claim(conn, spare, started=False)
             outage.DATABASE.succeeded()
+            if pause is not None:
+                self.notifier.wait(since, pause)
+            elif spare and prefetched == 0 and not idle:
+                self._wait_for_executor()
 
     def _claim(self, conn: Connection, count: int, *, started: bool) -> int:
         """Claim up to ``count`` records, domain by domain in turn; queue them."""
@@ -298,7 +310,7 @@ class Producer:
             self.held.add(claims.domain, [j.claim for j in jobs])
             with self._cond:
                 self._queue.extend(jobs)
-                self._cond.notify_all()
+                self._cond.notify(len(jobs))
             found += len(jobs)
         return found
 
@@ -317,7 +329,7 @@ class Producer:
         with self._cond:
             idle = self.workers - self._running - len(self._queue)
             if idle <= 0 and not self.stopping.is_set():
-                self._cond.wait(self.poll_interval)
+                self._freed.wait(self.poll_interval)
 
     def _close(self) -> None:
         """No more claims: release at once every record no executor has started."""
@@ -326,6 +338,7 @@ class Producer:
             self._queue.clear()
             self._closed = True
             self._cond.notify_all()
+            self._freed.notify_all()
         if unstarted:
             release_jobs(self.engine, self.now, self.held, unstarted)
 
@@ -349,7 +362,7 @@ class Producer:
             finally:
                 with self._cond:
                     self._running -= 1
-                    self._cond.notify_all()
+                    self._freed.notify()
 
 
 def release_jobs(
