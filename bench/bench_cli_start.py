@@ -7,7 +7,15 @@ CPU of the child, the load average, and which of the heavy libraries (PyAV, pyvi
 recognizer, numpy, boto3, FastAPI, Alembic…) the command imported. A heavy library in the list
 is a regression whatever the machine's load; the times depend on it.
 
-Run: ``.venv/bin/python bench/bench_cli_start.py [--repeat 7]``.
+Beside the commands it times the **floors**: interpreters that only import the libraries a
+command cannot do without (Typer and Rich for any command; SQLAlchemy with the SQLite driver and
+pydantic-settings for one that reads the database), so a reader can tell what Conveyor's own
+code adds. A floor runs under the console script's collector policy (off during the start, no
+walk over the heap at exit: :mod:`conveyor.cli.collector`), and the largest once more with
+Python's default collector, which shows what that policy saves. The rounds interleave every
+command and floor, so a change in the machine's load touches them alike.
+
+Run: ``.venv/bin/python bench/bench_cli_start.py [--repeat 9]``.
 """
 
 from __future__ import annotations
@@ -36,8 +44,25 @@ HEAVY = (
     "uvicorn",
     "alembic",
     "httpx",
+    "jinja2",
     "prometheus_client",
+    "argon2",
 )
+#: What a command cannot start without, imported by a bare interpreter (name → code).
+_LIBRARIES = {
+    "python": "pass",
+    "typer+rich": "import typer, rich.console, rich.table",
+    "+sqlalchemy+pydantic-settings": (
+        "import typer, rich.console, rich.table, pydantic_settings, sqlalchemy\n"
+        "sqlalchemy.create_engine('sqlite://').connect().close()"
+    ),
+}
+#: The console script's collector policy around a floor's imports.
+_POLICY = "import gc\ngc.disable()\n{}\ngc.freeze()\n"
+FLOORS = {
+    **{f"floor: {name}": _POLICY.format(code) for name, code in _LIBRARIES.items()},
+    "floor: +sqlalchemy+pydantic-settings, default gc": _LIBRARIES["+sqlalchemy+pydantic-settings"],
+}
 _PROBE = (
     "import sys\n"
     "sys.argv = ['conveyor', *sys.argv[1:]]\n"
@@ -59,17 +84,22 @@ def _child_cpu(args: list[str], cwd: Path) -> float:
 
 
 def main() -> None:
-    """Run each command ``--repeat`` times and print one line per command."""
+    """Run each command and floor ``--repeat`` times, interleaved; print one line for each."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--repeat", type=int, default=9)
     options = parser.parse_args()
     env_note = f"load average {os.getloadavg()[0]:.1f} at start"
+    runs: dict[str, list[str]] = {" ".join(c): [CONVEYOR, *c] for c in COMMANDS}
+    runs.update({name: [sys.executable, "-c", code] for name, code in FLOORS.items()})
     with tempfile.TemporaryDirectory() as folder:
         cwd = Path(folder)
         subprocess.run([CONVEYOR, "db", "upgrade"], cwd=cwd, capture_output=True, check=True)
-        print(f"{'command':<24} {'least':>8} {'median':>8}  heavy imports   ({env_note})")
+        times: dict[str, list[float]] = {name: [] for name in runs}
+        for _ in range(options.repeat):
+            for name, args in runs.items():
+                times[name].append(_child_cpu(args, cwd))
+        heavy: dict[str, str] = {}
         for command in COMMANDS:
-            times = [_child_cpu([CONVEYOR, *command], cwd) for _ in range(options.repeat)]
             probe = subprocess.run(
                 [sys.executable, "-c", _PROBE, *command],
                 cwd=cwd,
@@ -77,9 +107,12 @@ def main() -> None:
                 text=True,
                 check=False,
             )
-            heavy = probe.stderr.strip().splitlines()[-1] if probe.stderr.strip() else "?"
-            name = " ".join(command)
-            print(f"{name:<24} {min(times):>7.3f}s {statistics.median(times):>7.3f}s  {heavy}")
+            lines = probe.stderr.strip().splitlines()
+            heavy[" ".join(command)] = lines[-1] if lines else "?"
+    print(f"{'command':<50} {'least':>8} {'median':>8}  heavy imports   ({env_note})")
+    for name, spent in times.items():
+        shown = heavy.get(name, "")
+        print(f"{name:<50} {min(spent):>7.3f}s {statistics.median(spent):>7.3f}s  {shown}")
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
 
 

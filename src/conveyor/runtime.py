@@ -2,6 +2,10 @@
 
 Entry points (CLI, HTTP app) make one :class:`Runtime`; everything below receives what it needs
 from it (config passed down, never read from a global).
+
+What only running work needs (the worker pool, the process registry, providers, sweepers, the
+steps with PyAV and pyvips) is imported by the method that builds it, so a command that reads
+the database (``conveyor records list``) loads none of it.
 """
 
 from __future__ import annotations
@@ -10,24 +14,26 @@ import os
 from collections.abc import Collection
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from sqlalchemy import Engine
-
-from conveyor.audio.recognizer_sweep import JobFolderSweeper
-from conveyor.audio.stages import AUDIO, build_audio_domain
+from conveyor.audio.stages import AUDIO
 from conveyor.clock import Clock, SystemClock
 from conveyor.config import Settings
-from conveyor.db.engine import make_engine
-from conveyor.db.migrate import upgrade
-from conveyor.db.notify import Notifier
 from conveyor.errors import ConfigError
 from conveyor.halts import HaltReason
 from conveyor.media.stages import MEDIA
-from conveyor.objects import ObjectStore, Sweeper, open_store
-from conveyor.pipeline import Declaration, Domain, WorkerPool
-from conveyor.processes import ProcessRegistry
-from conveyor.providers.base import RecognitionProvider
-from conveyor.providers.registry import ProviderBackend, ProviderPlace, backend_for
+from conveyor.pipeline.stages import Declaration
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from conveyor.audio.recognizer_sweep import JobFolderSweeper
+    from conveyor.db.notify import Notifier
+    from conveyor.objects import ObjectStore, Sweeper
+    from conveyor.pipeline import Domain, WorkerPool
+    from conveyor.processes import ProcessRegistry
+    from conveyor.providers.base import RecognitionProvider
+    from conveyor.providers.registry import ProviderBackend
 
 __all__ = ["DECLARATIONS", "Runtime", "default_model_cache"]
 
@@ -81,12 +87,16 @@ class Runtime:
     @cached_property
     def engine(self) -> Engine:
         """The database engine (pool sized for every lane's workers)."""
+        from conveyor.db.engine import make_engine
+
         s = self.settings
         workers = s.pipeline.workers + s.media.short_workers + s.media.long_workers
         return make_engine(s.database.url, pool_size=max(5, workers + 5))
 
     def migrate(self) -> None:
         """Bring the schema up to date (idempotent)."""
+        from conveyor.db.migrate import upgrade
+
         upgrade(self.engine)
 
     @cached_property
@@ -96,6 +106,8 @@ class Runtime:
         Raises:
             OSError: a ``file:`` folder cannot be created.
         """
+        from conveyor.objects import open_store
+
         return open_store(self.settings.storage)
 
     @property
@@ -108,11 +120,15 @@ class Runtime:
     @cached_property
     def notifier(self) -> Notifier:
         """Wake-ups for this process's workers (and other processes on PostgreSQL)."""
+        from conveyor.db.notify import Notifier
+
         return Notifier(self.engine)
 
     @cached_property
     def provider_backend(self) -> ProviderBackend:
         """The backend ``[transcription] provider`` names, chosen once for this process."""
+        from conveyor.providers.registry import backend_for
+
         return backend_for(self.settings.transcription)
 
     @cached_property
@@ -122,6 +138,8 @@ class Runtime:
         Raises:
             ConfigError: the provider's model or credential cannot be found.
         """
+        from conveyor.providers.registry import ProviderPlace
+
         transcription = self.settings.transcription
         place = ProviderPlace(
             root=self.settings.storage.root,
@@ -139,6 +157,7 @@ class Runtime:
     def audio(self) -> Domain:
         """The audio domain, its steps bound to this runtime's services."""
         # The provider is built on first use, so processes without audio work never load it.
+        from conveyor.audio.stages import build_audio_domain
         from conveyor.audio.steps import AudioSteps  # PyAV: loaded by what runs steps
 
         steps = AudioSteps(
@@ -185,6 +204,8 @@ class Runtime:
 
     def pool(self, lanes: dict[str, int] | None = None) -> WorkerPool:
         """A worker pool over every domain (not started)."""
+        from conveyor.pipeline import WorkerPool
+
         return WorkerPool(
             self.engine,
             self.domains(),
@@ -198,6 +219,7 @@ class Runtime:
         """This process's row in ``worker_processes`` for ``pool`` (not started), wired so the
         pool claims only for lanes not paused and not while draining."""
         from conveyor import __version__
+        from conveyor.processes import ProcessRegistry
 
         settings = self.settings.pipeline
         registry = ProcessRegistry(
@@ -217,6 +239,8 @@ class Runtime:
     def job_sweeper(self) -> JobFolderSweeper:
         """The periodic sweep for the local recognizer's job folders nothing will collect (not
         started), run beside the worker pool with the object sweep's interval and grace."""
+        from conveyor.audio.recognizer_sweep import JobFolderSweeper
+
         storage = self.settings.storage
         return JobFolderSweeper(
             self.engine,
@@ -228,6 +252,8 @@ class Runtime:
     def sweeper(self) -> Sweeper:
         """The periodic sweep for objects without a journal row (not started), run beside
         the worker pool: ``[storage] sweep_interval``, ``[storage] sweep_grace``."""
+        from conveyor.objects import Sweeper
+
         storage = self.settings.storage
         return Sweeper(
             self.engine, self.store, interval=storage.sweep_interval, grace=storage.sweep_grace

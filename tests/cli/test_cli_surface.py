@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from conveyor import __version__
 from conveyor.cli.app import app
 from conveyor.cli.exits import SUMMARY, ExitCode
-from tests.support.cli_run import commands, run
+from tests.support.cli_run import clean_env, commands, run
 
 SPEC_ID = re.compile(r"\b[PDM]\d+(?:\s*[-–]\s*[PDM]?\d+)?\b")
 ALL = dict(commands())
@@ -89,6 +89,76 @@ def test_help_imports_no_heavy_module() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_listing_records_loads_neither_the_running_engine_nor_media_libraries(
+    tmp_path: Path,
+) -> None:
+    """``records list`` (with ``--stage`` too) reads the database: no worker pool, no Prometheus,
+    no PyAV, pyvips, recognizer, bucket client, HTTP app or Alembic (bench/bench_cli_start.py
+    times it)."""
+    assert run(["db", "upgrade"], tmp_path).returncode == 0
+    heavy = [
+        "av",
+        "pyvips",
+        "numpy",
+        "faster_whisper",
+        "boto3",
+        "fastapi",
+        "alembic",
+        "prometheus_client",
+        "conveyor.pipeline.pool",
+        "conveyor.providers.local",
+    ]
+    code = (
+        "import sys\n"
+        "from conveyor.cli.app import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit as exit:\n"
+        "    assert not exit.code, exit.code\n"
+        f"print(sorted(m for m in {heavy!r} if m in sys.modules))\n"
+    )
+    for args in (["records", "list"], ["records", "list", "--stage", "done", "--json"]):
+        out = subprocess.run(
+            [sys.executable, "-c", code, *args],
+            cwd=tmp_path,
+            env=clean_env(),
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert out.stdout.strip().splitlines()[-1] == "[]", (args, out.stderr)
+
+
+def test_a_command_closes_its_database_and_runs_with_the_collector_back_on(
+    tmp_path: Path,
+) -> None:
+    """The console script pauses the garbage collector while a command starts and skips the
+    collector's walk at exit (conveyor.cli.collector): the command's SQLite connections are
+    closed as it ends (nothing but the database file is left), and once its runtime is built
+    the collector runs again, so a long command collects its garbage."""
+    result = run(["records", "list"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in (tmp_path / "conveyor-data").iterdir()) == ["conveyor.db"]
+    code = (
+        "import gc\n"
+        "from conveyor.cli import collector\n"
+        "collector.pause()\n"
+        "assert not gc.isenabled()\n"
+        "from conveyor.cli.settings import make_runtime\n"
+        "make_runtime()\n"
+        "print(gc.isenabled())\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.strip() == "True", out.stderr
 
 
 def _id_params() -> list[tuple[str, str]]:

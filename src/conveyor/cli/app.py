@@ -6,9 +6,11 @@ pyvips, the HTTP app) is imported when it runs, so ``--help`` and ``--version`` 
 
 from __future__ import annotations
 
+import copy
 import logging
 import sys
 import traceback
+from collections.abc import Sequence
 from typing import Annotated
 
 import typer
@@ -21,7 +23,7 @@ from conveyor.cli.groups import CommandGroup, LogLevel, Quiet, Verbose, hear
 from conveyor.cli.ingest import ingest
 from conveyor.cli.output import JsonOption, err_console, fail, note, print_json, setup_logging
 from conveyor.cli.serve import serve
-from conveyor.cli.settings import make_runtime
+from conveyor.cli.settings import close_connections, make_runtime
 
 # Registers `albums share`, `unshare`, `shares` and `albums link …` on the albums group.
 from conveyor.cli.sharing import link_app as _link_app  # noqa: F401
@@ -30,7 +32,7 @@ from conveyor.cli.storage import storage_app
 from conveyor.cli.vocabulary import vocabulary_app
 from conveyor.cli.workers import lanes_app, workers_app
 
-__all__ = ["app", "main"]
+__all__ = ["app", "app_for", "main"]
 
 app = CommandGroup(
     help="Conveyor: a self-hosted media pipeline (transcripts, photo and video variants).",
@@ -270,16 +272,43 @@ def _is_connection(exc: Exception) -> bool:
     return isinstance(exc, (OperationalError, InterfaceError))
 
 
+def app_for(argv: Sequence[str]) -> typer.Typer:
+    """The app to run ``argv`` (the words after ``conveyor``) with.
+
+    When the first word that is not a root option names a command group (``records`` in
+    ``conveyor -q records list``), the root with that group alone, so Typer turns only that
+    group's commands into click commands; otherwise the whole app (root help, root commands,
+    and the suggestions for a mistyped name).
+    """
+    words = iter(argv)
+    for word in words:
+        if word == "--log-level":
+            next(words, None)  # its value
+        elif not word.startswith("-"):
+            break
+    else:
+        return app
+    named = [group for group in app.registered_groups if group.name == word]
+    if not named:
+        return app
+    pruned = copy.copy(app)
+    pruned.registered_groups = named
+    pruned.registered_commands = []
+    return pruned
+
+
 def main() -> None:
     """Console-script entry point: run the command and map what escaped it to an exit code."""
     from conveyor.cli.signals import interrupt_exits
 
     interrupt_exits()  # until a long command installs its graceful stop
     try:
-        app()
+        app_for(sys.argv[1:])()
     except BrokenPipeError:
         # The reader of a pipe went away (``conveyor records list | head``): not an error.
         sys.stderr.close()
         sys.exit(0)
     except Exception as exc:
         sys.exit(_exit_for(exc))
+    finally:
+        close_connections()

@@ -86,7 +86,15 @@ def hear(quiet: bool, verbose: int, log_level: str | None) -> None:
 def _with_shared_options(function: Callable[..., Any]) -> Callable[..., Any]:
     """``function`` as a command that also takes ``-q``, ``-v`` and ``--log-level``."""
     hints = typing.get_type_hints(function, include_extras=True)
-    signature = inspect.signature(function, eval_str=True)
+    # The annotations are evaluated once (above), not again by ``eval_str``.
+    signature = inspect.signature(function)
+    signature = signature.replace(
+        parameters=[
+            p.replace(annotation=hints.get(p.name, p.annotation))
+            for p in signature.parameters.values()
+        ],
+        return_annotation=hints.get("return", signature.return_annotation),
+    )
     shared = [
         inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=kind)
         for name, kind, default in zip(

@@ -143,8 +143,10 @@ def list_(
     from conveyor.clock import iso_utc
 
     runtime = make_runtime()
-    if stage is not None:  # the domain (and PyAV with it) is loaded only to check a stage
-        stages = [s.name for s in runtime.audio.stages]
+    if stage is not None:
+        from conveyor.audio.stages import AUDIO  # the declaration: no steps, no PyAV
+
+        stages = [s.name for s in AUDIO.stages]
         if stage not in stages:
             raise fail(
                 f"unknown stage {stage!r}; the stages are {', '.join(stages)}", ExitCode.USAGE

@@ -7,24 +7,33 @@ so ``conveyor --help`` starts fast.
 
 from __future__ import annotations
 
+import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
 
+from conveyor.cli import collector
 from conveyor.cli.exits import ExitCode
 from conveyor.cli.output import fail, note
 
 if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
     from conveyor.config import Settings
     from conveyor.runtime import Runtime
 
 __all__ = [
     "check_schema",
+    "close_connections",
     "database_unreachable",
     "describe_database",
     "make_runtime",
 ]
+
+
+#: The engines of the runtimes this process's commands built, closed as the command ends.
+_engines: weakref.WeakSet[Engine] = weakref.WeakSet()
 
 
 def describe_database(settings: Settings) -> str:
@@ -88,9 +97,20 @@ def make_runtime(*, schema: bool = True) -> Runtime:
             f"cannot use the storage: {reason}; {settings_hint(settings.storage)}",
             ExitCode.UNAVAILABLE,
         ) from None
+    _engines.add(runtime.engine)  # closed as the command ends, whatever the schema says
     if schema:
         check_schema(runtime)
+    collector.resume()  # the start is over: what the command makes from here is collected
     return runtime
+
+
+def close_connections() -> None:
+    """Close the pooled database connections of every runtime :func:`make_runtime` built, as
+    the command ends (an embedded database's ``-wal`` and ``-shm`` files go with its last
+    connection), rather than leaving them to the collector at exit
+    (:func:`conveyor.cli.collector.skip_at_exit`)."""
+    for engine in list(_engines):
+        engine.dispose()
 
 
 def database_unreachable(settings: Settings, exc: BaseException) -> typer.Exit:
