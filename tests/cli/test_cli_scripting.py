@@ -11,6 +11,7 @@ import os
 import resource
 import signal
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -182,6 +183,54 @@ def test_ctrl_c_during_intake_says_what_was_accepted_and_a_rerun_makes_no_second
     assert rerun[-1]["duplicates"] == len(accepted)
     listing = json.loads(run(["records", "list", "--json", "--limit", "1000"], tmp_path).stdout)
     assert len(listing) == len(files)  # one record per file, none twice
+    # What the rerun stored of a file already there was removed with it.
+    assert len([p for p in uploads.rglob("*") if p.is_file()]) == len(files)
+
+
+#: Runs ``conveyor ARGS…`` in this interpreter and prints how often the file ``$WATCHED`` was
+#: opened (the interpreter's audit events, so every way of opening it counts).
+_COUNT_OPENS = """
+import os, sys
+watched = os.environ["WATCHED"]
+opened = []
+sys.addaudithook(
+    lambda event, args: opened.append(1)
+    if event == "open" and args and os.fsdecode(args[0]) == watched else None
+)
+from conveyor.cli.entry import main
+try:
+    main()
+finally:
+    print(f"opened {len(opened)}", file=sys.stderr)
+"""
+
+
+def test_a_file_added_is_read_once_new_or_already_there(tmp_path: Path, corpus: Path) -> None:
+    """The duplicate check uses the digest the store computes as it stores the file, so a file is
+    read (and hashed) once whether it is new or already there; the copy a rerun stored of a
+    file already there is removed, and the person is told which record holds it."""
+    recording = tmp_path / "jfk.wav"
+    recording.write_bytes((corpus / "audio" / "jfk.wav").read_bytes())
+
+    def add() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", _COUNT_OPENS, "records", "add", str(recording)],
+            cwd=tmp_path,
+            env=clean_env(**NO_WORKERS, WATCHED=str(recording)),
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+
+    first = add()
+    assert first.returncode == 0, first.stderr
+    assert "opened 1" in first.stderr
+    again = add()
+    assert again.returncode == 0, again.stderr
+    assert "opened 1" in again.stderr
+    assert f"{recording}: already there as record 1; skipped" in again.stderr
+    uploads = tmp_path / "conveyor-data" / "uploads"
+    assert len([p for p in uploads.rglob("*") if p.is_file()]) == 1
 
 
 def _file_size_limit(limit: int) -> None:

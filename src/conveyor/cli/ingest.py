@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from sqlalchemy import RowMapping
 
     from conveyor.errors import RejectedInput
-    from conveyor.runtime import Runtime
 
 __all__ = ["OWNER_HELP", "KeepDuplicates", "audio_hint", "ingest", "media_hint"]
 
@@ -66,17 +65,6 @@ KeepDuplicates = Annotated[
         "it is skipped and the existing id said, so a rerun makes no second copies).",
     ),
 ]
-
-
-def _known(runtime: Runtime, owner: str) -> Callable[[str], int | None]:
-    """The owner's record with given bytes (SHA-256), for :func:`accept_files`."""
-    from conveyor.audio.queries import record_with_content
-
-    def known(sha256: str) -> int | None:
-        with runtime.engine.connect() as conn:
-            return record_with_content(conn, owner, sha256)
-
-    return known
 
 
 def _waiting_line(record_id: int, wait: Mapping[str, Any], row: RowMapping, now: float) -> str:
@@ -180,7 +168,6 @@ def ingest(
         files,
         hint=audio_hint,
         stop=stop,
-        known=None if keep_duplicates else _known(runtime, owner.strip()),
     )
     ids = intake.ids
     if intake.stopped or not ids or workers == 0:

@@ -4,7 +4,10 @@ last line that counts them.
 * Any name a file system gives is taken, valid UTF-8 or not; it is shown and kept with the
   record with each undecodable byte escaped (``caf\\xe9.wav``).
 * A file the owner already has (the same bytes, by SHA-256) is said and skipped, so running an
-  interrupted command again makes no second copies; ``--keep-duplicates`` adds it anyway.
+  interrupted command again makes no second copies; ``--keep-duplicates`` adds it anyway. Each
+  file is read and hashed once, as it is stored: the intake finds the owner's copy by the
+  digest the store computed and removes what it stored (a rerun writes each file again and
+  deletes it, rather than every new file being read and hashed twice).
 * A stop signal (Ctrl-C, SIGTERM) ends intake between two files: the file being stored is
   finished (a second Ctrl-C waits for it too), so every stored object has its record, and the
   files not yet tried are counted.
@@ -14,7 +17,6 @@ last line that counts them.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -46,9 +48,6 @@ _CHUNK = 1024 * 1024
 
 #: ``accept(chunks, name)`` stores one file's bytes under its shown name; returns the new id.
 Accept = Callable[[Iterator[bytes], str], int]
-
-#: ``known(sha256)``: the id of the owner's record or item with these bytes, or None.
-Known = Callable[[str], "int | None"]
 
 
 def shown_name(path: Path | str) -> str:
@@ -89,15 +88,6 @@ def _chunks(handle: BinaryIO) -> Iterator[bytes]:
         if not chunk:
             return
         yield chunk
-
-
-def _existing(path: Path, known: Known) -> int | None:
-    """The owner's record or item with ``path``'s bytes, or None."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in _chunks(handle):
-            digest.update(chunk)
-    return known(digest.hexdigest())
 
 
 def _unreadable(path: Path) -> str | None:
@@ -146,19 +136,17 @@ def accept_files(
     hint: Callable[[Path, RejectedInput], str | None] | None = None,
     stop: threading.Event | None = None,
     as_json: bool = False,
-    known: Known | None = None,
 ) -> Intake:
     """Run ``accept`` on each path; a refusal is reported (with ``hint``) and counted, never fatal.
 
     Each outcome is said as it happens: a refusal on stderr (``FILE: refused (reason): …``);
-    with ``as_json``, ``{"event": "accepted", "file", "id"}`` or ``{"event": "refused", "file",
-    "reason", "message"}`` on stdout, one object per line.
+    with ``as_json``, ``{"event": "accepted", "file", "id"}``, ``{"event": "duplicate", "file",
+    "id"}`` (``accept`` raised :class:`~conveyor.errors.Duplicate`: the owner holds these bytes)
+    or ``{"event": "refused", "file", "reason", "message"}`` on stdout, one object per line.
 
     Args:
         noun: ``record`` or ``item``, for the events.
         stop: set by a stop signal; checked between files.
-        known: finds the owner's copy of a file by its SHA-256; such a file is skipped
-            (``{"event": "duplicate", "file", id}``). None: every file is accepted.
 
     Returns:
         The accepted ids in order, how many paths were refused and how many not tried.
@@ -180,13 +168,13 @@ def accept_files(
             problem = _unreadable(path)
             reason = "unreadable"
             try:
-                existing = _existing(path, known) if problem is None and known else None
-                if existing is None and problem is None:
+                existing = None
+                if problem is None:
                     try:
                         with path.open("rb") as handle:
                             kept = kept_name(os.fsencode(path.name)) or name
                             new_id = accept(_chunks(handle), kept)
-                    except Duplicate as exc:  # stored by someone else since it was looked up
+                    except Duplicate as exc:  # the owner holds these bytes; nothing was kept
                         existing = exc.existing_id
                     else:
                         intake.ids.append(new_id)

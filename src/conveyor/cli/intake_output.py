@@ -30,7 +30,6 @@ from conveyor.cli.exits import ExitCode
 from conveyor.cli.intake import (
     Accept,
     Intake,
-    Known,
     StorageFailed,
     accept_files,
     summary,
@@ -70,7 +69,6 @@ class IntakeOutput:
         *,
         hint: Callable[[Path, RejectedInput], str | None],
         stop: threading.Event,
-        known: Known | None,
     ) -> Intake:
         """Accept ``files`` (see :func:`~conveyor.cli.intake.accept_files`).
 
@@ -79,9 +77,7 @@ class IntakeOutput:
                 was accepted before.
         """
         try:
-            return accept_files(
-                files, accept, self._noun, hint=hint, stop=stop, as_json=self._json, known=known
-            )
+            return accept_files(files, accept, self._noun, hint=hint, stop=stop, as_json=self._json)
         except StorageFailed as exc:
             self._accepted_so_far(exc.intake, "`conveyor worker` processes them")
             self._summary(exc.intake, 0, 0, 0)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -248,7 +247,6 @@ def media_add(
         files,
         hint=media_hint,
         stop=stop,
-        known=None if keep_duplicates else _known(runtime, owner.strip()),
     )
     ids = intake.ids
     media = runtime.settings.media
@@ -277,17 +275,6 @@ def media_add(
             done += bool(view["done"])
             halted += bool(view["halted"])
     out.finish(intake, done, halted, deleted, stopped=stop.is_set(), unfinished_ok=True)
-
-
-def _known(runtime: Runtime, owner: str) -> Callable[[str], int | None]:
-    """The owner's item with given bytes (SHA-256), in any album, for ``accept_files``."""
-    from conveyor.media.queries import item_with_content
-
-    def known(sha256: str) -> int | None:
-        with runtime.engine.connect() as conn:
-            return item_with_content(conn, owner, sha256)
-
-    return known
 
 
 def _follow(
