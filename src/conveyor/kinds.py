@@ -27,6 +27,11 @@ class Role(StrEnum):
     PREVIEW = "preview"
     POSTER = "poster"
     PLAYBACK = "playback"
+    # The H.264/AAC web-playable clip of a motion photo (embedded) or a Live Photo (its
+    # paired movie), made in the long lane like a video's playback.
+    MOTION = "motion"
+    # A Live Photo's movie as uploaded (the still is the item's original).
+    MOTION_ORIGINAL = "motion_original"
 
 
 #: The variants made from a photo (or a video's poster frame) in one decode.

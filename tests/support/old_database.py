@@ -107,10 +107,10 @@ def fill_every_stage(conn: Connection, now: float, *, owner: str) -> None:
 
 
 #: ``media_items`` columns later revisions add (0011 ``step_started_at``; 0012 the capture zone
-#: and the incomplete flag; 0013 ``claimed_by``; 0014 ``added_by``): the upgrade tests of
-#: earlier revisions read the others.
+#: and the incomplete flag; 0013 ``claimed_by``; 0014 ``added_by``; 0015 ``content_id``): the
+#: upgrade tests of earlier revisions read the others.
 MEDIA_ADDED = frozenset(
-    {"step_started_at", "captured_offset", "incomplete", "claimed_by", "added_by"}
+    {"step_started_at", "captured_offset", "incomplete", "claimed_by", "added_by", "content_id"}
 )
 #: ``audio_records`` columns later revisions add (0011 ``step_started_at``, 0013 ``claimed_by``).
 AUDIO_ADDED = frozenset({"step_started_at", "claimed_by"})

@@ -248,7 +248,8 @@ def media_add(
         hint=media_hint,
         stop=stop,
     )
-    ids = intake.ids
+    # A Live Photo's movie after its still answers with the still's id: each item once.
+    ids = list(dict.fromkeys(intake.ids))
     media = runtime.settings.media
     if intake.stopped or not ids or media.short_workers == 0:
         out.end_early(intake, "[media] short_workers" if media.short_workers == 0 else None)

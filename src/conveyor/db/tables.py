@@ -459,12 +459,16 @@ media_items = Table(
     Column("captured_offset", SmallInteger, nullable=True),
     # A video whose frames stop short of the duration its header declares.
     Column("incomplete", Boolean, nullable=False, server_default="0"),
+    # The content identifier an iPhone writes into both halves of a Live Photo (the still's
+    # maker note, the movie's QuickTime metadata): how the two are paired into one item.
+    Column("content_id", String(64), nullable=True),
     # Who added it: the owner, or a contributor of the shared album (NULL: written by code
     # older than album sharing, which only owners could do).
     Column("added_by", String(100), nullable=True),
     *queue_columns(),
     CheckConstraint(sql_in("kind", MediaKind), name="kind"),
     Index("ix_media_items_album", "album_id", "id"),
+    Index("ix_media_items_content_id", "album_id", "content_id"),
     sqlite_autoincrement=True,  # ids never reused (revision 0015)
 )
 

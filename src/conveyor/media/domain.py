@@ -4,6 +4,7 @@ Stages (declared once in :func:`build_media_domain`, D11)::
 
     uploaded ──variants──▶ done                               (photo)
     (short lane)
+    uploaded ──variants──▶ transcoding ──playback──▶ done      (motion photo, Live Photo)
     uploaded ──variants──▶ transcoding ──playback──▶ done      (video)
     (short lane)            (long lane, heartbeat)
 
@@ -15,9 +16,11 @@ Who moves an item in and out:
   of a video plus the three image roles drawn from the poster, so a video shows up at once; a
   photo then goes to ``done``, a video to ``transcoding``. Either way the album gets an
   ``item.ready`` event in the same transaction as the save (M5);
-* ``playback`` (long lane) writes the H.264/AAC ``playback`` role, holds its claim by heartbeat
-  for the whole transcode and stops at once when the claim is lost or the pool stops (M8); the
-  album gets ``item.playback_ready``;
+* a motion photo (an MP4 embedded, :mod:`~conveyor.media.images.motion`) or a Live Photo (its
+  movie paired at intake as ``motion_original``) goes to ``transcoding`` too, for its clip;
+* ``playback`` (long lane) writes the H.264/AAC ``playback`` role (a photo's: ``motion``),
+  holds its claim by heartbeat for the whole transcode and stops at once when the claim is lost
+  or the pool stops (M8); the album gets ``item.playback_ready``;
 * a file that cannot be processed halts with the reason from :class:`~conveyor.errors.MediaError`
   (``undecodable``, ``unsupported_media``, ``too_many_pixels`` ...) and an ``item.halted`` event;
   the original is kept and the worker carries on.
@@ -57,6 +60,7 @@ from conveyor.kinds import IMAGE_ROLES, Role
 from conveyor.media import queries
 from conveyor.media.halts import MediaHalt
 from conveyor.media.images import make_image_variants, probe_image
+from conveyor.media.images.motion import copy_clip, embedded_clip
 from conveyor.media.intake import owner_message
 from conveyor.media.stages import (
     LONG_LANE,
@@ -179,8 +183,9 @@ class MediaSteps:
                 outcome = self._variants(ctx, original, work)
             except MediaError as exc:
                 return self._halt(ctx, exc, original)
-        fields, objects = outcome
-        target = "done" if item["kind"] == "photo" else "transcoding"
+        fields, objects, moving = outcome
+        # A motion photo's clip, or a Live Photo's movie, is converted in the long lane too.
+        target = "done" if item["kind"] == "photo" and not moving else "transcoding"
         roles = ", ".join(
             o.role if o.shares is None else f"{o.role} (the {o.shares}'s object)" for o in objects
         )
@@ -192,7 +197,8 @@ class MediaSteps:
         )
 
     def playback(self, ctx: StepContext) -> Outcome:
-        """``transcoding`` → ``done``: the H.264/AAC ``playback`` role (long lane, M3, M8)."""
+        """``transcoding`` → ``done``: the H.264/AAC ``playback`` role of a video, or the
+        ``motion`` role of a motion photo's clip or a Live Photo's movie (long lane, M3, M8)."""
         with ExitStack() as stack:
             original, rows = self._original(ctx, stack)
             if original is None:
@@ -201,13 +207,14 @@ class MediaSteps:
                 )
             work = stack.enter_context(self.store.scratch())
             try:
-                obj, result = self._playback(ctx, original, work)
+                obj, result = self._playback(ctx, original, work, stack)
             except MediaError as exc:
                 return self._halt(ctx, exc, original)
         how = "remuxed" if result.remuxed else "transcoded"
         if result.deinterlaced:
             how += " (interlaced source, deinterlaced)"
-        note = f"playback {how}: {result.width}×{result.height}, {result.size} bytes"
+        what = "motion clip" if obj.role == Role.MOTION else "playback"
+        note = f"{what} {how}: {result.width}×{result.height}, {result.size} bytes"
         fields: dict[str, Any] = {}
         declared = ctx.record["duration"]
         if declared is not None and _cut_short(float(declared), result.duration):
@@ -226,11 +233,20 @@ class MediaSteps:
 
     def _variants(
         self, ctx: StepContext, original: Path, work: Path
-    ) -> tuple[dict[str, Any], list[_Object]]:
-        """The image roles (and a video's poster) of ``original``, made in ``work`` and stored."""
+    ) -> tuple[dict[str, Any], list[_Object], bool]:
+        """The image roles (and a video's poster) of ``original``, made in ``work`` and stored,
+        and whether the photo moves (a clip embedded, or a Live Photo movie paired)."""
         item = ctx.record
         if item["kind"] == "photo":
-            return self._photo_fields(item, original), self._image_roles(ctx, original, work)
+            moving = (
+                embedded_clip(original) is not None
+                or self._role_key(ctx, Role.MOTION_ORIGINAL) is not None
+            )
+            return (
+                self._photo_fields(item, original),
+                self._image_roles(ctx, original, work),
+                moving,
+            )
         video = probe_video(original)
         fields = {
             "width": video.width,
@@ -244,11 +260,45 @@ class MediaSteps:
         ctx.check()
         objects = self._image_roles(ctx, poster, work / "images")
         objects.append(self._keep(ctx, "poster", poster, "image/jpeg", width, height))
-        return fields, objects
+        return fields, objects, False
 
-    def _playback(self, ctx: StepContext, original: Path, work: Path) -> tuple[_Object, Playback]:
-        """The ``playback`` role of the video ``original``, made in ``work`` and stored."""
+    def _motion_source(
+        self, ctx: StepContext, original: Path, work: Path, stack: ExitStack
+    ) -> Path:
+        """A photo's clip: its Live Photo movie (``motion_original``), else the MP4 embedded
+        in the motion photo ``original``, copied into ``work``.
+
+        Raises:
+            MediaError: ``unsupported_media`` when the photo has neither (any more).
+        """
+        key = self._role_key(ctx, Role.MOTION_ORIGINAL)
+        if key is not None:
+            try:
+                return stack.enter_context(self.store.local_copy(key))
+            except FileNotFoundError as exc:
+                raise MediaError(
+                    MediaHalt.ORIGINAL_MISSING, "the Live Photo's movie is missing"
+                ) from exc
+        clip = embedded_clip(original)
+        if clip is None:
+            raise MediaError(MediaHalt.UNSUPPORTED_MEDIA, "the photo carries no motion clip")
+        return copy_clip(original, clip, work / "embedded.mp4")
+
+    def _role_key(self, ctx: StepContext, role: str) -> str | None:
+        with ctx.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            rows = queries.objects_of(conn, int(ctx.record["id"]))
+        return next((str(r["key"]) for r in rows if r["role"] == role), None)
+
+    def _playback(
+        self, ctx: StepContext, original: Path, work: Path, stack: ExitStack
+    ) -> tuple[_Object, Playback]:
+        """The ``playback`` role of the video ``original`` (a photo's: the ``motion`` role of
+        its clip), made in ``work`` and stored."""
         s = self.settings
+        role = Role.PLAYBACK
+        if ctx.record["kind"] == "photo":
+            role = Role.MOTION
+            original = self._motion_source(ctx, original, work, stack)
         info = probe_video(original)
         result = make_playback(
             original,
@@ -264,7 +314,7 @@ class MediaSteps:
         ctx.check()
         obj = self._keep(
             ctx,
-            "playback",
+            role,
             result.path,
             "video/mp4",
             result.width,

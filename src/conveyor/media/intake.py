@@ -39,14 +39,17 @@ from conveyor.errors import Duplicate, MediaError, NotFound, RejectedInput, Unsu
 from conveyor.files import file_sha256
 from conveyor.kinds import MediaKind, Role
 from conveyor.media import queries
+from conveyor.media.deletion import delete_item
 from conveyor.media.halts import MediaHalt
 from conveyor.media.images import probe_image
+from conveyor.media.images.motion import movie_content_id, still_content_id
 from conveyor.media.images.raw import probe_raw
 from conveyor.media.stages import MEDIA, MEDIA_KEYS
 from conveyor.media.video import probe_video
 from conveyor.objects import ObjectStore, put_file_row
 from conveyor.objects.sniff import OCTET_STREAM, SNIFF_BYTES, raw_format, sniff
-from conveyor.pipeline.lifecycle import admit, database_now
+from conveyor.pipeline.lifecycle import admit, database_now, reopen
+from conveyor.pipeline.queries import insert_event, now_of
 
 __all__ = ["Probed", "accept_media", "item_holding", "owner_message", "probe_upload"]
 
@@ -243,9 +246,12 @@ def accept_media(
             # A local file holds the bytes just stored: probe it rather than fetching a copy
             # back from the store (a bucket would cost a second transfer).
             probed = probe_upload(source, max_pixels=max_pixels, name=original_name)
+            content_id = _content_id(source, probed.kind)
         else:
             with store.local_copy(key) as copy:
                 probed = probe_upload(copy, max_pixels=max_pixels, name=original_name)
+                content_id = _content_id(copy, probed.kind)
+        merged: int | None = None
         with engine.begin() as conn:
             now = database_now(conn, clock)  # D17: the record's sort time is the database's
             file_id = put_file_row(
@@ -259,6 +265,15 @@ def accept_media(
                 duration=probed.duration,
                 now=now,
             )
+            if probed.kind is MediaKind.VIDEO and content_id is not None:
+                still = queries.live_partner(conn, album_id, content_id, MediaKind.PHOTO)
+                if still is not None:
+                    # A Live Photo's movie after its still: the still's motion, not an item.
+                    still_id = int(still["id"])
+                    _pair_movie(conn, clock, still_id, file_id, original_name)
+                    if on_insert is not None:
+                        on_insert(conn, still_id)
+                    return still_id
             item_id = admit(
                 conn,
                 MEDIA,
@@ -274,6 +289,7 @@ def accept_media(
                     "height": probed.height,
                     "duration": probed.duration,
                     "added_by": added_by,
+                    "content_id": content_id,
                 },
                 clock=clock,
                 note=(
@@ -284,10 +300,58 @@ def accept_media(
             if on_insert is not None:
                 on_insert(conn, item_id)
             queries.put_object(conn, item_id, Role.ORIGINAL, file_id)
+            if probed.kind is MediaKind.PHOTO and content_id is not None:
+                movie = queries.live_partner(conn, album_id, content_id, MediaKind.VIDEO)
+                if movie is not None:
+                    # Its movie came first: the movie's original becomes this still's, and
+                    # the video item it made goes once this commits.
+                    merged = int(movie["id"])
+                    queries.move_object(conn, merged, Role.ORIGINAL, item_id, Role.MOTION_ORIGINAL)
+                    _journal(
+                        conn,
+                        clock,
+                        item_id,
+                        "paired",
+                        f"Live Photo: the movie {movie['original_name'] or ''} (item {merged}) "
+                        "is this photo's motion",
+                    )
     except BaseException:
         store.delete(key)
         raise
+    if merged is not None:
+        delete_item(engine, store, clock, merged)
     return item_id
+
+
+def _content_id(path: Path, kind: MediaKind) -> str | None:
+    """The Live Photo content identifier of a still (maker note) or a movie (metadata)."""
+    return still_content_id(path) if kind is MediaKind.PHOTO else movie_content_id(path)
+
+
+def _journal(conn: Connection, clock: Clock, item_id: int, outcome: str, text: str) -> None:
+    stage = queries.item_by_id(conn, item_id)
+    insert_event(
+        conn,
+        domain=MEDIA.name,
+        record_id=item_id,
+        stage=str(stage["stage"]) if stage is not None else "uploaded",
+        outcome=outcome,
+        outcome_text=text,
+        origin="human",
+        now=now_of(clock),
+    )
+
+
+def _pair_movie(
+    conn: Connection, clock: Clock, still_id: int, file_id: int, name: str | None
+) -> None:
+    """Make the stored movie ``file_id`` the still's ``motion_original`` and send a finished
+    still back to ``transcoding`` for its ``motion`` clip (one not finished gets there by
+    itself: its variants step sees the movie)."""
+    queries.put_object(conn, still_id, Role.MOTION_ORIGINAL, file_id)
+    text = f"Live Photo: the movie {name or ''} is this photo's motion"
+    if not reopen(conn, MEDIA, still_id, done="done", to="transcoding", clock=clock, note=text):
+        _journal(conn, clock, still_id, "paired", text)
 
 
 def item_holding(

@@ -14,10 +14,12 @@ from sqlalchemy import (
     String,
     column,
     delete,
+    exists,
     func,
     insert,
     literal,
     select,
+    update,
     values,
 )
 
@@ -40,6 +42,8 @@ __all__ = [
     "items_of_album",
     "latest_event_id",
     "list_albums",
+    "live_partner",
+    "move_object",
     "objects_of",
     "put_object",
 ]
@@ -123,6 +127,37 @@ def put_object(conn: Connection, item_id: int, role: str, file_id: int) -> None:
         )
     )
     conn.execute(insert(media_objects).values(item_id=item_id, role=role, file_id=file_id))
+
+
+def live_partner(conn: Connection, album_id: int, content_id: str, kind: str) -> RowMapping | None:
+    """The oldest item of ``kind`` in the album with this Live Photo ``content_id`` that has no
+    movie paired yet (no ``motion_original`` role), or None."""
+    paired = exists().where(
+        media_objects.c.item_id == media_items.c.id, media_objects.c.role == "motion_original"
+    )
+    query = (
+        select(media_items)
+        .where(
+            media_items.c.album_id == album_id,
+            media_items.c.content_id == content_id,
+            media_items.c.kind == kind,
+            ~paired,
+        )
+        .order_by(media_items.c.id)
+        .limit(1)
+    )
+    return conn.execute(query).mappings().first()
+
+
+def move_object(conn: Connection, item_id: int, role: str, to_item: int, to_role: str) -> bool:
+    """Hand the object of ``item_id``'s ``role`` to ``to_item`` as ``to_role`` (its one journal
+    row kept, M1); False when there is no such role row."""
+    moved = conn.execute(
+        update(media_objects)
+        .where(media_objects.c.item_id == item_id, media_objects.c.role == role)
+        .values(item_id=to_item, role=to_role)
+    ).rowcount
+    return bool(moved)
 
 
 def add_objects(conn: Connection, item_id: int, roles: Mapping[str, int]) -> None:

@@ -41,6 +41,7 @@ __all__ = [
     "entry_values",
     "halted_ids",
     "plan_outcome",
+    "reopen",
     "report",
     "resume",
     "resume_many",
@@ -149,6 +150,43 @@ def admit(
     )
     announce_work(conn)
     return record_id
+
+
+def reopen(
+    conn: Connection,
+    declaration: Declaration | Domain,
+    record_id: int,
+    *,
+    done: str,
+    to: str,
+    clock: Clock,
+    note: str,
+) -> bool:
+    """Send a record that reached its final stage ``done`` back to the earlier stage ``to``,
+    in the caller's open transaction: new work for it arrived from outside (a Live Photo's
+    movie for its still). Only an unhalted record at ``done`` moves (no claim holds one there);
+    the move is journalled with origin ``human`` (outcome ``reopened``, D14) and idle workers
+    are told.
+
+    Returns:
+        True when the record moved; False when it is elsewhere (its steps will see the new
+        work when they run) or halted.
+    """
+    now = queries.now_of(clock)
+    if not queries.reopen_record(conn, declaration.table, record_id, done=done, to=to, now=now):
+        return False
+    queries.insert_event(
+        conn,
+        domain=declaration.name,
+        record_id=record_id,
+        stage=to,
+        outcome="reopened",
+        outcome_text=note,
+        origin="human",
+        now=now,
+    )
+    announce_work(conn)
+    return True
 
 
 def retry_pause(attempts: int, base: float, cap: float) -> float:

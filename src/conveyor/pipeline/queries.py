@@ -78,6 +78,7 @@ __all__ = [
     "read_statement",
     "release_claim",
     "release_claims",
+    "reopen_record",
     "resume_halted",
     "save_if_held",
     "save_many",
@@ -523,6 +524,19 @@ def release_claims(
         [{"_id": c.record_id, "_token": c.token} for c in claims],
     )
     return int(result.rowcount)
+
+
+def reopen_record(
+    conn: Connection, table: Table, record_id: int, *, done: str, to: str, now: ColumnElement[float]
+) -> bool:
+    """Move an unhalted record at its final stage ``done`` back to ``to``, its queue columns
+    as on entry (unclaimed, no failures); False when it is not there (or halted)."""
+    moved = conn.execute(
+        update(table)
+        .where(table.c.id == record_id, table.c.stage == done, table.c.halted_at.is_(None))
+        .values(stage=to, state_entered_at=now, attempts=0, updated_at=now)
+    ).rowcount
+    return bool(moved)
 
 
 def resume_halted(
