@@ -16,6 +16,7 @@ import av
 
 from conveyor.errors import MediaError
 from conveyor.media.halts import MediaHalt
+from conveyor.media.video.avchd import mdpm_capture_time
 from conveyor.media.video.streams import audio_stream, decode_packets, open_video
 
 __all__ = ["VideoInfo", "capture_time", "container_duration", "probe_video"]
@@ -90,6 +91,9 @@ def probe_video(src: Path) -> VideoInfo:
         audio = audio_stream(container)
         bit_rate = int(video.codec_context.bit_rate or container.bit_rate or 0) or None
         captured_at, captured_offset = capture_time(container, video)
+        if captured_at is None and video.codec_context.name == "h264":
+            # AVCHD keeps its date in the stream, not the container.
+            captured_at, captured_offset = mdpm_capture_time(src)
         return VideoInfo(
             width=width,
             height=height,
