@@ -10,8 +10,9 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -21,7 +22,8 @@ from conveyor.clock import SystemClock
 from conveyor.config import PipelineSettings
 from conveyor.db.tables import record_events
 from conveyor.pipeline import Advance, Domain, Executor, StepContext, WorkerPool, queries
-from conveyor.pipeline.outcomes import Outcome
+from conveyor.pipeline.halts import EngineHalt
+from conveyor.pipeline.outcomes import Halt, Outcome
 from conveyor.pipeline.producer import LaneClaims, claim_jobs
 from conveyor.pipeline.rescuer import WORKER_LOST, rescue
 from conveyor.testing import FakeClock
@@ -140,6 +142,39 @@ def test_finished_results_are_saved_at_once_not_behind_a_long_step(db: Engine) -
         assert job(db, slow)["stage"] == "new" and job(db, slow)["claim_token"] is not None
         gate.set()
         wait_until(lambda: job(db, slow)["stage"] == "waiting", "the slow record saved")
+
+
+def test_saves_do_not_wait_while_a_halted_step_s_leftovers_meet_a_store_that_hangs(
+    db: Engine,
+) -> None:
+    """A halted step's stored leftovers are removed off the completer: while the store hangs
+    on that removal, the lane's next outcome is saved all the same."""
+    store_answers, removing = threading.Event(), threading.Event()
+    removed: list[list[str]] = []
+
+    def discard(_engine: Engine, keys: Sequence[str]) -> None:
+        removing.set()
+        assert store_answers.wait(WAIT)  # a store that does not answer
+        removed.append(list(keys))
+
+    def step(ctx: StepContext) -> Outcome:
+        if ctx.record["title"] == "job 0":
+            ctx.produced_object("jobs/0/thumb")
+            return Halt(EngineHalt.STEP_ERROR, "bad input")
+        assert removing.wait(WAIT)  # the other's leftovers are being removed now
+        return Advance()
+
+    domain = replace(make_domain(step, waiting_lane="elsewhere"), discard=discard)
+    halted, saved = add_jobs(db, 2, time.time())
+    with running(db, domain, 2, real_settings()):
+        try:
+            wait_until(lambda: job(db, saved)["stage"] == "waiting", "the other outcome saved")
+            assert not removed, "saved while the removal still hangs"
+        finally:
+            store_answers.set()
+        wait_until(lambda: bool(removed), "the leftovers removed")
+    assert removed == [["jobs/0/thumb"]]
+    assert job(db, halted)["halt_reason"] == "step_error"
 
 
 def test_leases_do_not_lapse_under_work_that_fits_them(db: Engine) -> None:

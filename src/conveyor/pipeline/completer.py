@@ -13,10 +13,13 @@ with its error (then ``attempts_exhausted``).
 from __future__ import annotations
 
 import logging
+import queue
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from sqlalchemy import Connection, Engine
@@ -150,8 +153,20 @@ class Saver:
         self.on_pause = on_pause
         self._counters: dict[tuple[str, str, str], Any] = {}
 
-    def save(self, conn: Connection, items: Sequence[Finished]) -> list[Applied | None]:
+    def save(
+        self,
+        conn: Connection,
+        items: Sequence[Finished],
+        *,
+        later: Callable[[Callable[[], None]], None] | None = None,
+    ) -> list[Applied | None]:
         """Save ``items`` (any domains) in one transaction per domain; on an error, one at a time.
+
+        Args:
+            conn: the connection to save on.
+            items: the finished outcomes.
+            later: takes the removal of a halted or lost step's stored leftovers (object store
+                requests) to run elsewhere; None runs it here, after the save.
 
         Returns:
             For each item, what was written, or None when its claim was gone (P6).
@@ -166,11 +181,16 @@ class Saver:
             by_domain.setdefault(item.domain.name, []).append(index)
         for indexes in by_domain.values():
             group = [items[i] for i in indexes]
-            for i, applied in zip(indexes, self._save_domain(conn, group), strict=True):
+            for i, applied in zip(indexes, self._save_domain(conn, group, later), strict=True):
                 results[i] = applied
         return results
 
-    def _save_domain(self, conn: Connection, items: Sequence[Finished]) -> list[Applied | None]:
+    def _save_domain(
+        self,
+        conn: Connection,
+        items: Sequence[Finished],
+        later: Callable[[Callable[[], None]], None] | None,
+    ) -> list[Applied | None]:
         domain = items[0].domain
         try:
             with conn.begin():
@@ -188,7 +208,7 @@ class Saver:
             item.let_go()
             if self.held is not None:
                 self.held.drop(domain, [item.plan.claim])
-            applied = self._report(item, ok)
+            applied = self._report(item, ok, later)
             results.append(applied)
             if applied is None:
                 continue
@@ -227,10 +247,18 @@ class Saver:
         with conn.begin():
             return save_planned(conn, domain, [item.plan], self.now)[0]
 
-    def _report(self, item: Finished, held: bool) -> Applied | None:
+    def _report(
+        self, item: Finished, held: bool, later: Callable[[Callable[[], None]], None] | None
+    ) -> Applied | None:
         applied = report(item.domain, item.plan, held)
         if item.produced and (not applied.held or applied.outcome == "halted"):
-            discard_leftovers(self.engine, item.domain, item.plan.claim, item.produced)
+            discard = partial(
+                discard_leftovers, self.engine, item.domain, item.plan.claim, item.produced
+            )
+            if later is None:
+                discard()
+            else:
+                later(discard)
         if not applied.held:
             log_lost(item.domain, item.stage.name, item.plan.claim)
             return None
@@ -274,6 +302,11 @@ def _describe(exc: BaseException) -> str:
 class Completer:
     """One lane's saving thread: outcomes are saved as they arrive, in batches.
 
+    The stored leftovers of a halted or lost step are removed by a second thread of its own:
+    those are object store requests, and a store that is slow or away (each request retried,
+    with timeouts of seconds) must not hold up the lane's saves, whose records would wait
+    unsaved, and those without a heartbeat lose their leases and run again.
+
     Args:
         engine: the database (a connection from its pool per batch, none while idle).
         saver: what saves.
@@ -287,10 +320,13 @@ class Completer:
         self._cond = threading.Condition()
         self._closed = False
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._leftovers: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._remover = threading.Thread(target=self._remove, name=f"{name}-leftovers", daemon=True)
 
     def start(self) -> None:
-        """Start the saving thread."""
+        """Start the saving thread and the thread that removes leftovers."""
         self._thread.start()
+        self._remover.start()
 
     def put(self, item: Finished) -> None:
         """Hand over a finished outcome; it is saved within milliseconds (after close: dropped,
@@ -303,11 +339,23 @@ class Completer:
         item.let_go()
 
     def close(self, timeout: float | None = None) -> None:
-        """Save every outcome handed over so far, then end the thread."""
+        """Save every outcome handed over so far, then end the thread. Leftovers not yet
+        removed within ``timeout`` are left to the periodic sweep."""
         with self._cond:
             self._closed = True
             self._cond.notify()
+        deadline = None if timeout is None else time.monotonic() + timeout
         self._thread.join(timeout)
+        if self._remover.is_alive():
+            self._leftovers.put(None)
+            self._remover.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+
+    def _remove(self) -> None:
+        while (removal := self._leftovers.get()) is not None:
+            try:
+                removal()
+            except Exception:  # the periodic sweep removes them later
+                log.warning("could not remove the leftovers of a step", exc_info=True)
 
     def _take(self) -> list[Finished] | None:
         with self._cond:
@@ -332,7 +380,7 @@ class Completer:
                 # ended and be logged as a second outage. The pool drops connections older
                 # than a disconnect that another thread met.
                 with self.engine.connect() as conn:
-                    self.saver.save(conn, batch)
+                    self.saver.save(conn, batch, later=self._leftovers.put)
                 batch = None
                 outage.DATABASE.succeeded()
             except Exception as exc:
