@@ -312,12 +312,27 @@
       box.classList.toggle("zoomed", on);
       zoom.setAttribute("aria-pressed", on ? "true" : "false");
       zoom.textContent = on ? "Fit to screen" : "Full size";
+      /* The box that scrolls takes the keys (the arrows pan it); fitted, the button has them. */
+      if (on) { box.tabIndex = 0; box.focus({ preventScroll: true }); } else { box.removeAttribute("tabindex"); zoom.focus(); }
     });
-    var go = function (id) { var a = document.getElementById(id); if (a) location.href = a.href; };
+    /* A step clicks the Newer/Older link itself (the navigation the buttons make), once per
+     * press: a held key's repeats, or a second press before the page has gone, start no
+     * second navigation. While the picture is zoomed the arrow keys pan it, as a swipe does. */
+    var stepping = false;
+    var go = function (id) {
+      var a = document.getElementById(id);
+      if (!a || stepping) return;
+      stepping = true;
+      a.click();
+    };
+    window.addEventListener("pageshow", function () { stepping = false; });  /* back (bfcache) */
     document.addEventListener("keydown", function (e) {
-      if (e.altKey || e.ctrlKey || e.metaKey || /^(INPUT|TEXTAREA|SELECT|VIDEO)$/.test(e.target.tagName)) return;
-      if (e.key === "ArrowLeft") go("newer");
-      if (e.key === "ArrowRight") go("older");
+      if (e.altKey || e.ctrlKey || e.metaKey || e.shiftKey || /^(INPUT|TEXTAREA|SELECT|VIDEO)$/.test(e.target.tagName)) return;
+      var to = e.key === "ArrowLeft" ? "newer" : e.key === "ArrowRight" ? "older" : null;
+      var box = document.getElementById("zoom-box");
+      if (!to || (box && box.classList.contains("zoomed"))) return;
+      e.preventDefault();
+      if (!e.repeat) go(to);
     });
     var touchX = null, touchY = null;
     document.addEventListener("touchstart", function (e) {
