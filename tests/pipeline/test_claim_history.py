@@ -18,6 +18,7 @@ from conveyor.clock import SystemClock
 from conveyor.db.tables import files
 from conveyor.pipeline import Advance, Domain, StepContext, queries
 from conveyor.pipeline.outcomes import Outcome
+from conveyor.pipeline.producer import LaneClaims
 
 FINISHED, WAITING = 1_000_000, 10_000
 
@@ -58,9 +59,9 @@ def fill(conn: Connection) -> None:
 
 
 def claim_sql(engine: Engine, domain: Domain) -> tuple[str, Any]:
-    statement = queries.claim_statement(
-        domain, domain.lane_stages("audio"), queries.now_of(SystemClock())
-    )
+    """The audio lane's claim as its producer sends it (on PostgreSQL the claim and its read in
+    one statement), with its parameters; run once in a transaction rolled back."""
+    claims = LaneClaims(domain, "audio", queries.now_of(SystemClock()))
     seen: list[tuple[str, Any]] = []
 
     def capture(_c: Any, _cur: Any, sql: str, params: Any, *_a: Any) -> None:
@@ -69,11 +70,14 @@ def claim_sql(engine: Engine, domain: Domain) -> tuple[str, Any]:
     event.listen(engine, "before_cursor_execute", capture)
     try:
         with engine.connect() as conn, conn.begin() as tx:
-            assert len(queries.claim_with(conn, statement, 4)) == 4
+            if engine.dialect.name == "postgresql":
+                assert len(queries.claim_and_read(conn, claims.started_read, 4)) == 4
+            else:
+                assert len(queries.claim_with(conn, claims.started, 4)) == 4
             tx.rollback()
     finally:
         event.remove(engine, "before_cursor_execute", capture)
-    (found,) = [s for s in seen if s[0].lstrip().upper().startswith("UPDATE")]
+    (found,) = [s for s in seen if s[0].lstrip().upper().startswith(("UPDATE", "WITH"))]
     return found
 
 
@@ -120,6 +124,11 @@ def assert_reads_only_open_records(engine: Engine, plan: list[str]) -> None:
         return
     text_plan = "\n".join(plan)
     assert "Seq Scan" not in text_plan, text_plan
+    # The claim walks its partial indexes in claim order and stops at its limit, statistics or
+    # not: it never sorts the open records (without statistics it used to read and sort all
+    # 10,000 per claim). Only the read of the few claimed rows is sorted.
+    assert not any("Sort Key: audio_records" in s for s in plan), text_plan
+    assert all("Sort Key: claimed." in s for s in plan if "Sort Key" in s), text_plan
     scans = [s for s in plan if " on audio_records" in s and "Scan" in s]
     assert scans, text_plan
     # Bitmap heap scans are fed by the partial indexes (their recheck names the predicate).
