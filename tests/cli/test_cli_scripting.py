@@ -261,6 +261,10 @@ def test_a_storage_that_cannot_take_a_file_is_exit_5_not_a_refusal(
     assert f"cannot store {big}: the storage {storage} failed: File too large" in result.stderr
     assert "cannot be read" not in result.stderr
     assert "accepted records 1" in result.stderr
+    # The summary's counts add up to the files given: the file the storage failed on and the
+    # one after it were not taken.
+    assert "3 files: 1 accepted as records" in result.stderr
+    assert "0 refused, 2 not tried" in result.stderr
     listing = json.loads(run(["records", "list", "--json"], tmp_path).stdout)
     assert [r["id"] for r in listing] == [1]
 

@@ -121,7 +121,8 @@ class Intake:
     refused: int = 0
     """Files refused (not stored)."""
     untried: int = 0
-    """Files not tried because a stop signal came first."""
+    """Files not taken because intake ended early: a stop signal came first, or the storage
+    failed (the file it failed on and those after it)."""
     duplicates: dict[str, int] = field(default_factory=dict)
     """Files skipped because the owner already has their bytes: shown name → existing id."""
     stopped: bool = False
@@ -212,6 +213,9 @@ def accept_files(
                 if opening_the_source and problem is None:
                     problem = f"cannot be read: {getattr(exc, 'strerror', None) or exc}"
                 if problem is None:
+                    # The file in hand was not kept and the rest are not tried: the summary's
+                    # counts add up to the files given.
+                    intake.untried = len(paths) - index
                     raise StorageFailed(name, exc, intake) from exc
             if problem is not None:
                 intake.refused += 1
