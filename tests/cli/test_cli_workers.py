@@ -63,6 +63,13 @@ def test_a_worker_is_listed_probed_paused_and_drained(tmp_path: Path) -> None:
         [me] = json.loads(listed.stdout)
         assert me["pid"] == proc.pid and me["state"] == "running"
         assert me["host"] == socket.gethostname() and set(me["lanes"]) == {"short", "long"}
+        # The plain tables have one word per header and cell: awk counts the same columns.
+        for args in (["workers", "list"], ["lanes", "list"]):
+            plain = run(args, tmp_path, **env)
+            assert plain.returncode == 0, plain.stderr
+            lines = plain.stdout.strip().splitlines()
+            assert len(lines) >= 2, plain.stdout
+            assert {len(line.split()) for line in lines} == {len(lines[0].split())}, lines
         shown = run(["workers", "show", str(me["id"])], tmp_path, **env)
         assert shown.returncode == 0 and "holds      nothing" in shown.stdout
         assert run(["workers", "show", "999"], tmp_path).returncode == ExitCode.NOT_FOUND

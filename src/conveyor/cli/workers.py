@@ -37,6 +37,16 @@ def _ago(value: float) -> str:
     return f"{value:.0f} s ago" if value < 120 else f"{value / 60:.0f} min ago"
 
 
+def _lanes_cell(view: ProcessView) -> str:
+    """``short=2/2,long=1/1``: each lane's busy/threads as one word, for a table column."""
+    return ",".join(f"{lane}={view.busy.get(lane, 0)}/{n}" for lane, n in view.lanes.items())
+
+
+def _ago_cell(value: float) -> str:
+    """``3s`` or ``14min`` ago: one word, for a table column."""
+    return f"{value:.0f}s" if value < 120 else f"{value / 60:.0f}min"
+
+
 @workers_app.command("list")
 def workers_list(
     stopped: Annotated[
@@ -62,9 +72,8 @@ def workers_list(
     if not views:
         note("no worker process has registered (start one with `conveyor worker`)")
         return
-    rows = table(
-        "ID", "STATE", "HOST", "PID", "VERSION", "LANES busy/threads", "STARTED", "SEEN", "HOLDS"
-    )
+    # One word per header and cell, as every table: `awk` counts the same columns on each row.
+    rows = table("id", "state", "host", "pid", "version", "lanes", "started", "seen", "holds")
     for v in views:
         rows.add_row(
             str(v.id),
@@ -72,9 +81,9 @@ def workers_list(
             v.host,
             str(v.pid),
             v.version,
-            _lanes(v, v.busy),
+            _lanes_cell(v),
             iso_utc(v.started_at) or "",
-            _ago(v.seen_ago),
+            _ago_cell(v.seen_ago),
             str(len(v.holding)),
         )
     console.print(rows)
@@ -119,7 +128,7 @@ def workers_show(
     if not view.holding:
         console.print("holds      nothing")
         return
-    rows = table("DOMAIN", "ID", "STAGE", "SINCE")
+    rows = table("domain", "id", "stage", "since")
     for held in view.holding:
         rows.add_row(held.domain, str(held.record_id), held.stage or "", iso_utc(held.since) or "")
     console.print(rows)
@@ -180,7 +189,7 @@ def lanes_list(as_json: Annotated[bool, _JSON] = False) -> None:
             ]
         )
         return
-    rows = table("LANE", "STATE", "WORKERS", "BUSY", "PAUSED SINCE", "REASON")
+    rows = table("lane", "state", "workers", "busy", "paused_since", "reason")
     for s in states:
         rows.add_row(
             s.lane,
