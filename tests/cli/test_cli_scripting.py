@@ -111,6 +111,9 @@ def test_tables_have_no_empty_cells(tmp_path: Path, corpus: Path) -> None:
         widths = {len(line.split(None, columns - 1)) for line in lines[1:]}
         assert widths == {columns}, (args, lines)
     assert " - " in run(["tokens", "list", "me"], tmp_path).stdout
+    # Where no column is free text, every cell is one word (the backlog's age: `3s`, `12min`).
+    lines = run(["records", "stats"], tmp_path).stdout.splitlines()
+    assert {len(line.split()) for line in lines} == {len(lines[0].split())}, lines
 
 
 def test_a_name_that_is_not_utf8_is_accepted_and_shown_escaped(

@@ -55,6 +55,13 @@ def _state(view: dict[str, Any]) -> Text:
     return Text(str(view["stage"]))
 
 
+def _state_cell(view: dict[str, Any]) -> Text:
+    """The state as one word for a table column: ``done``, a stage, ``halted:REASON``."""
+    if view["halted"]:
+        return Text(f"halted:{view['halt_reason']}", style="red")
+    return _state(view)
+
+
 def print_item(view: dict[str, Any]) -> None:
     """Print an item's state, its way forward when halted, and its roles with sizes."""
     from conveyor.halts import way_forward
@@ -370,7 +377,7 @@ def media_list(album: AlbumRef, owner: Owner = "me", as_json: JsonOption = False
             str(view["id"]),
             view["kind"],
             view["original_name"],
-            _state(view),
+            _state_cell(view),
             ",".join(view["roles"]),
             view["uploaded_at"],
         )

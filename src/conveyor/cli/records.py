@@ -394,14 +394,14 @@ def _record(runtime: Runtime, conn: Any, record_id: int) -> RowMapping:
 
 
 def _age(seconds: float) -> str:
-    """A backlog age for people: ``45 s``, ``12 min``, ``3.5 h``, ``2.1 d``."""
+    """A backlog age, one word for a table column: ``45s``, ``12min``, ``3.5h``, ``2.1d``."""
     if seconds < 120:
-        return f"{seconds:.0f} s"
+        return f"{seconds:.0f}s"
     if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
+        return f"{seconds / 60:.0f}min"
     if seconds < 172800:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.1f} d"
+        return f"{seconds / 3600:.1f}h"
+    return f"{seconds / 86400:.1f}d"
 
 
 @app.command()
