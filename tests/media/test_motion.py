@@ -15,9 +15,14 @@ from sqlalchemy import Engine, func, select
 from conveyor.db.tables import media_items, record_events
 from conveyor.media.albums import item_view
 from conveyor.media.images.motion import embedded_clip, movie_content_id, still_content_id
+from conveyor.media.stages import SHORT_LANE
 from conveyor.objects import LocalStore, ObjectStore, WorkFolder
+from conveyor.pipeline import Executor
+from conveyor.pipeline.claims import Held
+from conveyor.pipeline.producer import LaneClaims, claim_jobs
+from conveyor.pipeline.queries import now_of
 from conveyor.testing import FakeClock
-from tests.support.media import add, album, drain, media_domain
+from tests.support.media import PIPELINE, add, album, drain, media_domain
 from tests.support.motion import LIVE_ID, live_still, motion_photo
 from tests.support.needs import MEDIA_CORPUS
 
@@ -151,3 +156,29 @@ def test_live_photos_pair_only_within_one_album(
     movie_id = add(engine, store, clock, second, LIVE_MOVIE)
     assert movie_id != still_id
     assert (_items(engine, first), _items(engine, second)) == (1, 1)
+
+
+def test_a_movie_paired_while_the_stills_variants_run_is_not_lost(
+    engine: Engine, store: ObjectStore, clock: FakeClock, tmp_path: Path
+) -> None:
+    """The browser sends both halves at once: the movie is paired after the still's variants
+    step read its roles and before it saves. The save still sends the photo on for its clip."""
+    album_id = album(engine, clock)
+    still_id = add(engine, store, clock, album_id, live_still(tmp_path / "IMG_0004.JPG", STILL))
+    domain = media_domain(store)
+    executor = Executor(engine, clock, PIPELINE, held=Held())
+    with engine.connect() as conn:
+        (job,) = claim_jobs(conn, LaneClaims(domain, SHORT_LANE, now_of(clock)), 1, holder="host:1")
+        finished = executor.execute(job)  # the variants, made without the movie
+        assert finished is not None
+        assert add(engine, store, clock, album_id, LIVE_MOVIE) == still_id
+        (applied,) = executor.saver.save(conn, [finished])
+    assert applied is not None and applied.outcome == "advanced"
+    with engine.connect() as conn:
+        stage = conn.execute(
+            select(media_items.c.stage).where(media_items.c.id == still_id)
+        ).scalar_one()
+    assert stage == "transcoding"
+    drain(engine, domain, clock)
+    with engine.connect() as conn:
+        _check_motion(item_view(conn, still_id), store, _duration(LIVE_MOVIE))

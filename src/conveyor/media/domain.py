@@ -79,6 +79,7 @@ from conveyor.objects import (
     put_file_rows,
 )
 from conveyor.pipeline import Advance, Domain, Halt, StepContext
+from conveyor.pipeline.lifecycle import reopen
 from conveyor.pipeline.outcomes import Outcome, Writes
 
 __all__ = [
@@ -180,7 +181,7 @@ class MediaSteps:
                 )
             work = stack.enter_context(self.store.scratch())
             try:
-                outcome = self._variants(ctx, original, work)
+                outcome = self._variants(ctx, original, work, rows)
             except MediaError as exc:
                 return self._halt(ctx, exc, original)
         fields, objects, moving = outcome
@@ -189,12 +190,33 @@ class MediaSteps:
         roles = ", ".join(
             o.role if o.shares is None else f"{o.role} (the {o.shares}'s object)" for o in objects
         )
-        return Advance(
-            fields,
-            to=target,
-            writes=self._save(ctx, rows, objects, "item.ready", target),
-            note=f"variants ready: {roles}",
-        )
+        writes = self._save(ctx, rows, objects, "item.ready", target)
+        if target == "done" and item["content_id"] is not None:
+            writes = self._then_motion(ctx, writes)
+        return Advance(fields, to=target, writes=writes, note=f"variants ready: {roles}")
+
+    def _then_motion(self, ctx: StepContext, writes: Writes) -> Writes:
+        """``writes``, then, for a Live Photo still: a movie paired while this step ran sends
+        the photo, saved at ``done`` in this transaction, on to ``transcoding`` for its clip
+        (intake locks the still's row to pair, so either this sees the movie or the pairing
+        sees this save)."""
+        item_id = int(ctx.record["id"])
+
+        def then(conn: Connection) -> Any:
+            extra = writes(conn)
+            if any(r["role"] == Role.MOTION_ORIGINAL for r in queries.objects_of(conn, item_id)):
+                reopen(
+                    conn,
+                    MEDIA,
+                    item_id,
+                    done="done",
+                    to="transcoding",
+                    clock=ctx.clock,
+                    note="Live Photo: its movie was paired while the variants were made",
+                )
+            return extra
+
+        return then
 
     def playback(self, ctx: StepContext) -> Outcome:
         """``transcoding`` → ``done``: the H.264/AAC ``playback`` role of a video, or the
@@ -207,7 +229,7 @@ class MediaSteps:
                 )
             work = stack.enter_context(self.store.scratch())
             try:
-                obj, result = self._playback(ctx, original, work, stack)
+                obj, result = self._playback(ctx, original, work, stack, rows)
             except MediaError as exc:
                 return self._halt(ctx, exc, original)
         how = "remuxed" if result.remuxed else "transcoded"
@@ -232,15 +254,14 @@ class MediaSteps:
         )
 
     def _variants(
-        self, ctx: StepContext, original: Path, work: Path
+        self, ctx: StepContext, original: Path, work: Path, rows: Sequence[RowMapping]
     ) -> tuple[dict[str, Any], list[_Object], bool]:
         """The image roles (and a video's poster) of ``original``, made in ``work`` and stored,
         and whether the photo moves (a clip embedded, or a Live Photo movie paired)."""
         item = ctx.record
         if item["kind"] == "photo":
-            moving = (
-                embedded_clip(original) is not None
-                or self._role_key(ctx, Role.MOTION_ORIGINAL) is not None
+            moving = embedded_clip(original) is not None or any(
+                r["role"] == Role.MOTION_ORIGINAL for r in rows
             )
             return (
                 self._photo_fields(item, original),
@@ -263,7 +284,7 @@ class MediaSteps:
         return fields, objects, False
 
     def _motion_source(
-        self, ctx: StepContext, original: Path, work: Path, stack: ExitStack
+        self, rows: Sequence[RowMapping], original: Path, work: Path, stack: ExitStack
     ) -> Path:
         """A photo's clip: its Live Photo movie (``motion_original``), else the MP4 embedded
         in the motion photo ``original``, copied into ``work``.
@@ -271,7 +292,7 @@ class MediaSteps:
         Raises:
             MediaError: ``unsupported_media`` when the photo has neither (any more).
         """
-        key = self._role_key(ctx, Role.MOTION_ORIGINAL)
+        key = next((str(r["key"]) for r in rows if r["role"] == Role.MOTION_ORIGINAL), None)
         if key is not None:
             try:
                 return stack.enter_context(self.store.local_copy(key))
@@ -284,13 +305,13 @@ class MediaSteps:
             raise MediaError(MediaHalt.UNSUPPORTED_MEDIA, "the photo carries no motion clip")
         return copy_clip(original, clip, work / "embedded.mp4")
 
-    def _role_key(self, ctx: StepContext, role: str) -> str | None:
-        with ctx.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-            rows = queries.objects_of(conn, int(ctx.record["id"]))
-        return next((str(r["key"]) for r in rows if r["role"] == role), None)
-
     def _playback(
-        self, ctx: StepContext, original: Path, work: Path, stack: ExitStack
+        self,
+        ctx: StepContext,
+        original: Path,
+        work: Path,
+        stack: ExitStack,
+        rows: Sequence[RowMapping],
     ) -> tuple[_Object, Playback]:
         """The ``playback`` role of the video ``original`` (a photo's: the ``motion`` role of
         its clip), made in ``work`` and stored."""
@@ -298,7 +319,7 @@ class MediaSteps:
         role = Role.PLAYBACK
         if ctx.record["kind"] == "photo":
             role = Role.MOTION
-            original = self._motion_source(ctx, original, work, stack)
+            original = self._motion_source(rows, original, work, stack)
         info = probe_video(original)
         result = make_playback(
             original,

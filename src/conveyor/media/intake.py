@@ -348,6 +348,9 @@ def _pair_movie(
     """Make the stored movie ``file_id`` the still's ``motion_original`` and send a finished
     still back to ``transcoding`` for its ``motion`` clip (one not finished gets there by
     itself: its variants step sees the movie)."""
+    # The still's row first: a variants step saving it meanwhile either waits for this and
+    # then sees the movie, or saved first and is reopened below.
+    queries.lock_item(conn, still_id)
     queries.put_object(conn, still_id, Role.MOTION_ORIGINAL, file_id)
     text = f"Live Photo: the movie {name or ''} is this photo's motion"
     if not reopen(conn, MEDIA, still_id, done="done", to="transcoding", clock=clock, note=text):
