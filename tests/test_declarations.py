@@ -81,7 +81,9 @@ def test_every_provider_setting_names_a_backend_and_every_backend_a_setting() ->
     for name in names():
         backend = backend_for(TranscriptionSettings(provider=name))
         assert isinstance(backend, ProviderBackend)
-    with pytest.raises(ConfigError, match="'whisper' is not a provider; use one of local"):
+    with pytest.raises(
+        ConfigError, match=f"'whisper' is not a provider; use one of {', '.join(names())}$"
+    ):
         backend_for(TranscriptionSettings(provider="whisper"))
 
 

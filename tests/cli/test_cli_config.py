@@ -18,6 +18,7 @@ from conveyor.cli.exits import ExitCode
 from conveyor.cli.output import setup_logging
 from conveyor.config import Settings, TranscriptionSettings, environment_problems
 from conveyor.providers.local import device_problem
+from conveyor.providers.registry import names
 from tests.support.cli_run import invoke, run
 
 SECRET = "hunter2-s3cret"
@@ -162,8 +163,9 @@ def test_a_provider_the_registry_does_not_know_is_refused_where_it_was_set(
     assert result.exit_code == ExitCode.USAGE
     assert (
         "conveyor.toml line 3: [transcription] provider: 'whispr' is not a provider; use one of "
-        "local, openai, speechkit" in result.stderr
+        f"{', '.join(names())}" in result.stderr
     )
+    assert {"local", "openai", "speechkit"} <= set(names())
     assert not (tmp_path / "conveyor-data").exists()
     monkeypatch.setenv("CONVEYOR_TRANSCRIPTION__PROVIDER", "speechkt")
     from_env = invoke("records", "list")
