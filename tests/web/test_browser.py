@@ -220,6 +220,9 @@ def test_resume_a_halted_record_from_its_page(browser: Browser, site: Served, co
     page.goto(f"/records/{record_id}")
     status = page.locator("#record-status")
     assert "could not be read" in status.inner_text()
+    # The file itself is the problem: the page says resuming will not help and offers deleting.
+    assert "Resuming will not help" in status.inner_text()
+    assert status.locator("button.primary").count() == 0
     shot(site, page, "record-halted")
     page.click("#record-status button:has-text('Resume')")
     page.wait_for_url(re.compile(r"saved=resumed"))

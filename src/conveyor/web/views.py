@@ -19,7 +19,7 @@ from conveyor.pipeline import Domain
 from conveyor.pipeline.queries import claim_order
 from conveyor.pipeline.status import RecordState, status_of
 from conveyor.web import queries
-from conveyor.web.words import duration_words, halt_words, stage_words
+from conveyor.web.words import duration_words, halt_words, resume_helps, stage_words
 
 __all__ = ["item_status", "item_statuses", "record_status", "record_statuses"]
 
@@ -45,6 +45,7 @@ def _progress(
         "halted": halted,
         "halt_reason": row["halt_reason"],
         "halt_words": halt_words(row["halt_reason"]) if halted else "",
+        "resume_helps": resume_helps(row["halt_reason"]) if halted else True,
         "halt_error": row["halt_error"],
         "working": working,
         "waiting": waiting,

@@ -5,7 +5,14 @@ from __future__ import annotations
 from conveyor.halts import known
 from conveyor.runtime import DECLARATIONS, halt_reasons
 
-__all__ = ["duration_words", "event_words", "halt_words", "size_words", "stage_words"]
+__all__ = [
+    "duration_words",
+    "event_words",
+    "halt_words",
+    "resume_helps",
+    "size_words",
+    "stage_words",
+]
 
 
 def stage_words(domain: str, stage: str) -> str:
@@ -27,6 +34,13 @@ def halt_words(reason: str | None) -> str:
     if member is None:
         return f"It was stopped ({reason.replace('_', ' ')})."
     return member.words
+
+
+def resume_helps(reason: str | None) -> bool:
+    """Whether resuming can help a record stopped for ``reason`` (:attr:`HaltReason.resume_helps`;
+    True for a reason this version does not know): when not, the page offers deleting first."""
+    member = known(reason, halt_reasons()) if reason is not None else None
+    return True if member is None else member.resume_helps
 
 
 def duration_words(seconds: float | None) -> str:
