@@ -108,6 +108,9 @@ def test_upload_jfk_until_transcript_shows_then_play_correct_and_export(
     # The list follows the record through its stages without a reload.
     page.locator(".record-row.is-done").first.wait_for(timeout=240_000)
     assert page.locator("#activity .activity-entry").count() >= 3
+    assert page.locator("#activity-none").is_hidden()  # ("None yet." until the first change)
+    said = page.locator("#activity").inner_text()
+    assert "submitted to" not in said and "pcm_s16le" not in said, said  # no engine notes
     shot(site, page, "recordings")
     # The record page shows the transcript and the correction form when they arrive, in the
     # same document (no reload that would stop the player).

@@ -27,6 +27,8 @@
     if (key) li.dataset[key] = String(id);
     li.textContent = text;
     list.insertBefore(li, list.firstChild);
+    var none = document.getElementById("activity-none");
+    if (none) none.hidden = true;
   }
 
   /* Follow a Server-Sent Events stream, resuming after the last id seen: on a drop the page
@@ -135,7 +137,9 @@
   if (records && records.dataset.live) {
     follow(records.dataset.live, parseInt(records.dataset.lastEventId, 10) || 0, function (ev) {
       var said = ev.words || (ev.outcome + " at " + ev.stage);
-      if (ev.outcome_text && ev.outcome !== "accepted") said += " (" + ev.outcome_text + ")";
+      /* Why it stopped or failed is said; the engine's note of a step that went well
+       * ("submitted to local", a sample format) is not a person's business. */
+      if (ev.outcome_text && (ev.outcome === "halted" || ev.outcome === "failed")) said += " (" + ev.outcome_text + ")";
       refreshCounts();
       fetchHtml("/records/" + ev.record_id + "/row").then(function (row) {
         var name = row.querySelector(".record-name").textContent;
