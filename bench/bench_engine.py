@@ -12,8 +12,16 @@ Cases, on SQLite and (with ``--postgres URL``) PostgreSQL, at 1 and 4 workers:
 * ``floor``: W threads on the bare driver, each looping "one-statement claim (``UPDATE …
   RETURNING``, SKIP LOCKED on PostgreSQL), then a token-checked done", one commit each; and the
   same claiming 10 per statement.
+* ``floor, 100 claims a statement`` (PostgreSQL): the same, claiming 100 per statement.
 * ``huey`` (SQLite) / ``pgqueuer`` (PostgreSQL), when installed (``pip install -e .[bench]``):
-  a no-op task, W thread workers (huey) or W queue managers (pgqueuer).
+  a no-op task run by the queue's own command-line worker in its own process, as its users
+  run it (:mod:`bench.peer_tasks`): ``huey_consumer … -w W -k thread``, or W processes each
+  running a pgqueuer queue manager in drain mode as ``pgq run`` does; timed from the first
+  task taken to the last (start-up excluded).
+
+The conveyor cases also report claim-to-done p50 and p99: from a record's claim (the database's
+time its claim statement wrote) to its save (its journal row's time), both on the database's
+clock.
 
 Run: ``.venv/bin/python bench/bench_engine.py [--records 20000] [--postgres postgresql://…]``.
 The PostgreSQL database is used as given: the engine schema is migrated there, and the tables
@@ -29,7 +37,11 @@ import functools
 import multiprocessing
 import os
 import resource
+import signal
 import sqlite3
+import statistics
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -66,6 +78,8 @@ bench_jobs = Table(
     bench_metadata,
     Column("id", Integer, primary_key=True),
     Column("sort_value", Double, nullable=False),
+    # The database's time of the record's claim, written by its step (claim-to-done).
+    Column("claimed_at", Double),
     *queue_columns(),
 )
 # The claim index every record table has: the claim's order over open records only.
@@ -87,10 +101,21 @@ Index(
     sqlite_where=_begun,
 )
 LANE = "bench"
+ROOT = Path(__file__).resolve().parents[1]
+
+# Steps run in this process, and the event set once as many ran as the case has records: the
+# thread cases wait on it, then look at the database for the last saves only.
+_steps = {"count": 0, "target": -1}
+_steps_lock = threading.Lock()
+_all_ran = threading.Event()
 
 
-def noop(_ctx: StepContext) -> Outcome:
-    return Advance()
+def noop(ctx: StepContext) -> Outcome:
+    with _steps_lock:
+        _steps["count"] += 1
+        if _steps["count"] == _steps["target"]:
+            _all_ran.set()
+    return Advance(fields={"claimed_at": ctx.record["work_started_at"]})
 
 
 def bench_domain() -> Domain:
@@ -99,7 +124,7 @@ def bench_domain() -> Domain:
         table=bench_jobs,
         stages=[Stage("new", noop, lane=LANE, lease=60), Stage("done")],
         order_by=[bench_jobs.c.sort_value],
-        owned_fields=frozenset(),
+        owned_fields=frozenset({"claimed_at"}),
     )
 
 
@@ -114,6 +139,8 @@ class Result:
     server_cpu: float | None = None
     statements: int | None = None
     round_trips: int | None = None
+    done_p50: float | None = None
+    done_p99: float | None = None
 
     @property
     def rate(self) -> float:
@@ -238,6 +265,32 @@ def wait_drained(engine: Engine, poll: float = 0.01) -> None:
         time.sleep(poll)
 
 
+def wait_ran_and_drained(engine: Engine) -> None:
+    """Wait for this process's steps to have run every record, then for the last saves (the
+    database is asked only then, so the wait takes nothing from the workers' threads)."""
+    _all_ran.wait()
+    wait_drained(engine, 0.002)
+
+
+def claim_to_done(engine: Engine, result: Result) -> Result:
+    """Fill ``result``'s claim-to-done percentiles (milliseconds, the database's clock)."""
+    with engine.connect() as conn:
+        spans = sorted(
+            float(r[0])
+            for r in conn.execute(
+                text(
+                    "SELECT e.created_at - j.claimed_at FROM record_events e "
+                    "JOIN bench_jobs j ON j.id = e.record_id "
+                    "WHERE e.domain = 'bench' AND e.outcome = 'advanced'"
+                )
+            )
+        )
+    if spans:
+        result.done_p50 = statistics.median(spans) * 1000
+        result.done_p99 = spans[min(len(spans) - 1, int(len(spans) * 0.99))] * 1000
+    return result
+
+
 def bench_settings() -> PipelineSettings:
     return PipelineSettings(poll_interval=0.05, stop_grace=10.0)
 
@@ -251,11 +304,16 @@ def conveyor_threads(url: str, engine: Engine, workers: int, records: int, db: s
 
     def run() -> None:
         pool.start()
-        wait_drained(engine)
+        wait_ran_and_drained(engine)
         pool.stop()  # inside the measurement: the counters must not change under a worker
 
+    with _steps_lock:
+        _steps.update(count=0, target=records)
+        _all_ran.clear()
     try:
-        return measure(db, "conveyor threads", workers, records, run, counted)
+        return claim_to_done(
+            engine, measure(db, "conveyor threads", workers, records, run, counted)
+        )
     finally:
         counted.dispose()
 
@@ -283,7 +341,7 @@ def conveyor_processes(url: str, engine: Engine, workers: int, records: int, db:
     result.cpu = sum(spent.get() for _ in procs)
     for proc in procs:
         proc.join()
-    return result
+    return claim_to_done(engine, result)
 
 
 def _process_worker(url: str, ready: Any, drained: Any, spent: Any) -> None:
@@ -372,50 +430,93 @@ def floor(
         for t in threads:
             t.join()
 
-    case = "floor, 1 claim a statement" if per_statement == 1 else "floor, 10 claims a statement"
+    case = f"floor, {per_statement} claim{'s' if per_statement > 1 else ''} a statement"
     return measure(db, case, workers, records, run)
 
 
 # -- other queues -------------------------------------------------------------------------
 
 
-def huey_case(folder: Path, workers: int, records: int, mode: str) -> Result | None:
+def _process_cpu(pids: list[int]) -> float:
+    """CPU seconds (user + system, every thread) the processes ``pids`` have used so far."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            fields = stat[stat.rindex(")") + 2 :].split()
+            total += int(fields[11]) + int(fields[12])
+    return total / tick
+
+
+def _peer_run(
+    database: str,
+    case: str,
+    workers: int,
+    records: int,
+    commands: list[list[str]],
+    env: dict[str, str],
+    left: Callable[[], int],
+) -> Result:
+    """Start the peer's worker processes and time them from the first task taken (``left()``
+    below ``records``) until none is left; their CPU is read from /proc over that time."""
+    procs = [
+        subprocess.Popen(c, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        for c in commands
+    ]
+    pids = [p.pid for p in procs]
     try:
-        from huey import SqliteHuey  # type: ignore[import-untyped]
-        from huey.consumer import Consumer  # type: ignore[import-untyped]
+        deadline = time.monotonic() + 300
+        while left() >= records:
+            if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
+                errors = b"".join(p.stderr.read() if p.stderr else b"" for p in procs)
+                raise RuntimeError(f"{case}: no task taken: {errors.decode()[-2000:]}")
+            time.sleep(0.002)
+        started = time.perf_counter()
+        cpu = _process_cpu(pids)
+        server = _postgres_cpu() if database == "postgresql" else None
+        while left() > 0:
+            time.sleep(0.005)
+        seconds = time.perf_counter() - started
+        cpu = _process_cpu(pids) - cpu
+        server = None if server is None else _postgres_cpu() - server
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+        for proc in procs:
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    return Result(database, case, workers, records, seconds, cpu, server)
+
+
+def huey_case(folder: Path, workers: int, records: int) -> Result | None:
+    """huey's own consumer in its own process, W worker threads (``-k thread``)."""
+    try:
+        from huey import SqliteHuey
     except ImportError:
         return None
-    path = folder / f"huey-{workers}-{mode}.db"
-    huey = SqliteHuey(filename=str(path), results=False)
-
-    @huey.task()  # type: ignore[untyped-decorator]
-    def nothing() -> None:
-        return None
-
-    for _ in range(records):
-        nothing()
-    consumer = Consumer(huey, workers=workers, worker_type=mode, periodic=False)
-    # Run from a thread of this process: signal handlers can only be set in the main thread.
-    consumer._set_signal_handlers = lambda: None
-
-    def run() -> None:
-        thread = threading.Thread(target=consumer.run, daemon=True)
-        thread.start()
-        while huey.pending_count():
-            time.sleep(0.02)
-        consumer.stop(graceful=True)
-
-    case = "huey threads" if mode == "thread" else "huey processes"
-    return measure("sqlite", case, workers, records, run)
+    path = folder / f"huey-{workers}.db"
+    env = {**os.environ, "BENCH_HUEY_FILE": str(path), "PYTHONPATH": str(ROOT)}
+    enqueue = f"import bench.peer_tasks as t\nfor _ in range({records}): t.nothing()"
+    subprocess.run([sys.executable, "-c", enqueue], cwd=ROOT, env=env, check=True)
+    queue = SqliteHuey(filename=str(path), results=False)
+    consumer = str(Path(sys.executable).with_name("huey_consumer"))
+    command = [consumer, "bench.peer_tasks.huey", "-w", str(workers), "-k", "thread", "-q"]
+    return _peer_run(
+        "sqlite", "huey threads", workers, records, [command], env, queue.pending_count
+    )
 
 
 def pgqueuer_case(dsn: str, workers: int, records: int) -> Result | None:
+    """W processes, each a pgqueuer queue manager draining the queue (``pgq run``'s own)."""
     try:
         import psycopg
         from pgqueuer.db import PsycopgDriver
-        from pgqueuer.qm import QueueManager
         from pgqueuer.queries import Queries
-        from pgqueuer.types import QueueExecutionMode
     except ImportError:
         return None
 
@@ -430,24 +531,20 @@ def pgqueuer_case(dsn: str, workers: int, records: int) -> Result | None:
             await queries.enqueue(["noop"] * count, [None] * count, [0] * count)
         await conn.close()
 
-    async def drain() -> None:
-        async def one() -> None:
-            conn = await psycopg.AsyncConnection.connect(dsn, autocommit=True)
-            manager = QueueManager(Queries(PsycopgDriver(conn)))
-
-            @manager.entrypoint("noop")
-            async def nothing(_job: Any) -> None:
-                return None
-
-            await manager.run(batch_size=10, mode=QueueExecutionMode.drain)
-            await conn.close()
-
-        await asyncio.gather(*(one() for _ in range(workers)))
-
     asyncio.run(prepare())
-    return measure(
-        "postgresql", "pgqueuer (asyncio)", workers, records, lambda: asyncio.run(drain())
-    )
+    env = {**os.environ, "BENCH_PGQUEUER_DSN": dsn, "PYTHONPATH": str(ROOT)}
+    drain = "import asyncio, bench.peer_tasks as t; asyncio.run(t.pgqueuer_drain())"
+    command = [sys.executable, "-c", drain]
+    counter = psycopg.connect(dsn, autocommit=True)
+
+    def left() -> int:
+        row = counter.execute("SELECT count(*) FROM pgqueuer").fetchone()
+        return int(row[0]) if row else 0
+
+    try:
+        return _peer_run("postgresql", "pgqueuer", workers, records, [command] * workers, env, left)
+    finally:
+        counter.close()
 
 
 # -- report -------------------------------------------------------------------------------
@@ -458,6 +555,7 @@ def report(results: list[Result]) -> None:
     header = (
         f"{'database':<11}{'case':<31}{'W':>3}{'rec/s':>10}{'x floor':>9}{'x other':>9}"
         f"{'ms/rec':>8}{'CPU ms/rec':>11}{'server':>8}{'stmts':>7}{'trips':>7}"
+        f"{'done p50':>9}{'p99':>8}"
     )
     print(header)
     for r in results:
@@ -477,19 +575,21 @@ def report(results: list[Result]) -> None:
                 for o in results
                 if o.database == r.database
                 and o.workers == r.workers
-                and o.case in ("huey threads", "pgqueuer (asyncio)")
+                and o.case in ("huey threads", "pgqueuer")
             ),
             None,
         )
         stmts = "" if r.statements is None else f"{r.statements / r.records:.2f}"
         trips = "" if r.round_trips is None else f"{r.round_trips / r.records:.2f}"
         server = "" if r.server_cpu is None else f"{1000 * r.server_cpu / r.records:.2f}"
+        p50 = "" if r.done_p50 is None else f"{r.done_p50:.1f}"
+        p99 = "" if r.done_p99 is None else f"{r.done_p99:.1f}"
         print(
             f"{r.database:<11}{r.case:<31}{r.workers:>3}{r.rate:>10.0f}"
             f"{(r.rate / floor_rate if floor_rate else 0):>9.2f}"
             f"{(r.rate / other if other else 0):>9.2f}"
             f"{1000 * r.seconds / r.records:>8.3f}"
-            f"{1000 * r.cpu / r.records:>11.3f}{server:>8}{stmts:>7}{trips:>7}"
+            f"{1000 * r.cpu / r.records:>11.3f}{server:>8}{stmts:>7}{trips:>7}{p50:>9}{p99:>8}"
         )
 
 
@@ -531,11 +631,11 @@ def main() -> None:
                     else functools.partial(_postgres_connect, dsn)
                 )
 
-                for per in (1, 10):
+                for per in (1, 10) if db == "sqlite" else (1, 10, 100):
                     results.append(floor(connect, workers, args.records, db, per))
                     print(results[-1])
                 if db == "sqlite":
-                    other = huey_case(folder, workers, args.records, "thread")
+                    other = huey_case(folder, workers, args.records)
                 else:
                     other = pgqueuer_case(dsn, workers, args.records)
                 if other is not None:
