@@ -7,10 +7,12 @@ lock upgrade); PostgreSQL gets a pool sized for the worker threads and the psyco
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
@@ -86,6 +88,56 @@ def autocommit(conn: Connection) -> Iterator[Connection]:
             conn.execution_options(isolation_level=before)
 
 
+class WriterGate:
+    """The write lock of one SQLite file, as the threads of this process queue for it.
+
+    SQLite lets one writer in at a time; a connection that finds the lock taken waits in its
+    busy handler, which polls by sleeping 1, 2, 5, 10, 15, 20, 25 … ms. Between the threads of
+    one process (a lane's producer and completer, the web app's requests) that turns a wait of
+    a fraction of a millisecond into several. Every transaction of this process's engines on a
+    file therefore first takes that file's gate (a lock that hands over at once when released),
+    then ``BEGIN IMMEDIATE``; other processes still meet SQLite's own lock and busy handler.
+
+    A thread that already holds the gate through another connection (a transaction opened
+    inside another on a second connection, which SQLite itself would refuse after its busy
+    timeout) passes straight to SQLite, and a gate not free within the busy timeout lets the
+    transaction try SQLite's lock anyway: the gate never turns SQLite's error into a hang.
+    """
+
+    _gates: ClassVar[dict[str, WriterGate]] = {}
+    _gates_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, timeout: float) -> None:
+        self._lock = threading.Lock()
+        self._timeout = timeout
+        self._holder: Any = None  # the DBAPI connection in the gate
+        self._thread: int | None = None
+
+    @classmethod
+    def of(cls, database: str, timeout: float) -> WriterGate:
+        """The gate of the SQLite file ``database`` (one per file and process)."""
+        key = database if database.startswith(("file:", ":memory:")) else os.path.abspath(database)
+        with cls._gates_lock:
+            gate = cls._gates.get(key)
+            if gate is None:
+                gate = cls._gates[key] = cls(timeout)
+            return gate
+
+    def enter(self, dbapi_connection: Any) -> None:
+        """Wait for the gate on behalf of ``dbapi_connection`` (before its ``BEGIN``)."""
+        if self._thread == threading.get_ident() or not self._lock.acquire(timeout=self._timeout):
+            return
+        self._holder = dbapi_connection
+        self._thread = threading.get_ident()
+
+    def leave(self, dbapi_connection: Any) -> None:
+        """Open the gate if ``dbapi_connection`` holds it (its transaction ended)."""
+        if self._holder is dbapi_connection and dbapi_connection is not None:
+            self._holder = None
+            self._thread = None
+            self._lock.release()
+
+
 def _sqlite_engine(url: URL) -> Engine:
     database = url.database
     if database and database != ":memory:" and not database.startswith("file:"):
@@ -108,10 +160,44 @@ def _sqlite_engine(url: URL) -> Engine:
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.close()
 
+    gate = WriterGate.of(database or ":memory:", _SQLITE_BUSY_TIMEOUT_MS / 1000)
+
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
         # Straight to the driver: the statement runs before every transaction and needs none
         # of SQLAlchemy's execution machinery.
-        connection.connection.dbapi_connection.execute("BEGIN IMMEDIATE")
+        dbapi_connection = connection.connection.dbapi_connection
+        gate.enter(dbapi_connection)
+        try:
+            dbapi_connection.execute("BEGIN IMMEDIATE")
+        except BaseException:
+            gate.leave(dbapi_connection)
+            raise
+
+    @event.listens_for(engine, "commit")
+    def _on_commit(connection: Any) -> None:
+        # The event comes before the driver's commit: commit here, so that the gate opens
+        # only once SQLite's lock is free (the driver's own commit then finds nothing to do).
+        dbapi_connection = connection.connection.dbapi_connection
+        if dbapi_connection.in_transaction:
+            dbapi_connection.execute("COMMIT")
+        gate.leave(dbapi_connection)
+
+    @event.listens_for(engine, "rollback")
+    def _on_rollback(connection: Any) -> None:
+        dbapi_connection = connection.connection.dbapi_connection
+        try:
+            if dbapi_connection is not None and dbapi_connection.in_transaction:
+                dbapi_connection.execute("ROLLBACK")
+        finally:
+            gate.leave(dbapi_connection)
+
+    # A transaction that ends without either (its connection invalidated, closed, or reset on
+    # return to the pool) opens the gate too.
+    def _on_end(dbapi_connection: Any, *_args: Any) -> None:
+        gate.leave(dbapi_connection)
+
+    for name in ("reset", "checkin", "invalidate", "soft_invalidate", "close"):
+        event.listen(engine.pool, name, _on_end)
 
     return engine
