@@ -12,8 +12,8 @@ after PostgreSQL had answered) and at the driver (statements, BEGIN, COMMIT, ROL
 :class:`tests.support.round_trips.RoundTrips` does); S3 requests at boto3 (one per request).
 
 Run from the project root: ``.venv/bin/python -m bench.bench_latency --postgres
-postgresql://…/db [--photos 24] [--workers 4] [--delay 0.025]``. The database's public schema
-is dropped and re-created.
+postgresql://…/db [--photos 24] [--workers 4] [--delay 0.025] [--prefetch 0]``. The database's
+public schema is dropped and re-created.
 """
 
 from __future__ import annotations
@@ -68,7 +68,13 @@ def _photos() -> list[Path]:
 
 
 def run_once(
-    pg_url: str, s3_port: int, bucket: str, delay: float, photos: int, workers: int
+    pg_url: str,
+    s3_port: int,
+    bucket: str,
+    delay: float,
+    photos: int,
+    workers: int,
+    prefetch: int = 0,
 ) -> dict[str, Any]:
     url = make_url(pg_url)
     db_proxy = TcpProxy((url.host or "127.0.0.1", url.port or 5432))
@@ -94,7 +100,7 @@ def run_once(
             "root": Path(os.environ.get("TMPDIR", "/tmp")) / "conveyor-bench-latency",
         },
         media={"short_workers": workers, "long_workers": 0},  # type: ignore[arg-type]
-        pipeline={"workers": 0, "poll_interval": 0.5},  # type: ignore[arg-type]
+        pipeline={"workers": 0, "poll_interval": 0.5, "prefetch": prefetch},  # type: ignore[arg-type]
     )
     runtime = Runtime(settings)
     sources = _photos()
@@ -163,6 +169,7 @@ def main() -> None:
     parser.add_argument("--photos", type=int, default=24)
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--delay", type=float, default=0.025, help="seconds each way")
+    parser.add_argument("--prefetch", type=int, default=0, help="[pipeline] prefetch")
     args = parser.parse_args()
     moto, port = _moto()
     try:
@@ -176,14 +183,19 @@ def main() -> None:
             aws_secret_access_key="bench-secret",
         ).create_bucket(Bucket="latency")
         rows = [
-            run_once(args.postgres, port, "latency", delay, args.photos, args.workers)
+            run_once(
+                args.postgres, port, "latency", delay, args.photos, args.workers, args.prefetch
+            )
             for delay in (0.0, args.delay)
         ]
     finally:
         moto.terminate()
         moto.wait()
     base = rows[0]["photos_per_s"]
-    print(f"load average {os.getloadavg()[0]:.1f}; {args.workers} short workers")
+    print(
+        f"load average {os.getloadavg()[0]:.1f}; {args.workers} short workers, "
+        f"prefetch {args.prefetch}"
+    )
     print(
         "link RTT   photos/s  ratio  seconds  DB round trips/photo (wire, driver)"
         "  S3 requests/photo"

@@ -23,6 +23,7 @@ from sqlalchemy import Connection, Engine
 
 from conveyor.clock import Clock
 from conveyor.config import PipelineSettings
+from conveyor.db.engine import autocommit
 from conveyor.errors import ClaimLost, Unprocessable
 from conveyor.pipeline import queries
 from conveyor.pipeline.claims import Claim, Held
@@ -116,12 +117,12 @@ class Executor:
             return None
         stage = domain.stage(record["stage"])
         if not job.started:
-            with self.engine.begin() as conn:
+            # One statement in its own transaction: one round trip to a distant database.
+            with self.engine.connect() as conn, autocommit(conn):
                 started = queries.mark_started(conn, domain, claim, self.now, stage.lease)
-                if started:
-                    db_time = queries.read_now(conn, self.now)
-                    read_at = time.monotonic()
-            if not started:
+            if started is not None:
+                db_time, read_at = started, time.monotonic()
+            else:
                 # Never started: another worker has it, nothing ran, nothing is counted.
                 self._forget(domain, claim)
                 log.info(

@@ -492,13 +492,22 @@ def extend_claim(
 
 def mark_started(
     conn: Connection, domain: Domain, claim: Claim, now: ColumnElement[float], lease: float
-) -> bool:
+) -> float | None:
     """Start the step of a held claim that was not started (a prefetched record): its lease
-    runs in full from now, and its lapse is from now on a lost worker (D18). False when the
-    claim is gone (it lapsed and another worker took the record): the step must not run."""
-    return save_if_held(
-        conn, domain, claim, {"claim_expires_at": now + lease, "step_started_at": now}
-    )
+    runs in full from now, and its lapse is from now on a lost worker (D18), in one statement.
+
+    Returns:
+        The database's time of the start (epoch seconds, D17), or None when the claim is gone
+        (it lapsed and another worker took the record): the step must not run.
+    """
+    table = domain.table
+    row = conn.execute(
+        update(table)
+        .where(table.c.id == claim.record_id, table.c.claim_token == claim.token)
+        .values(claim_expires_at=now + lease, step_started_at=now)
+        .returning(now)
+    ).first()
+    return None if row is None else float(row[0])
 
 
 def next_hold_end(
