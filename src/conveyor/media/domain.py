@@ -439,9 +439,10 @@ class MediaSteps:
     ) -> Writes:
         """Journal rows, role rows and the album event: one transaction with the save (M4, M5).
 
-        ``rows`` are the item's role rows as the step read them after its claim: only a holder
-        of the claim writes them, and the save lands only while the claim holds, so they are
-        still the item's when it does.
+        ``rows`` are the item's role rows as the step read them after its claim: the roles a step
+        makes are written only by a holder of the claim, and the save lands only while the claim
+        holds, so those are still the item's when it does (a Live Photo's movie paired with the
+        still meanwhile is another role, left as it is; :meth:`_then_motion` looks for it).
         """
         item = ctx.record
         item_id, album_id = int(item["id"]), int(item["album_id"])
