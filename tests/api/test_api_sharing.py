@@ -3,12 +3,14 @@ viewer receiving the album's live events as the owner does (M5)."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
 from fastapi.testclient import TestClient
 
 from conveyor.accounts import add_user, create_token
+from conveyor.media.queries import insert_album_event
 from tests.support.api import Api, Live, MakeApi, SseReader, error_of, upload_media
 
 
@@ -99,3 +101,39 @@ def test_the_owner_manages_shares_and_links(api: Api, client: TestClient) -> Non
         )
     assert client.delete(f"{url}/links/{link['id']}", headers=api.alice).status_code == 204
     assert client.get(f"{url}/links", headers=api.alice).json() == []
+
+
+def test_an_unshared_viewers_open_stream_ends(make_api: MakeApi, live: Live) -> None:
+    api = make_api()  # heartbeat 0.5 s: the streams' users are checked again that often
+    runtime = api.runtime
+    carol = _token(api, "carol")
+
+    def album_event(album_id: int, n: int) -> None:
+        with runtime.engine.begin() as conn:
+            insert_album_event(
+                conn, album_id=album_id, item_id=0, kind="item.note", payload={"n": n}, created_at=0
+            )
+        runtime.notifier.publish()
+
+    with live(api.app) as server, server.client(api.alice) as alice, server.client(carol) as viewer:
+        album_id = alice.post("/api/albums", json={"name": "Shared"}).json()["id"]
+        alice.post(f"/api/albums/{album_id}/shares", json={"user": "carol", "role": "viewer"})
+        with viewer.stream("GET", f"/api/albums/{album_id}/events") as response:
+            reader = SseReader(response)
+            album_event(album_id, 1)
+            assert reader.next_event(10)["payload"] == {"n": 1}
+            assert alice.delete(f"/api/albums/{album_id}/shares/carol").status_code == 204
+            time.sleep(1.5)
+            album_event(album_id, 2)
+            rest: list[str] = []
+            deadline = time.monotonic() + 10
+            ended = False
+            for line in reader.lines:
+                rest.append(line)
+                if time.monotonic() > deadline:
+                    break
+            else:
+                ended = True
+            assert ended, "the stream of an unshared viewer went on"
+        assert ": the album is no longer shared with you" in rest
+        assert not any(line.startswith("data:") for line in rest), rest

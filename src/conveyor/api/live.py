@@ -13,7 +13,8 @@ slow client still costs only its own reads and nothing is queued for it.
 
 The feed also notices that its album was deleted (the outbox goes with the album) and ends
 every stream of it with ``album.deleted``. Tokens of open streams are re-checked together, one
-query every few seconds, and a stream whose token was revoked ends. One token may hold at
+query every few seconds, and a stream whose token was revoked ends; so does the stream of a
+user an album was shared with, once it no longer is. One token may hold at
 most ``[api] streams_per_token`` streams of this process at once (429 beyond).
 """
 
@@ -34,7 +35,9 @@ from conveyor.api.errors import ApiError
 from conveyor.db.album_signals import AlbumSignals
 from conveyor.db.notify import Notifier
 from conveyor.error_codes import ErrorCode
+from conveyor.errors import NotFound
 from conveyor.media.broadcast import AlbumBroadcast, AlbumEvent
+from conveyor.media.sharing import album_access
 
 __all__ = ["AlbumFeed", "LiveHub", "StreamSlot"]
 
@@ -145,11 +148,15 @@ class StreamSlot:
     feed: AlbumFeed
     token_id: int
     closed: bool = field(default=False)
+    #: The user of a stream of an album shared with them (None: the owner's own).
+    shared_with: str | None = field(default=None)
+    unshared: bool = field(default=False)
 
     @property
     def revoked(self) -> bool:
-        """True once the stream's token was found revoked."""
-        return self.token_id in self.hub.revoked
+        """True once the stream's token was found revoked, or the album no longer shared with
+        the stream's user."""
+        return self.unshared or self.token_id in self.hub.revoked
 
     def close(self) -> None:
         """Leave the feed and free the token's slot."""
@@ -157,6 +164,20 @@ class StreamSlot:
             return
         self.closed = True
         self.hub.release(self)
+
+
+def _unshared(engine: Engine, slots: list[StreamSlot]) -> list[StreamSlot]:
+    """Those of ``slots`` whose album is no longer shared with their user (one connection)."""
+    if not slots:
+        return []
+    gone = []
+    with engine.connect() as conn:
+        for slot in slots:
+            try:
+                album_access(conn, slot.feed.album_id, str(slot.shared_with))
+            except NotFound:
+                gone.append(slot)
+    return gone
 
 
 class LiveHub:
@@ -193,6 +214,7 @@ class LiveHub:
         self.feeds: dict[int, AlbumFeed] = {}
         self.streams_by_token: dict[int, int] = {}
         self.revoked: set[int] = set()
+        self.shared: list[StreamSlot] = []
         self.reads = 0
         self._token_task: asyncio.Task[None] | None = None
 
@@ -202,11 +224,15 @@ class LiveHub:
             return _LISTENING_POLL
         return self.broadcast.poll_interval
 
-    def open(self, album_id: int, token_id: int, latest_id: int) -> StreamSlot:
+    def open(
+        self, album_id: int, token_id: int, latest_id: int, *, shared_with: str | None = None
+    ) -> StreamSlot:
         """A place in the album's feed for a new stream of ``token_id`` (in the event loop).
 
         Args:
             latest_id: the album's newest event id now (where a new feed starts reading).
+            shared_with: the stream's user when the album is shared with them (not theirs):
+                the stream ends once it no longer is, checked with the tokens.
 
         Raises:
             ApiError: 429 ``too_many_streams`` when the token has its maximum open already.
@@ -229,10 +255,14 @@ class LiveHub:
             feed.task = asyncio.get_running_loop().create_task(feed.run())
         if self._token_task is None or self._token_task.done():
             self._token_task = asyncio.get_running_loop().create_task(self._check_tokens())
-        return StreamSlot(self, feed, token_id)
+        slot = StreamSlot(self, feed, token_id, shared_with=shared_with)
+        if shared_with is not None:
+            self.shared.append(slot)
+        return slot
 
     def release(self, slot: StreamSlot) -> None:
         """Give back a stream's place (the feed ends by itself when its last one leaves)."""
+        self.shared = [other for other in self.shared if other is not slot]
         left = self.streams_by_token.get(slot.token_id, 0) - 1
         if left > 0:
             self.streams_by_token[slot.token_id] = left
@@ -250,6 +280,10 @@ class LiveHub:
                 return
             alive = await anyio.to_thread.run_sync(active_tokens, self.engine, ids, limiter=READS)
             self.revoked = set(ids) - alive
-            if self.revoked:
+            shared = list(self.shared)
+            gone = await anyio.to_thread.run_sync(_unshared, self.engine, shared, limiter=READS)
+            for slot in gone:
+                slot.unshared = True
+            if self.revoked or gone:
                 for feed in list(self.feeds.values()):
                     feed._announce()

@@ -328,22 +328,24 @@ async def album_events(
     ] = None,
 ) -> StreamingResponse:
     """The album's events as they happen (M5), from the durable outbox; resumable. A user
-    the album is shared with gets the same stream as its owner."""
+    the album is shared with gets the same stream as its owner, until it is unshared."""
     runtime = state.runtime
     broadcast = state.broadcast
 
-    def start_ids() -> tuple[int, int]:
+    def start_ids() -> tuple[int, int, bool]:
         with runtime.engine.connect() as conn:
-            album_access(conn, album_id, owner.name)
+            mine = album_access(conn, album_id, owner.name).is_owner
         latest = broadcast.latest_id(album_id)
         if last_event_id_header is not None:
-            return parse_last_event_id(last_event_id_header), latest
+            return parse_last_event_id(last_event_id_header), latest, mine
         if last_event_id is not None:
-            return last_event_id, latest
-        return latest, latest
+            return last_event_id, latest, mine
+        return latest, latest, mine
 
-    start, latest = await anyio.to_thread.run_sync(start_ids)
-    slot = state.live.open(album_id, owner.token_id, latest)
+    start, latest, mine = await anyio.to_thread.run_sync(start_ids)
+    slot = state.live.open(
+        album_id, owner.token_id, latest, shared_with=None if mine else owner.name
+    )
     stream = album_stream(
         slot, start, heartbeat=runtime.settings.api.sse_heartbeat, closing=state.closing
     )

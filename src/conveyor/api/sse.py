@@ -75,7 +75,8 @@ async def album_stream(
         last_write = time.monotonic()
         while not closing.is_set():
             if slot.revoked:
-                yield ": the token was revoked\n\n"
+                why = "the album is no longer shared with you" if slot.unshared else ""
+                yield f": {why or 'the token was revoked'}\n\n"
                 return
             changed = feed.changed()
             events = feed.events_after(last_id)

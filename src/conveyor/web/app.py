@@ -15,6 +15,9 @@ Pages::
     GET  /vocabulary, POST /vocabulary               your standing names and terms
     GET  /albums, /albums/{id}[?before=CURSOR]       albums, the live grid (keyset pages)
     GET  /items/{id}                                 the viewer, filled in live
+    POST /albums/{id}/shares, /unshare, /links, /links/{id}/revoke
+                                                     the owner's share panel
+    GET  /s/{token}, /s/{token}/items/{id}           a link's album and viewer (no account)
     GET  /tokens                                     create and revoke API tokens
     GET  /operator[?domain=&before=CURSOR]           admins: halted of every owner, backlog
     GET, POST /records/{id}/delete, /items/{id}/delete, /albums/{id}/delete
@@ -23,7 +26,8 @@ Pages::
     OPTIONS, POST /uploads; HEAD, PATCH /uploads/{id}  resumable uploads (tus 1.0.0)
 
 Fragments the pages' script swaps in live: ``/records/{id}/row``, ``/records/{id}/status``,
-``/records/{id}/text``, ``/records/counts``, ``/items/{id}/tile``, ``/items/{id}/view``.
+``/records/{id}/text``, ``/records/counts``, ``/items/{id}/tile``, ``/items/{id}/view`` (and a
+link's own ``/s/{token}/items/{id}/tile`` and ``/view``).
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ from conveyor.web import (
     routes_resumable,
     routes_search,
     routes_session,
+    routes_shared,
     routes_vocabulary,
 )
 from conveyor.web.auth import CsrfRefused, SignInRequired, sign_in_url
@@ -132,6 +137,7 @@ def create_app(runtime: Runtime, *, run_workers: bool = True) -> FastAPI:
     app.include_router(routes_records.router)
     app.include_router(routes_vocabulary.router)
     app.include_router(routes_albums.router)
+    app.include_router(routes_shared.router)
     app.include_router(routes_operator.router)
     app.include_router(routes_delete.router)
     app.include_router(routes_search.router)

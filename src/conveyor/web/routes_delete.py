@@ -5,7 +5,8 @@ Each delete is two steps: ``GET …/delete`` shows a page that names what goes (
 name, its transcript and correction, how many bytes of files; an album's count of photos and
 videos) with a button that posts the delete and a way back; the ``POST`` (session and CSRF
 checked) deletes it for good, as the API's ``DELETE`` does, and goes back to the list with a
-line saying what was deleted. Another owner's thing answers 404, as one that does not exist.
+line saying what was deleted. Another owner's thing answers 404, as one that does not exist;
+in a shared album a contributor deletes the photos and videos they added, and nothing else.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from conveyor.error_codes import ErrorCode
 from conveyor.errors import NotFound, RejectedInput
 from conveyor.media import queries as media_queries
 from conveyor.media.deletion import delete_album, delete_item
+from conveyor.media.sharing import Access, item_access, may_delete
 from conveyor.web import queries
 from conveyor.web.auth import Csrf, Viewer
 from conveyor.web.pages import render
@@ -123,22 +125,23 @@ async def record_delete(state: State, viewer: Csrf, record_id: Id) -> Response:
     return _gone("/records", name)
 
 
-def _item_row(state: ApiState, item_id: int, owner: str) -> Any:
+def _deletable_item(state: ApiState, item_id: int, user: str) -> tuple[Any, Access]:
+    """The item when ``user`` may delete it: its album's owner, or the contributor who added
+    it; to anyone else it does not exist."""
     with state.runtime.engine.connect() as conn:
-        row = media_queries.item_by_id(conn, item_id, owner)
-    if row is None:
+        row, access = item_access(conn, item_id, user)
+    if not may_delete(row, access, user):
         raise NotFound(f"item {item_id} does not exist")
-    return row
+    return row, access
 
 
 @router.get("/items/{item_id}/delete")
 def item_delete_page(request: Request, state: State, viewer: Viewer, item_id: Id) -> Response:
     """What deleting the photo or video takes with it, and the button that does it."""
-    row = _item_row(state, item_id, viewer.name)
+    row, access = _deletable_item(state, item_id, viewer.name)
     with state.runtime.engine.connect() as conn:
         size = queries.items_size(conn, [item_id])
-        album = media_queries.album_by_id(conn, int(row["album_id"]), viewer.name)
-    album_name = album["name"] if album is not None else "its album"
+    album_name = access.album["name"]
     kind = "video" if row["kind"] == "video" else "photo"
     return _confirm(
         request,
@@ -156,10 +159,10 @@ def item_delete_page(request: Request, state: State, viewer: Viewer, item_id: Id
 async def item_delete(state: State, viewer: Csrf, item_id: Id) -> Response:
     """Delete the photo or video for good, then back to its album."""
     runtime = state.runtime
-    row = await anyio.to_thread.run_sync(_item_row, state, item_id, viewer.name)
+    row, access = await anyio.to_thread.run_sync(_deletable_item, state, item_id, viewer.name)
     await anyio.to_thread.run_sync(
         lambda: delete_item(
-            runtime.engine, runtime.store, runtime.clock, item_id, owner=viewer.name
+            runtime.engine, runtime.store, runtime.clock, item_id, owner=access.owner
         )
     )
     runtime.notifier.publish()

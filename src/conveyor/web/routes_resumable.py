@@ -47,8 +47,8 @@ from conveyor.api.uploads import Upload, receive_upload
 from conveyor.audio.intake import accept_audio
 from conveyor.error_codes import ErrorCode
 from conveyor.errors import Duplicate, NotFound, RejectedInput
-from conveyor.media import queries as media_queries
 from conveyor.media.intake import accept_media
+from conveyor.media.sharing import album_access
 from conveyor.names import kept_name
 from conveyor.web.auth import CsrfHeader
 from conveyor.web.routes_records import UPLOAD_FIELDS
@@ -166,7 +166,8 @@ async def tus_create(request: Request, state: State, viewer: CsrfHeader) -> Resp
         if not target.startswith("albums/") or not album.isdigit() or len(album) > 10:
             raise ApiError(ErrorCode.BAD_REQUEST, "target is records or albums/ID")
         with runtime.engine.connect() as conn:
-            if media_queries.album_by_id(conn, int(album), viewer.name) is None:
+            # Yours, or shared with you as a contributor; a viewer's answer is a stranger's.
+            if not album_access(conn, int(album), viewer.name).may_add:
                 raise NotFound(f"album {album} does not exist")
     else:
         unknown = set(meta) - UPLOAD_FIELDS - {"filename", "target", "filetype", "name", "type"}
@@ -309,13 +310,19 @@ def _finish(state: ApiState, folder: Path, upload_id: str, saved: dict[str, Any]
                 keep_duplicate=keep,
             )
             return f"/records/{record_id}"
+        album_id = int(str(saved["target"]).removeprefix("albums/"))
+        with runtime.engine.connect() as conn:
+            access = album_access(conn, album_id, saved["owner"])
+        if not access.may_add:  # no longer a contributor since the upload began
+            raise NotFound(f"album {album_id} does not exist")
         item_id = accept_media(
             runtime.engine,
             runtime.store,
             runtime.clock,
             part,
-            album_id=int(str(saved["target"]).removeprefix("albums/")),
-            owner=saved["owner"],
+            album_id=album_id,
+            owner=access.owner,
+            added_by=saved["owner"],
             original_name=saved["filename"],
             max_pixels=runtime.settings.media.max_pixels,
             max_bytes=runtime.settings.api.max_upload_bytes,

@@ -164,10 +164,20 @@ class _SessionStream(StreamingResponse):
 
 
 def page_stream_response(
-    state: ApiState, session_id: int, read: Reader, start: int, *, poll_interval: float
+    state: ApiState,
+    session_id: int,
+    read: Reader,
+    start: int,
+    *,
+    poll_interval: float,
+    still_allowed: Callable[[], bool] | None = None,
 ) -> StreamingResponse:
     """``read``'s events after ``start`` as a text/event-stream response that ends when the
     server stops or the session ``session_id`` is signed out (called in the event loop).
+
+    A link's page has no session: it passes its own ``session_id`` key (the link's id,
+    negated, so it never meets a session's) and ``still_allowed`` (the link is neither revoked
+    nor expired), checked instead of the session.
 
     Raises:
         ApiError: 429 ``too_many_streams`` when the session has ``[api] streams_per_token``
@@ -199,6 +209,6 @@ def page_stream_response(
         heartbeat=runtime.settings.api.sse_heartbeat,
         poll_interval=poll_interval,
         closing=state.closing,
-        still_allowed=partial(session_active, runtime.engine, session_id),
+        still_allowed=still_allowed or partial(session_active, runtime.engine, session_id),
     )
     return _SessionStream(stream, release)

@@ -90,12 +90,14 @@ def _item(
     now: float,
     *,
     count_place: bool = True,
+    base: str = "",
 ) -> dict[str, Any]:
     # The API's item view (one function for both), from a row already read.
     view = album_views.view_of(row, roles)
     return {
         **view,
-        "urls": {role: f"/files/{obj['key']}" for role, obj in roles.items()},
+        # ``base``: where the page lives, "" or a link's ``/s/<token>``.
+        "urls": {role: f"{base}/files/{obj['key']}" for role, obj in roles.items()},
         "name": row["original_name"] or f"Item {row['id']}",
         "captured_words": local_words(row["captured_at"], row["captured_offset"]),
         # The grid's order (media.queries.TAKEN_AT), for placing a tile that arrives live.
@@ -105,9 +107,19 @@ def _item(
 
 
 def item_status(
-    conn: Connection, domain: Domain, item_id: int, owner: str, now: float
+    conn: Connection,
+    domain: Domain,
+    item_id: int,
+    owner: str | None,
+    now: float,
+    *,
+    base: str = "",
 ) -> dict[str, Any]:
     """An item as the pages show it: its roles (M2), kind, and progress in plain words.
+
+    Args:
+        owner: only an item of this owner (None: the caller checked who may see it).
+        base: the prefix of its file URLs (a link's pages: ``/s/<token>``).
 
     Raises:
         NotFound: no such item of ``owner``.
@@ -115,7 +127,7 @@ def item_status(
     row = media_queries.item_by_id(conn, item_id, owner)
     if row is None:
         raise NotFound(f"item {item_id} does not exist")
-    return _item(conn, domain, row, album_views.roles_of(conn, item_id), now)
+    return _item(conn, domain, row, album_views.roles_of(conn, item_id), now, base=base)
 
 
 def _fill_places(
@@ -168,13 +180,18 @@ def record_statuses(
 
 
 def item_statuses(
-    conn: Connection, domain: Domain, rows: Sequence[RowMapping], now: float
+    conn: Connection, domain: Domain, rows: Sequence[RowMapping], now: float, *, base: str = ""
 ) -> list[dict[str, Any]]:
     """:func:`item_status` of many item rows (a page of the grid): their objects read in one
     query, places counted together."""
     roles = queries.roles_of_items(conn, [int(r["id"]) for r in rows])
     shown = [
-        (row, _item(conn, domain, row, roles.get(int(row["id"]), {}), now, count_place=False))
+        (
+            row,
+            _item(
+                conn, domain, row, roles.get(int(row["id"]), {}), now, count_place=False, base=base
+            ),
+        )
         for row in rows
     ]
     _fill_places(conn, domain, shown, now)

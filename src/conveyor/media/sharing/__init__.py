@@ -209,8 +209,8 @@ def _share(row: RowMapping) -> dict[str, Any]:
 
 
 def unshare_album(engine: Engine, album_id: int, *, owner: str, user: str) -> bool:
-    """Stop sharing ``owner``'s album with ``user``: from now on it answers 404 to them (an
-    open event stream of theirs ends within the streams' check interval).
+    """Stop sharing ``owner``'s album with ``user``: from now on it answers 404 to them, and
+    their open event streams (API and pages) end within seconds.
 
     Returns:
         False when it was not shared with them.

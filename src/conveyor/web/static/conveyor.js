@@ -216,7 +216,8 @@
   if (grid && grid.dataset.live) {
     follow(grid.dataset.live, parseInt(grid.dataset.lastEventId, 10) || 0, function (ev, type) {
       var said = { "item.ready": "ready", "item.playback_ready": "ready to play", "item.halted": "stopped" }[type] || type.replace("item.", "").replace("_", " ");
-      fetchHtml("/items/" + ev.item_id + "/tile").then(function (tile) {
+      /* A link's page lives under its own address (data-base): its tiles come from there. */
+      fetchHtml((grid.dataset.base || "") + "/items/" + ev.item_id + "/tile").then(function (tile) {
         logActivity(tile.querySelector(".tile-name").textContent + ": " + said, "item", ev.item_id);
         placeTile(tile);
         announce(tile.querySelector(".tile-name").textContent + ": " + tile.querySelector(".tile-status").textContent.replace(/\s+/g, " ").trim());
@@ -259,7 +260,7 @@
     var itemId = parseInt(itemLive.dataset.item, 10);
     follow(itemLive.dataset.live, parseInt(itemLive.dataset.lastEventId, 10) || 0, function (ev) {
       if (ev.item_id !== itemId) return;
-      fetchHtml("/items/" + itemId + "/view").then(function (view) {
+      fetchHtml((itemLive.dataset.base || "") + "/items/" + itemId + "/view").then(function (view) {
         var old = document.getElementById("item-view");
         if (!old) return;
         if (old.dataset.roles === view.dataset.roles) {
