@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from conveyor.db.tables import audio_records, files
 from conveyor.media.albums import create_album
+from tests.support.servers import LiveServer
 from tests.support.web import MakeSite, sign_in
 
 TUS = {"Tus-Resumable": "1.0.0"}
@@ -114,3 +119,79 @@ def test_refusals_before_any_byte(make_site: MakeSite, corpus: Path) -> None:
         )
         assert theirs.status_code == 404
         assert client.head("/uploads/" + "0" * 32, headers=head).status_code == 404
+
+
+def test_two_pieces_sent_at_once_are_not_both_appended(make_site: MakeSite, corpus: Path) -> None:
+    """A PATCH at the offset the server announces, while an earlier PATCH of the same upload is
+    still arriving, is refused (409, Retry-After) rather than appended beside it: the file that
+    reaches the intake is the one that was sent, byte for byte."""
+    site = make_site()
+    wav = (corpus / "audio" / "jfk.wav").read_bytes()
+    first_half = threading.Event()
+    go_on = threading.Event()
+
+    def slow_piece() -> Iterator[bytes]:
+        yield wav[:100_000]
+        first_half.set()
+        assert go_on.wait(60), "the test never let the first piece go on"
+        yield wav[100_000:200_000]
+
+    with LiveServer(site.app) as server, server.client() as client:
+        csrf = sign_in(client, "alice")  # type: ignore[arg-type]
+        head = {**TUS, "X-CSRF-Token": csrf}
+        made = client.post(
+            "/uploads",
+            headers={
+                **head,
+                "Upload-Length": str(len(wav)),
+                "Upload-Metadata": _meta(filename="speech.wav", target="records"),
+            },
+        )
+        assert made.status_code == 201, made.text
+        where = made.headers["Location"]
+        patch = {**head, "Content-Type": "application/offset+octet-stream"}
+        answers: list[httpx.Response] = []
+        sender = threading.Thread(
+            target=lambda: answers.append(
+                client.patch(
+                    where,
+                    content=slow_piece(),
+                    headers={**patch, "Upload-Offset": "0", "Content-Length": "200000"},
+                )
+            )
+        )
+        sender.start()
+        try:
+            assert first_half.wait(30)
+            # Wait (bounded) until the server has part of the first piece, then send a second
+            # piece from exactly where it says it is: the offset check alone would take it.
+            at = "0"
+            for _ in range(300):
+                at = client.head(where, headers=head).headers["Upload-Offset"]
+                if at != "0":
+                    break
+                time.sleep(0.01)
+            assert at != "0"
+            second = client.patch(
+                where, content=wav[int(at) : 200_000], headers={**patch, "Upload-Offset": at}
+            )
+            assert second.status_code == 409, second.text
+            assert second.headers["Retry-After"] == "1"
+            assert second.headers["Upload-Offset"] == at
+        finally:
+            go_on.set()
+            sender.join(60)
+        assert [a.status_code for a in answers] == [204]
+        assert answers[0].headers["Upload-Offset"] == "200000"
+        rest = client.patch(
+            where, content=wav[200_000:], headers={**patch, "Upload-Offset": "200000"}
+        )
+        assert rest.status_code == 204, rest.text
+        record_id = int(rest.headers["Conveyor-Result"].rsplit("/", 1)[1])
+    with site.runtime.engine.connect() as conn:
+        sha256 = conn.execute(
+            select(files.c.sha256)
+            .select_from(audio_records.join(files, files.c.id == audio_records.c.original_file_id))
+            .where(audio_records.c.id == record_id)
+        ).scalar_one()
+    assert sha256 == hashlib.sha256(wav).hexdigest()

@@ -13,7 +13,10 @@ offered (no ``termination``, ``checksum`` or ``concatenation``), announced by ``
 * ``PATCH /uploads/ID`` with ``Content-Type: application/offset+octet-stream`` and the
   ``Upload-Offset`` the server has: the body is appended (streamed, as every upload is: the
   owner's upload slots, the idle timeout and the minimum rate hold). 204 with the new
-  ``Upload-Offset``; a wrong offset is 409, another content type 415. When the last byte
+  ``Upload-Offset``; a wrong offset is 409, another content type 415, and so is a PATCH
+  while another PATCH of the same upload is still arriving (409 with ``Retry-After``: each
+  upload takes one PATCH at a time, so two pieces sent at once at the same offset cannot
+  both be appended). When the last byte
   arrives the file goes through the same intake as a form upload, and the answer carries
   ``Conveyor-Result: /records/ID`` (or ``/items/ID``), or the intake's refusal.
 
@@ -28,10 +31,13 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
+import fcntl
 import json
+import os
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -117,8 +123,40 @@ def _sweep(folder: Path, now: float) -> None:
             if now - path.stat().st_mtime > KEEP_FOR:
                 path.unlink(missing_ok=True)
                 path.with_suffix(".part").unlink(missing_ok=True)
+                path.with_suffix(".lock").unlink(missing_ok=True)
         except OSError:
             continue
+
+
+@contextlib.contextmanager
+def _one_patch_at_a_time(folder: Path, upload_id: str) -> Generator[None, None, None]:
+    """Hold the upload's own lock (``ID.lock``, an ``flock``) for the whole of one PATCH.
+
+    The offset check alone lets two PATCHes sent at once at the same offset both pass and both
+    append. The lock is taken without waiting; held by another request or process of this
+    host, the PATCH is refused.
+
+    Raises:
+        ApiError: ``conflict`` (409) with the offset reached so far and ``Retry-After: 1``.
+    """
+    handle = os.open(folder / f"{upload_id}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ApiError(
+                ErrorCode.CONFLICT,
+                "another piece of this upload is still arriving; ask where it is (HEAD) and "
+                "go on from there",
+                headers={
+                    **_HEADERS,
+                    "Upload-Offset": str(_offset(folder, upload_id)),
+                    "Retry-After": "1",
+                },
+            ) from None
+        yield
+    finally:
+        os.close(handle)  # closing the descriptor lets the lock go
 
 
 @router.options("/uploads")
@@ -240,6 +278,14 @@ async def tus_patch(
         )
     folder = _folder(state)
     saved = await anyio.to_thread.run_sync(_load, folder, upload_id, viewer.name)
+    with _one_patch_at_a_time(folder, upload_id):
+        return await _append_piece(request, state, viewer.name, folder, upload_id, saved)
+
+
+async def _append_piece(
+    request: Request, state: State, owner: str, folder: Path, upload_id: str, saved: dict[str, Any]
+) -> Response:
+    """One PATCH's body appended at the offset the server has, under the upload's lock."""
     offset = _offset(folder, upload_id)
     sent = request.headers.get("upload-offset", "")
     if not sent.isdigit() or int(sent) != offset:
@@ -264,7 +310,7 @@ async def tus_patch(
     # The slots, idle timeout and minimum rate of every upload hold for each PATCH; a PATCH
     # that is cut off keeps what arrived (the client asks HEAD where to go on).
     try:
-        offset = await receive_upload(request, append, max_bytes=length - offset, owner=viewer.name)
+        offset = await receive_upload(request, append, max_bytes=length - offset, owner=owner)
     except ApiError as exc:
         if exc.status in (400, 408, 503):
             exc.headers = {
@@ -335,3 +381,4 @@ def _finish(state: ApiState, folder: Path, upload_id: str, saved: dict[str, Any]
     finally:
         _state_path(folder, upload_id).unlink(missing_ok=True)
         part.unlink(missing_ok=True)
+        (folder / f"{upload_id}.lock").unlink(missing_ok=True)

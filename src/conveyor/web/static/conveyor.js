@@ -488,7 +488,14 @@
               piece(at);
               return;
             }
-            if (xhr.status === 409 && at >= 0) { piece(at); return; }
+            if (xhr.status === 409 && at >= 0) {
+              /* Another piece of this upload is still arriving: wait as asked, then go on
+               * from where the server is (its next answer says, if this one is stale). */
+              var wait = parseInt(xhr.getResponseHeader("Retry-After"), 10);
+              if (wait > 0) { setTimeout(function () { piece(at); }, wait * 1000); return; }
+              piece(at);
+              return;
+            }
             finish(); answered(xhr);
           }, progress(offset));
       }
