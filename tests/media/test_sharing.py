@@ -26,6 +26,20 @@ def store(tmp_path: Path) -> ObjectStore:
     return open_store(StorageSettings(root=tmp_path / "objects", work_dir=tmp_path / "work"))
 
 
+def test_sharing_with_the_owner_is_refused_even_when_the_owner_has_no_user_row(
+    engine: Engine, clock: FakeClock
+) -> None:
+    # The shell's owner (`me`) owns albums without being a user: the refusal is still
+    # share_with_owner, not "no such user".
+    add_user(engine, clock, "bob")
+    album = create_album(engine, clock, owner="me", name="Trip")
+    with pytest.raises(RejectedInput) as refused:
+        sharing.share_album(engine, clock, album, owner="me", user=" me ", role=ShareRole.VIEWER)
+    assert refused.value.reason == "share_with_owner"
+    with engine.connect() as conn:
+        assert sharing.list_shares(conn, album, owner="me") == []
+
+
 def test_shares_give_their_role_and_nothing_else(
     engine: Engine, clock: FakeClock, store: ObjectStore, corpus: Path
 ) -> None:

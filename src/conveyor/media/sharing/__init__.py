@@ -190,13 +190,14 @@ def share_album(
     user = user.strip()
     with engine.begin() as conn:
         owned_album(conn, album_id, owner)
-        user_id = queries.user_id_by_name(conn, user)
-        if user_id is None:
-            raise NotFound(f"user {user!r} does not exist")
+        # Before the user look-up: the shell's owner (`me`) need not be a user with a row.
         if user == owner:
             raise RejectedInput(
                 ErrorCode.SHARE_WITH_OWNER, "an album is its owner's already: share it with others"
             )
+        user_id = queries.user_id_by_name(conn, user)
+        if user_id is None:
+            raise NotFound(f"user {user!r} does not exist")
         queries.put_share(
             conn, album_id=album_id, user_id=user_id, role=role.value, now=clock.now()
         )
