@@ -13,9 +13,10 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from conveyor.cli.exits import ExitCode
-from tests.support.cli_run import CONVEYOR, clean_env, run
+from tests.support.cli_run import CONVEYOR, clean_env, invoke, run
 
 
 def _read_until(proc: subprocess.Popen[str], pattern: str, timeout: float = 60) -> str:
@@ -92,3 +93,29 @@ def test_a_worker_is_listed_probed_paused_and_drained(tmp_path: Path) -> None:
     after = json.loads(run(["workers", "list", "--stopped", "--json"], tmp_path).stdout)
     assert [p["state"] for p in after] == ["stopped"]
     assert run(["workers", "drain", "no-such-host"], tmp_path).returncode == ExitCode.NOT_FOUND
+
+
+def test_records_add_and_media_add_obey_a_paused_lane(
+    tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Their workers are a worker process like `conveyor worker`'s (D8): a paused lane is not
+    # worked on by them either; what they accepted waits, and the command says for what.
+    monkeypatch.chdir(tmp_path)
+    assert invoke("lanes", "pause", "short", "--reason", "bad deploy").exit_code == 0
+    assert invoke("albums", "create", "Trip").exit_code == 0
+    added = invoke("media", "add", "Trip", str(corpus / "media" / "exif-samples__Canon_40D.jpg"))
+    assert added.exit_code == ExitCode.OK, added.stderr
+    assert "the short lane is paused" in added.stderr
+    assert "conveyor lanes resume short" in added.stderr
+    item = json.loads(invoke("media", "show", "1", "--json").stdout)
+    assert (item["stage"], item["done"], item["halted"]) == ("uploaded", False, False)
+
+    assert invoke("lanes", "pause", "audio").exit_code == 0
+    recorded = invoke("records", "add", str(corpus / "audio" / "jfk.wav"))
+    assert recorded.exit_code == ExitCode.OK, recorded.stderr
+    assert "the audio lane is paused" in recorded.stderr
+    card = json.loads(invoke("records", "show", "1", "--json").stdout)
+    assert (card["stage"], card["halted"]) == ("uploaded", False)
+    # Both ran as registered worker processes, stopped now.
+    listed = json.loads(invoke("workers", "list", "--stopped", "--json").stdout)
+    assert [p["state"] for p in listed] == ["stopped", "stopped"]

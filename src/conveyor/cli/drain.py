@@ -1,5 +1,6 @@
 """How ``conveyor worker`` ends: on SIGINT/SIGTERM, or once drained (``conveyor workers drain``
-asked it to stop claiming, and its running steps have finished)."""
+asked it to stop claiming, and its running steps have finished); and when ``records add`` and
+``media add``, whose workers register as a worker process too, stop waiting on them."""
 
 from __future__ import annotations
 
@@ -9,10 +10,23 @@ from conveyor.cli.output import note
 from conveyor.pipeline import WorkerPool
 from conveyor.processes import ProcessRegistry
 
-__all__ = ["wait_for_stop_or_drain"]
+__all__ = ["StopOrDrain", "wait_for_stop_or_drain"]
 
 # Seconds between looks at the pool while a drain waits for running steps.
 _DRAIN_CHECK = 0.2
+
+
+class StopOrDrain:
+    """Set once the command is asked to stop (a signal) or its process to drain: either way its
+    workers claim nothing more, and what is left waits for a ``conveyor worker``."""
+
+    def __init__(self, stop: threading.Event, registry: ProcessRegistry) -> None:
+        self._stop = stop
+        self._drain = registry.drain
+
+    def is_set(self) -> bool:
+        """True once either was asked."""
+        return self._stop.is_set() or self._drain.is_set()
 
 
 def wait_for_stop_or_drain(

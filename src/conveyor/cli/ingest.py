@@ -174,6 +174,15 @@ def ingest(
         out.end_early(intake, "[pipeline] workers" if workers == 0 else None)
     deleted: set[int] = set()
     pool = runtime.pool({"audio": workers})
+    # Registered as `conveyor worker` is: seen by `conveyor workers`, obeys pauses and drains.
+    registry = runtime.registry(pool)
+    registry.start()
+    if "audio" in registry.paused:
+        registry.stop()
+        out.end_early(intake, None, paused_lane="audio")
+    from conveyor.cli.drain import StopOrDrain
+
+    stop_waiting = StopOrDrain(stop, registry)
     pool.start()
     runtime.notifier.wake_local()
     try:
@@ -188,7 +197,7 @@ def ingest(
             # What each record was last said to wait on (stage, provider's words): a line is
             # printed when that changes, not on every try of a provider that stays down.
             said: dict[int, tuple[str, str]] = {}
-            while pending and not stop.is_set():
+            while pending and not stop_waiting.is_set():
                 with runtime.engine.connect() as conn:
                     rows = {}
                     for rid in list(pending):
@@ -219,6 +228,7 @@ def ingest(
                 time.sleep(0.2)
     finally:
         pool.stop()
+        registry.stop()
     done = halted_count = 0
     with runtime.engine.connect() as conn:
         for rid in ids:
@@ -237,4 +247,4 @@ def ingest(
                 print_card(card, body, state_of(row, runtime.audio, runtime.clock.now()))
             done += bool(card["done"])
             halted_count += bool(card["halted"])
-    out.finish(intake, done, halted_count, len(deleted), stopped=stop.is_set())
+    out.finish(intake, done, halted_count, len(deleted), stopped=stop_waiting.is_set())

@@ -98,19 +98,28 @@ class IntakeOutput:
             print_json_line(summary_event(self._given, intake, done, halted, deleted=deleted))
         note(summary(self._noun, self._given, intake, done, halted, deleted=deleted))
 
-    def end_early(self, intake: Intake, idle_setting: str | None) -> NoReturn:
+    def end_early(
+        self, intake: Intake, idle_setting: str | None, *, paused_lane: str | None = None
+    ) -> NoReturn:
         """End a run that will not process what it accepted: stopped during intake, nothing
-        accepted, or no workers in this process (``idle_setting`` names the setting at 0)."""
+        accepted, no workers in this process (``idle_setting`` names the setting at 0), or
+        their lane paused cluster-wide (``paused_lane``, by `conveyor lanes pause`)."""
         if intake.stopped:
             self._accepted_so_far(intake, "`conveyor worker` processes them")
             self._summary(intake, 0, 0, 0)
             raise typer.Exit(ExitCode.INTERRUPTED)
-        if intake.ids and idle_setting is not None:
+        if intake.ids and (idle_setting is not None or paused_lane is not None):
             ids = ", ".join(map(str, intake.ids))
-            note(
-                f"accepted {self._noun}s {ids}; {idle_setting} = 0, so they wait for a "
-                "`conveyor worker`"
-            )
+            if paused_lane is not None:
+                note(
+                    f"accepted {self._noun}s {ids}; the {paused_lane} lane is paused, so they "
+                    f"wait for `conveyor lanes resume {paused_lane}`"
+                )
+            else:
+                note(
+                    f"accepted {self._noun}s {ids}; {idle_setting} = 0, so they wait for a "
+                    "`conveyor worker`"
+                )
         self._summary(intake, 0, 0, 0)
         nothing = not intake.ids and not intake.duplicates
         raise typer.Exit(ExitCode.HALTED if intake.refused or nothing else ExitCode.OK)

@@ -261,12 +261,24 @@ def media_add(
     if intake.stopped or not ids or media.short_workers == 0:
         out.end_early(intake, "[media] short_workers" if media.short_workers == 0 else None)
     pool = runtime.pool({SHORT_LANE: media.short_workers, LONG_LANE: media.long_workers})
+    # Registered as `conveyor worker` is: seen by `conveyor workers`, obeys pauses and drains.
+    registry = runtime.registry(pool)
+    registry.start()
+    if SHORT_LANE in registry.paused:
+        registry.stop()
+        out.end_early(intake, None, paused_lane=SHORT_LANE)
+    from conveyor.cli.drain import StopOrDrain
+
+    stop_waiting = StopOrDrain(stop, registry)
+    # A paused long lane leaves videos for playback as long_workers = 0 does.
+    playback = media.long_workers > 0 and LONG_LANE not in registry.paused
     pool.start()
     runtime.notifier.wake_local()
     try:
-        _follow(runtime.engine, ids, stop, out, waits_for_playback=media.long_workers > 0)
+        _follow(runtime.engine, ids, stop_waiting, out, waits_for_playback=playback)
     finally:
         pool.stop()
+        registry.stop()
     done = halted = deleted = 0
     with runtime.engine.connect() as conn:
         for item_id in ids:
@@ -282,7 +294,7 @@ def media_add(
                 print_item(view)
             done += bool(view["done"])
             halted += bool(view["halted"])
-    out.finish(intake, done, halted, deleted, stopped=stop.is_set(), unfinished_ok=True)
+    out.finish(intake, done, halted, deleted, stopped=stop_waiting.is_set(), unfinished_ok=True)
 
 
 def _follow(

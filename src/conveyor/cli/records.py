@@ -196,8 +196,8 @@ def list_(
 def search(
     query: Annotated[str, typer.Argument(metavar="QUERY", help="Words, a name, a phrase.")],
     owner: Annotated[
-        str, typer.Option(metavar="NAME", help="Whose recordings to search (required).")
-    ],
+        str, typer.Option(metavar="NAME", help="Whose recordings to search (default: me).")
+    ] = "me",
     limit: Annotated[
         int, typer.Option(metavar="N", min=1, max=200, help="At most this many (1-200).")
     ] = 20,
@@ -229,7 +229,7 @@ def search(
         )
         return
     if not hits:
-        note(f"nothing of {owner}'s says {query!r}")
+        note(f"no recording of {owner}'s says {query!r}")
         return
     out = table("id", "name", "where", "at", "words")
     for h in hits:
