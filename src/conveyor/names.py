@@ -32,9 +32,14 @@ def readable(name: bytes | str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
-def kept_name(name: bytes | str) -> str | None:
+def kept_name(name: bytes | str, *, posix_name: bool = False) -> str | None:
     """The name kept for a file sent as ``name``: its last path part (after ``/`` or ``\\``,
     as old browsers send ``C:\\dir\\file``), :func:`readable`, without the spaces around it,
-    at most :data:`MAX_NAME` characters; None when nothing is left."""
-    last = _SEPARATORS.split(_raw(name))[-1]
+    at most :data:`MAX_NAME` characters; None when nothing is left.
+
+    ``posix_name``: ``name`` is already a POSIX file's own name (the CLI's ``path.name``), in
+    which ``\\`` is an ordinary byte, so ``a\\b.wav`` is kept whole; only a name that came
+    over HTTP is cut at it.
+    """
+    last = _raw(name) if posix_name else _SEPARATORS.split(_raw(name))[-1]
     return readable(last).strip()[:MAX_NAME].strip() or None

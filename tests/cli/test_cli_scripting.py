@@ -125,8 +125,11 @@ def test_a_name_that_is_not_utf8_is_accepted_and_shown_escaped(
     later.symlink_to(corpus / "audio" / "jfk.mp3")
     broken = tmp_path / "two\nlines.flac"
     broken.symlink_to(corpus / "audio" / "LDC93S1.flac")
+    # A backslash is an ordinary byte of a POSIX name (only an HTTP name is cut at one).
+    slashed = tmp_path / "take\\one.opus"
+    slashed.symlink_to(corpus / "audio" / "LDC93S1.opus")
     result = subprocess.run(
-        [CONVEYOR, "records", "add", odd, str(later), broken.name, "--json"],
+        [CONVEYOR, "records", "add", odd, str(later), broken.name, slashed.name, "--json"],
         cwd=tmp_path,
         env=clean_env(**NO_WORKERS),
         capture_output=True,
@@ -139,6 +142,9 @@ def test_a_name_that_is_not_utf8_is_accepted_and_shown_escaped(
     assert events[2] == {"event": "accepted", "file": "two\\nlines.flac", "record": 3}
     shown = run(["records", "show", "1", "--json"], tmp_path)
     assert json.loads(shown.stdout)["original_name"] == "caf\\xe9 \\xff.wav"
+    assert events[3]["event"] == "accepted"
+    kept = run(["records", "show", str(events[3]["record"]), "--json"], tmp_path)
+    assert json.loads(kept.stdout)["original_name"] == "take\\one.opus"
     assert "caf\\xe9 \\xff.wav" in run(["records", "list"], tmp_path).stdout
 
 

@@ -173,7 +173,7 @@ def accept_files(
                 if problem is None:
                     try:
                         with path.open("rb") as handle:
-                            kept = kept_name(os.fsencode(path.name)) or name
+                            kept = kept_name(os.fsencode(path.name), posix_name=True) or name
                             new_id = accept(_chunks(handle), kept)
                     except Duplicate as exc:  # the owner holds these bytes; nothing was kept
                         existing = exc.existing_id
