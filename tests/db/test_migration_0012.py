@@ -9,9 +9,10 @@ from conveyor.db.migrate import current_revision, upgrade
 from conveyor.db.tables import audio_records, media_items, texts, users
 from tests.support.old_database import AUDIO_STAGES, MEDIA_STAGES, fill_every_stage
 
-NEW = {"captured_offset", "incomplete", "claimed_by", "added_by"}
+NEW = {"captured_offset", "incomplete", "claimed_by", "added_by", "content_id"}
 MEDIA_COLUMNS = [c for c in media_items.c if c.name not in NEW]
-# (0013 adds `claimed_by` to both record tables, 0014 `added_by` to media items.)
+# (0013 adds `claimed_by` to both record tables, 0014 `added_by` and 0017 `content_id` to media
+# items.)
 AUDIO_COLUMNS = [c for c in audio_records.c if c.name != "claimed_by"]
 
 

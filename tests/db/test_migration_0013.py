@@ -10,7 +10,7 @@ from conveyor.db.tables import audio_records, media_items, users
 from tests.support.old_database import AUDIO_STAGES, MEDIA_STAGES, fill_every_stage
 
 AUDIO_COLUMNS = [c for c in audio_records.c if c.name != "claimed_by"]
-MEDIA_COLUMNS = [c for c in media_items.c if c.name not in {"claimed_by", "added_by"}]
+MEDIA_COLUMNS = [c for c in media_items.c if c.name not in {"claimed_by", "added_by", "content_id"}]
 
 
 def test_0013_keeps_every_record_and_adds_the_holder(old_engine: Engine) -> None:

@@ -12,7 +12,7 @@ from conveyor.db.migrate import current_revision, oldest_code, upgrade
 from conveyor.db.tables import album_links, album_shares, audio_records, media_items, users
 from tests.support.old_database import AUDIO_STAGES, MEDIA_STAGES, fill_every_stage
 
-# (0015 adds `content_id`.)
+# (0017 adds `content_id`.)
 MEDIA_COLUMNS = [c for c in media_items.c if c.name not in {"added_by", "content_id"}]
 
 
