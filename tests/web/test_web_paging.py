@@ -66,7 +66,11 @@ def test_ten_thousand_records_page_by_fifty(make_site: MakeSite) -> None:
 def _walk(client: TestClient, url: str, row: str, older: str) -> list[list[int]]:
     """Every page from ``url`` on, following its ``Older`` link: the ids each page shows."""
     pages: list[list[int]] = []
+    seen: set[str] = set()
     while url:
+        # A link back to a page already shown would walk forever: fail at once instead.
+        assert url not in seen, f"the Older links loop at {url}"
+        seen.add(url)
         page = client.get(url, headers=HTML)
         assert page.status_code == 200, page.text
         pages.append([int(i) for i in re.findall(row, page.text)])

@@ -155,7 +155,7 @@ def album_response(
     older = None
     if len(rows) > GRID_PAGE:
         last = rows[GRID_PAGE - 1]
-        older = cursor_text(float(last["uploaded_at"]), int(last["id"]))
+        older = cursor_text(float(last["taken_at"]), int(last["id"]))
     return render(
         request,
         "album.html",
