@@ -35,10 +35,6 @@ def proxy(pg_engine: Engine) -> Iterator[TcpProxy]:
     outage.DATABASE.reset()
 
 
-@pytest.mark.quarantine(
-    reason="once in this stop's clean runs (two gates at once) the rescuer logged an unexpected "
-    "error during the outage; not yet explained"
-)
 def test_an_outage_is_503_with_retry_after_and_logged_once_per_process(
     proxy: TcpProxy,
     pg_engine: Engine,

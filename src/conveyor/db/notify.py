@@ -62,7 +62,11 @@ def _local_notifiers(engine: Engine) -> weakref.WeakSet[Notifier]:
             conn.info[_COMMITTED] = True
 
     def rolled_back(conn: Connection) -> None:
-        conn.info.pop(_ANNOUNCED, None)
+        # A connection lost mid-transaction is rolled back invalidated: reading its info then
+        # would try to reconnect inside the rollback (PendingRollbackError, not an outage) and
+        # fail the caller's rollback; its info is dropped with it anyway.
+        if not conn.invalidated:
+            conn.info.pop(_ANNOUNCED, None)
 
     def checked_in(_dbapi: Any, record: Any) -> None:
         # The pool takes the connection back after its transaction ended: the work is visible.
