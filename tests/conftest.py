@@ -14,8 +14,10 @@ from typing import Any
 
 import pytest
 from sqlalchemy import Engine, MetaData, text
+from sqlalchemy.engine import make_url
 
 from conveyor.config import StorageSettings
+from conveyor.db import outage
 from conveyor.db.engine import make_engine
 from conveyor.db.migrate import upgrade
 from conveyor.db.tables import metadata
@@ -23,6 +25,7 @@ from conveyor.objects import ObjectStore, open_store
 from conveyor.testing import FakeClock
 from tests.support.needs import AUDIO_CORPUS, CORPUS, in_ci, need, need_corpus
 from tests.support.s3server import PART, S3Server, start_s3_server
+from tests.support.tcp_proxy import TcpProxy
 
 # Warm local recognizers outlive the test that started them; make them leave soon after.
 os.environ.setdefault("CONVEYOR_TRANSCRIPTION__IDLE_EXIT", "10")
@@ -67,6 +70,18 @@ def pg_engine() -> Iterator[Engine]:
     _reset_postgres(engine)
     yield engine
     engine.dispose()
+
+
+@pytest.fixture
+def pg_proxy(pg_engine: Engine) -> Iterator[TcpProxy]:
+    """A TCP proxy in front of the suite's PostgreSQL, to take the database away and bring it
+    back (``down``, ``up``, ``cut``); the process's outage state is fresh before and after."""
+    url = make_url(PG_URL)
+    tcp = TcpProxy((url.host or "127.0.0.1", url.port or 5432))
+    outage.DATABASE.reset()
+    yield tcp
+    tcp.down()
+    outage.DATABASE.reset()
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

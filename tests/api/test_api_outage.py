@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,24 +24,14 @@ from tests.support.tcp_proxy import TcpProxy
 PG_URL = os.environ.get("CONVEYOR_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 
 
-@pytest.fixture
-def proxy(pg_engine: Engine) -> Iterator[TcpProxy]:
-    url = make_url(PG_URL)
-    tcp = TcpProxy((url.host or "127.0.0.1", url.port or 5432))
-    outage.DATABASE.reset()
-    yield tcp
-    tcp.down()
-    outage.DATABASE.reset()
-
-
 def test_an_outage_is_503_with_retry_after_and_logged_once_per_process(
-    proxy: TcpProxy,
+    pg_proxy: TcpProxy,
     pg_engine: Engine,
     tmp_path: Path,
     corpus: Path,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    url = make_url(PG_URL).set(host="127.0.0.1", port=proxy.port)
+    url = make_url(PG_URL).set(host="127.0.0.1", port=pg_proxy.port)
     engine = make_engine(url.render_as_string(hide_password=False), pool_size=5)
     settings = build_settings(
         tmp_path,
@@ -57,7 +46,7 @@ def test_an_outage_is_503_with_retry_after_and_logged_once_per_process(
     caplog.set_level(logging.INFO)
     with TestClient(app) as client:
         assert client.get("/api/records", headers=auth).status_code == 200
-        proxy.down()
+        pg_proxy.down()
         started = time.monotonic()
         answers = []
         while time.monotonic() - started < 3.0:  # six workers retry about once a second each
@@ -75,7 +64,7 @@ def test_an_outage_is_503_with_retry_after_and_logged_once_per_process(
             "database_unavailable",
             "unavailable",
         }
-        proxy.up()
+        pg_proxy.up()
         deadline = time.monotonic() + 20
         while outage.DATABASE.down:
             assert time.monotonic() < deadline, "the outage never ended"

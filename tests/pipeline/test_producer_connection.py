@@ -8,7 +8,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 from sqlalchemy import Engine, text
@@ -76,18 +76,8 @@ def test_an_idle_producer_holds_no_connection(db: Engine) -> None:
         pool.stop()
 
 
-@pytest.fixture
-def proxy(pg_engine: Engine) -> Iterator[TcpProxy]:
-    url = make_url(PG_URL)
-    tcp = TcpProxy((url.host or "127.0.0.1", url.port or 5432))
-    outage.DATABASE.reset()
-    yield tcp
-    tcp.down()
-    outage.DATABASE.reset()
-
-
 def test_a_producer_waiting_through_a_database_restart_claims_at_once_after_it(
-    pg_engine: Engine, proxy: TcpProxy, caplog: pytest.LogCaptureFixture
+    pg_engine: Engine, pg_proxy: TcpProxy, caplog: pytest.LogCaptureFixture
 ) -> None:
     """PostgreSQL (an embedded SQLite file has no server to restart): every connection drops
     while the lane's only executor runs a step; once the database answers again, the next
@@ -95,7 +85,7 @@ def test_a_producer_waiting_through_a_database_restart_claims_at_once_after_it(
     create_tables(pg_engine)
     with pg_engine.begin() as conn:
         conn.execute(text("TRUNCATE test_jobs, record_events RESTART IDENTITY"))
-    url = make_url(PG_URL).set(host="127.0.0.1", port=proxy.port)
+    url = make_url(PG_URL).set(host="127.0.0.1", port=pg_proxy.port)
     engine = make_engine(url.render_as_string(hide_password=False), pool_size=5)
     gate = threading.Event()
     started = threading.Event()
@@ -115,7 +105,7 @@ def test_a_producer_waiting_through_a_database_restart_claims_at_once_after_it(
     pool.start()
     try:
         assert started.wait(WAIT)
-        proxy.cut()  # as a restart: every open connection is gone, new ones are accepted
+        pg_proxy.cut()  # as a restart: every open connection is gone, new ones are accepted
 
         def answers() -> bool:
             # A statement that meets a dropped connection makes the pool drop the others.
