@@ -284,15 +284,7 @@ def test_a_revoked_token_ends_its_open_event_stream(make_api: MakeApi, live: Liv
             revoke_token(runtime.engine, account.token_id)
             time.sleep(1.5)
             album_event(album_id, 2)
-            rest: list[str] = []
-            deadline = time.monotonic() + 5
-            ended = False
-            for line in reader.lines:
-                rest.append(line)
-                if time.monotonic() > deadline:
-                    break
-            else:
-                ended = True
+            rest, ended = reader.rest(5)
             assert ended, "the stream of a revoked token went on"
             assert not any(line.startswith("id:") for line in rest), rest
         assert client.get(f"/api/albums/{album_id}/events").status_code == 401

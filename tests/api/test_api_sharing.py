@@ -125,15 +125,7 @@ def test_an_unshared_viewers_open_stream_ends(make_api: MakeApi, live: Live) -> 
             assert alice.delete(f"/api/albums/{album_id}/shares/carol").status_code == 204
             time.sleep(1.5)
             album_event(album_id, 2)
-            rest: list[str] = []
-            deadline = time.monotonic() + 10
-            ended = False
-            for line in reader.lines:
-                rest.append(line)
-                if time.monotonic() > deadline:
-                    break
-            else:
-                ended = True
+            rest, ended = reader.rest(10)
             assert ended, "the stream of an unshared viewer went on"
         assert ": the album is no longer shared with you" in rest
         assert not any(line.startswith("data:") for line in rest), rest

@@ -123,6 +123,17 @@ class SseReader:
                 break
         raise AssertionError("no event in time")
 
+    def rest(self, seconds: float) -> tuple[list[str], bool]:
+        """The stream's remaining lines, read until it ends or ``seconds`` pass (checked as each
+        line arrives); and whether it ended."""
+        lines: list[str] = []
+        deadline = time.monotonic() + seconds
+        for line in self.lines:
+            lines.append(line)
+            if time.monotonic() > deadline:
+                return lines, False
+        return lines, True
+
 
 def upload_media(client: httpx.Client | TestClient, album_id: int, path: Path) -> dict[str, Any]:
     with path.open("rb") as handle:
