@@ -9,35 +9,22 @@ from sqlalchemy import Engine, insert, select
 from sqlalchemy.exc import IntegrityError
 
 from conveyor.db.migrate import current_revision, oldest_code, upgrade
-from conveyor.db.tables import album_links, album_shares, audio_records, media_items, users
-from tests.support.old_database import AUDIO_STAGES, MEDIA_STAGES, fill_every_stage
-
-# (0017 adds `content_id`.)
-MEDIA_COLUMNS = [c for c in media_items.c if c.name not in {"added_by", "content_id"}]
+from conveyor.db.tables import album_links, album_shares, media_items, users
+from tests.support.old_database import MEDIA_STAGES, NOW, assert_kept, fill_for_alice, read_kept
 
 
 def test_0014_keeps_every_record_and_marks_each_item_added_by_its_owner(
     old_engine: Engine,
 ) -> None:
-    now = 1_800_000_000.0
     with old_engine.begin() as conn:
-        conn.execute(users.insert().values(id=1, name="alice", created_at=now))
-        conn.execute(users.insert().values(id=2, name="bob", created_at=now))
-        fill_every_stage(conn, now, owner="alice")
-        before_audio = conn.execute(select(audio_records).order_by(audio_records.c.id)).all()
-        before_media = conn.execute(select(*MEDIA_COLUMNS).order_by(media_items.c.id)).all()
+        fill_for_alice(conn)
+        conn.execute(users.insert().values(id=2, name="bob", created_at=NOW))
+        before = read_kept(conn, users)
     upgrade(old_engine)
     assert (current_revision(old_engine) or "") >= "0014"
     assert oldest_code(old_engine) == "0006", "it only adds: older code still works"
+    assert_kept(old_engine, before)
     with old_engine.begin() as conn:
-        assert conn.execute(select(audio_records).order_by(audio_records.c.id)).all() == (
-            before_audio
-        )
-        stages = conn.execute(select(audio_records.c.stage).order_by(audio_records.c.id))
-        assert list(stages.scalars()) == [*AUDIO_STAGES, "submitted"]
-        assert conn.execute(select(*MEDIA_COLUMNS).order_by(media_items.c.id)).all() == (
-            before_media
-        )
         media = conn.execute(
             select(media_items.c.stage, media_items.c.added_by).order_by(media_items.c.id)
         ).all()
@@ -45,12 +32,12 @@ def test_0014_keeps_every_record_and_marks_each_item_added_by_its_owner(
         assert conn.execute(select(album_shares)).all() == []
         assert conn.execute(select(album_links)).all() == []
         conn.execute(
-            insert(album_shares).values(album_id=1, user_id=2, role="viewer", created_at=now)
+            insert(album_shares).values(album_id=1, user_id=2, role="viewer", created_at=NOW)
         )
-        conn.execute(insert(album_links).values(album_id=1, token_hash="a" * 64, created_at=now))
+        conn.execute(insert(album_links).values(album_id=1, token_hash="a" * 64, created_at=NOW))
     # The role is one of the two words; one share per user and album.
     for user_id, role in ((1, "owner"), (2, "contributor")):
         with pytest.raises(IntegrityError), old_engine.begin() as conn:
             conn.execute(
-                insert(album_shares).values(album_id=1, user_id=user_id, role=role, created_at=now)
+                insert(album_shares).values(album_id=1, user_id=user_id, role=role, created_at=NOW)
             )
