@@ -10,7 +10,10 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import update
 
+from conveyor.audio import queries
+from conveyor.audio.stages import AUDIO
 from conveyor.db.tables import audio_records, texts
+from conveyor.pipeline.status import RecordState, status_of
 from tests.support.api import Api, assert_error, counts, stored_objects
 
 
@@ -324,6 +327,32 @@ def test_text_in_every_format(api: Api, client: TestClient, corpus: Path) -> Non
         "01:01:00.250 --> 01:01:01.250\nask not -> what\n"
     )
     assert_error(client.get(f"{url}?format=doc", headers=api.alice), 422)
+
+
+def test_the_card_says_done_and_halted_as_the_record_status_does(
+    api: Api, client: TestClient, corpus: Path
+) -> None:
+    """The card's ``done`` and ``halted`` are :func:`status_of`'s, which the pages and the CLI
+    show: in every stage, halted or not, the three agree."""
+    card = upload(client, api, corpus / "audio" / "jfk.wav")
+    for stage in AUDIO.stage_names:
+        for halted_at in (None, 5.0):
+            with api.runtime.engine.begin() as conn:
+                conn.execute(
+                    update(audio_records)
+                    .where(audio_records.c.id == card["id"])
+                    .values(stage=stage, halted_at=halted_at, halt_reason=halted_at and "stuck")
+                )
+                row = queries.record_by_id(conn, card["id"], "alice")
+            assert row is not None
+            status = status_of(row, AUDIO, api.runtime.clock.now())
+            shown = client.get(card["links"]["self"], headers=api.alice).json()
+            assert (shown["done"], shown["halted"]) == (
+                status.terminal,
+                status.state is RecordState.HALTED,
+            ), (stage, halted_at)
+            assert shown["done"] is (stage == "done")
+            assert shown["halted"] is (halted_at is not None)
 
 
 def test_resume_is_409_unless_halted(api: Api, client: TestClient, corpus: Path) -> None:

@@ -112,7 +112,7 @@ def test_language_switch_gives_each_language_and_the_card_shows_both(
     row = run_to_end(runtime, rid)
     assert row["stage"] == "done", dict(row)
     assert row["detected_language"] == "en,ru"
-    assert record_card(row)["languages"] == ["en", "ru"]
+    assert record_card(row, now=0.0)["languages"] == ["en", "ru"]
     with runtime.engine.connect() as conn:
         text = transcript_of(conn, rid)
     assert text is not None
@@ -196,7 +196,7 @@ def test_two_speakers_on_two_channels_are_recognised_apart_with_labels(
     assert "wizard" in left and "curtain" in left
     assert "horizon" in right and "distant" in right
     assert "[1]" in text["body"] and "[2]" in text["body"]
-    assert record_card(row)["channels"] == "separate"
+    assert record_card(row, now=0.0)["channels"] == "separate"
 
 
 def test_channels_in_opposite_phase_are_transcribed_not_called_silence(

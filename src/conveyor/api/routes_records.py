@@ -100,12 +100,12 @@ UPLOAD_BODY: dict[str, Any] = {
 
 
 def card_of(
-    row: RowMapping, wait: Mapping[str, Any] | None, hints: str | None = None
+    row: RowMapping, wait: Mapping[str, Any] | None, hints: str | None = None, *, now: float
 ) -> dict[str, Any]:
-    """The card of a record row, with links; ``wait`` is what
+    """The card of a record row at ``now`` (epoch seconds), with links; ``wait`` is what
     :func:`~conveyor.audio.cards.provider_wait` read for it, ``hints`` the record's own
     vocabulary hints."""
-    card = record_card(row, wait)
+    card = record_card(row, wait, now=now)
     card["hints"] = hints
     base = f"/api/records/{card['id']}"
     card["links"] = {
@@ -135,7 +135,12 @@ def _own_card(state: ApiState, record_id: int, owner: str) -> dict[str, Any]:
         row = queries.record_by_id(conn, record_id, owner)
         if row is None:
             raise NotFound(f"record {record_id} does not exist")
-        return card_of(row, provider_wait(conn, row), hints_of(conn, int(row["id"])))
+        return card_of(
+            row,
+            provider_wait(conn, row),
+            hints_of(conn, int(row["id"])),
+            now=state.runtime.clock.now(),
+        )
 
 
 # A cursor is the last id of the page, base64-wrapped; it is not signed. Any well-formed cursor
@@ -328,11 +333,14 @@ def list_records(
             conn, owner=owner.name, stage=stage, halted=halted, after_id=after, limit=limit + 1
         )
         page = rows[:limit]
+        now = state.runtime.clock.now()
         waits = provider_waits(conn, page)
         hints = queries.bodies_of_kind(conn, [int(r["id"]) for r in page], "hints")
     more = len(rows) > limit
     return {
-        "items": [card_of(r, waits.get(int(r["id"])), hints.get(int(r["id"]))) for r in page],
+        "items": [
+            card_of(r, waits.get(int(r["id"])), hints.get(int(r["id"])), now=now) for r in page
+        ],
         "next_cursor": _encode_cursor(int(page[-1]["id"])) if more else None,
     }
 
@@ -341,6 +349,7 @@ def _search(
     state: ApiState, owner: str, q: str, limit: int, stage: str | None, halted: bool | None
 ) -> dict[str, Any]:
     hits = search_records(state.runtime.engine, owner, q, limit=limit)
+    now = state.runtime.clock.now()
     items, found = [], []
     with state.runtime.engine.connect() as conn:
         for hit in hits:
@@ -351,7 +360,7 @@ def _search(
                 continue
             if halted is not None and (row["halted_at"] is not None) != halted:
                 continue
-            items.append(card_of(row, provider_wait(conn, row)))
+            items.append(card_of(row, provider_wait(conn, row), now=now))
             found.append(
                 {
                     "record_id": hit.record_id,
@@ -391,7 +400,12 @@ def patch_record(
         row = queries.record_by_id(conn, record_id, owner.name)
         if row is None:  # deleted between the update and the read
             raise NotFound(f"record {record_id} does not exist")
-        return card_of(row, provider_wait(conn, row), hints_of(conn, int(row["id"])))
+        return card_of(
+            row,
+            provider_wait(conn, row),
+            hints_of(conn, int(row["id"])),
+            now=state.runtime.clock.now(),
+        )
 
 
 _TEXT_TYPES = {

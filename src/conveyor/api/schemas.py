@@ -140,7 +140,7 @@ class RecordCard(BaseModel):
     brief: str | None = Field(description="The owner's field (P7).")
     original_name: str | None
     stage: AudioStage = Field(description="The stage reached (kept when halted, P8).")
-    done: bool
+    done: bool = Field(description="True once it reached its last stage (`done`).")
     halted: bool = Field(description="True when the pipeline stopped; see `halt_reason`.")
     halt_reason: str | None = Field(description="Machine reason, e.g. `undecodable`, `stuck`.")
     halt_error: str | None = Field(description="What went wrong, for people.")

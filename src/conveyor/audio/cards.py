@@ -8,7 +8,9 @@ from typing import Any
 from sqlalchemy import Connection, RowMapping
 
 from conveyor.audio import queries
+from conveyor.audio.stages import AUDIO
 from conveyor.clock import iso_utc, seconds
+from conveyor.pipeline.status import RecordState, status_of
 
 __all__ = [
     "WAITING_STAGES",
@@ -66,16 +68,22 @@ def provider_wait(conn: Connection, record: RowMapping) -> dict[str, Any] | None
     return provider_waits(conn, [record]).get(int(record["id"]))
 
 
-def record_card(record: RowMapping, wait: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def record_card(
+    record: RowMapping, wait: Mapping[str, Any] | None = None, *, now: float
+) -> dict[str, Any]:
     """The card of one ``audio_records`` row: stage, halt flag and reason, owner fields, times.
 
     Args:
         wait: what :func:`provider_wait` read for the record; the card's ``provider_wait``.
+        now: the time it is read at (epoch seconds), for its status.
 
     Returns:
         A JSON-ready dict; times are ISO 8601 UTC, ``duration`` is seconds of normalized audio.
+        ``done`` and ``halted`` are its :func:`~conveyor.pipeline.status.status_of`, as the
+        pages and the CLI read it: ``done`` once it reached a terminal stage (also when halted
+        there), ``halted`` while it is halted.
     """
-    halted = record["halted_at"] is not None
+    status = status_of(record, AUDIO, now)
     return {
         "id": record["id"],
         "owner": record["owner"],
@@ -83,8 +91,8 @@ def record_card(record: RowMapping, wait: Mapping[str, Any] | None = None) -> di
         "brief": record["brief"],
         "original_name": record["original_name"],
         "stage": record["stage"],
-        "done": record["stage"] == "done",
-        "halted": halted,
+        "done": status.terminal,
+        "halted": status.state is RecordState.HALTED,
         "halt_reason": record["halt_reason"],
         "halt_error": record["halt_error"],
         "halted_at": iso_utc(record["halted_at"]),
@@ -114,11 +122,11 @@ def transcript_of(conn: Connection, record_id: int) -> RowMapping | None:
     return None
 
 
-def described_card(conn: Connection, record: RowMapping) -> dict[str, Any]:
+def described_card(conn: Connection, record: RowMapping, *, now: float) -> dict[str, Any]:
     """:func:`record_card` with what a person reading it also wants: ``provider_wait`` (why it
     waits on its provider, or None) and ``hints`` (the record's own vocabulary hints, or None),
     as ``conveyor records show`` and ``conveyor records add`` print it."""
-    card = record_card(record, provider_wait(conn, record))
+    card = record_card(record, provider_wait(conn, record), now=now)
     card["hints"] = hints_of(conn, int(record["id"]))
     return card
 

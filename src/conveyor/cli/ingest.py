@@ -239,7 +239,7 @@ def ingest(
                     out.deleted(rid)
                 continue
             text = transcript_of(conn, rid)
-            card = described_card(conn, row)
+            card = described_card(conn, row, now=runtime.clock.now())
             body = text["body"] if text else None
             if as_json:
                 out.result({**card, "transcript": body})

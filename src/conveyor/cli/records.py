@@ -254,7 +254,7 @@ def show(
     with runtime.engine.connect() as conn:
         row = _record(runtime, conn, record_id)
         text = export_text(conn, record_id)
-        card = described_card(conn, row)
+        card = described_card(conn, row, now=runtime.clock.now())
     status = state_of(row, runtime.audio, runtime.clock.now())
     if as_json:
         card["transcript"] = text["body"] if text else None
