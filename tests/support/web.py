@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
@@ -56,7 +57,7 @@ def build_site(
 HTML = {"Accept": "text/html"}
 
 
-def login_csrf(client: TestClient) -> str:
+def login_csrf(client: httpx.Client | TestClient) -> str:
     page = client.get("/sign-in", headers=HTML)
     assert page.status_code == 200
     found = re.search(r'name="csrf_token" value="([^"]+)"', page.text)
@@ -64,8 +65,9 @@ def login_csrf(client: TestClient) -> str:
     return found.group(1)
 
 
-def sign_in(client: TestClient, name: str, password: str | None = None) -> str:
-    """Sign ``name`` in; returns the session's CSRF token (from the next page)."""
+def sign_in(client: httpx.Client | TestClient, name: str, password: str | None = None) -> str:
+    """Sign ``name`` in (on the app, or on a live server); returns the session's CSRF token
+    (from the next page)."""
     token = login_csrf(client)
     reply = client.post(
         "/sign-in",

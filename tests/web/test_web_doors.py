@@ -80,7 +80,7 @@ def test_a_signed_in_form_that_trickles_is_ended_after_the_read_timeout(
     monkeypatch.setattr(gate, "FORM_READ_TIMEOUT", 0.5)
     site = make_site()
     with LiveServer(site.app) as server, httpx.Client(base_url=server.url) as client:
-        csrf = sign_in(client, "alice")  # type: ignore[arg-type]
+        csrf = sign_in(client, "alice")
         cookie = client.cookies["conveyor_session"]
         head = (
             "POST /tokens HTTP/1.1\r\nHost: x\r\n"
@@ -174,7 +174,7 @@ def test_one_session_holds_at_most_streams_per_token_live_streams(
     site = make_site(api={"streams_per_token": 2})
     state = site.app.state.conveyor
     with LiveServer(site.app) as server, httpx.Client(base_url=server.url, timeout=10) as client:
-        sign_in(client, "alice")  # type: ignore[arg-type]
+        sign_in(client, "alice")
         with ExitStack() as open_streams:
             for _ in range(2):
                 assert (
@@ -187,7 +187,7 @@ def test_one_session_holds_at_most_streams_per_token_live_streams(
             assert int(refused.headers["Retry-After"]) > 0
             # Another session of another person is not counted against this one.
             with httpx.Client(base_url=server.url, timeout=10) as other:
-                sign_in(other, "bob")  # type: ignore[arg-type]
+                sign_in(other, "bob")
                 with _stream(other, "/records/events") as theirs:
                     assert theirs.status_code == 200
         # Closed streams give their places back.

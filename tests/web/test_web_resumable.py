@@ -137,7 +137,7 @@ def test_two_pieces_sent_at_once_are_not_both_appended(make_site: MakeSite, corp
         yield wav[100_000:200_000]
 
     with LiveServer(site.app) as server, server.client() as client:
-        csrf = sign_in(client, "alice")  # type: ignore[arg-type]
+        csrf = sign_in(client, "alice")
         head = {**TUS, "X-CSRF-Token": csrf}
         made = client.post(
             "/uploads",

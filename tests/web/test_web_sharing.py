@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import importlib
+import json
 import pkgutil
 import re
 from collections.abc import Iterator
@@ -14,6 +15,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
@@ -23,6 +25,9 @@ from conveyor.accounts.passwords import set_password
 from conveyor.kinds import ShareRole
 from conveyor.media import sharing
 from conveyor.testing import FakeClock
+from conveyor.web.words import halt_words
+from tests.support.api import SseReader, upload_media, wait_for
+from tests.support.servers import LiveServer
 from tests.support.web import HTML, MakeSite, Site, sign_in
 
 PHOTO = "media/exif-samples__Canon_40D.jpg"
@@ -423,3 +428,59 @@ def test_the_owner_shares_from_the_album_page(shared_site: tuple[Site, dict[str,
         alice.call("POST", f"/albums/{album}/unshare", {"data": {"user": "bob"}}).status_code == 303
     )
     assert bob.call("GET", f"/albums/{album}", {}).status_code == 404
+
+
+def test_a_link_holder_sees_that_an_item_halted_but_not_why(
+    make_site: MakeSite, corpus: Path
+) -> None:
+    """A photo the worker halts for real (a truncated JPEG): its owner reads the decoder's
+    error on the pages and in the album's stream; a link's holder (no account) sees the item
+    halted on the grid, its tile and its viewer, and the ``item.halted`` event, but neither
+    the reason nor the error text (which can quote storage names, decoder and provider
+    messages), in no page and no event."""
+    site = make_site(run_workers=True, media={"short_workers": 1, "long_workers": 1})
+    bearer = {"Authorization": f"Bearer {site.tokens['alice']}"}
+    with (
+        LiveServer(site.app) as server,
+        server.client(bearer) as api,
+        server.client() as alice,
+        server.client() as holder,
+    ):
+        album = api.post("/api/albums", json={"name": "Trip"}).json()["id"]
+        link = sharing.create_link(site.runtime.engine, site.runtime.clock, album, owner="alice")
+        broken = corpus / "media" / "pillow__truncated_jpeg.jpg"
+        item = upload_media(api, album, broken)["id"]
+        view = wait_for(
+            lambda: (v := api.get(f"/api/items/{item}").json())["halted"] and v, 120, "the halt"
+        )
+        reason, error = view["halt_reason"], view["halt_error"]
+        assert reason == "undecodable" and broken.name in error, view
+        words = halt_words(reason)
+        sign_in(alice, "alice")
+        owners = alice.get(f"/items/{item}", headers=HTML).text
+        assert error in owners and words in owners, "the owner reads why"
+
+        base = f"/s/{link.token}"
+        for url in (base, f"{base}/items/{item}", f"{base}/items/{item}/tile"):
+            page = holder.get(url, headers=HTML)
+            assert page.status_code == 200, (url, page.text)
+            assert f'id="item-{item}"' in page.text or "item-view" in page.text, url
+            assert "Halted" in page.text and halt_words(None) in page.text, url
+            for detail in (error, words, reason):
+                assert detail not in page.text, (url, detail)
+        shown = holder.get(f"{base}/items/{item}/view", headers=HTML).text
+        assert 'data-halted="true"' in shown and "Halted" in shown
+        assert error not in shown and words not in shown and reason not in shown
+
+        def halted_event(client: httpx.Client, url: str) -> dict[str, Any]:
+            with client.stream("GET", url, params={"last_event_id": 0}) as response:
+                event = SseReader(response).next_event(30)
+            assert (event["event"], event["item_id"]) == ("item.halted", item), event
+            return event
+
+        theirs = halted_event(holder, f"{base}/events")
+        assert theirs["payload"] == {"item_id": item, "kind": "photo", "stage": "uploaded"}
+        assert error not in json.dumps(theirs) and reason not in json.dumps(theirs)
+        owners_event = halted_event(alice, f"/albums/{album}/events")
+        assert owners_event["payload"]["error"] == error
+        assert owners_event["payload"]["reason"] == reason

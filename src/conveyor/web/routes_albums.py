@@ -28,6 +28,7 @@ from conveyor.media import albums as album_views
 from conveyor.media import queries as media_queries
 from conveyor.media.intake import accept_media
 from conveyor.media.sharing import (
+    LINK,
     Access,
     album_access,
     item_access,
@@ -147,7 +148,9 @@ def album_response(
     with runtime.engine.connect() as conn:
         last_event_id = media_queries.latest_event_id(conn, album_id)
         rows = queries.album_page(conn, album_id, after=after, limit=GRID_PAGE + 1)
-        items = item_statuses(conn, runtime.media, rows[:GRID_PAGE], now, base=base)
+        items = item_statuses(
+            conn, runtime.media, rows[:GRID_PAGE], now, base=base, link=access.role == LINK
+        )
         total = queries.count_items(conn, album_id)
         if access.is_owner:
             shares = list_shares(conn, album_id, owner=access.owner)
@@ -303,7 +306,10 @@ def viewer_response(
         if item_row is None or int(item_row["album_id"]) != access.album_id:
             raise NotFound(f"item {item_id} does not exist")
         last_event_id = media_queries.latest_event_id(conn, access.album_id)
-        item = item_status(conn, runtime.media, item_id, None, runtime.clock.now(), base=base)
+        now = runtime.clock.now()
+        item = item_status(
+            conn, runtime.media, item_id, None, now, base=base, link=access.role == LINK
+        )
         newer, older = queries.album_neighbours(conn, item_row)
     return render(
         request,

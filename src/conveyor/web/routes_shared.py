@@ -133,7 +133,8 @@ def _linked_item(state: ApiState, token: str, item_id: int) -> tuple[Access, dic
         row = media_queries.item_by_id(conn, item_id)
         if row is None or int(row["album_id"]) != access.album_id:
             raise NotFound(f"item {item_id} does not exist")
-        it = item_status(conn, runtime.media, item_id, None, runtime.clock.now(), base=_base(token))
+        now = runtime.clock.now()
+        it = item_status(conn, runtime.media, item_id, None, now, base=_base(token), link=True)
     return access, it
 
 
@@ -201,7 +202,7 @@ async def link_events(
     return page_stream_response(
         state,
         -access.link_id,  # a link's streams, counted apart from every session's
-        album_reader(broadcast, access.album_id),
+        album_reader(broadcast, access.album_id, link=True),
         first,
         poll_interval=broadcast.poll_interval,
         still_allowed=still_allowed,

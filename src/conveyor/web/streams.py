@@ -14,6 +14,7 @@ import json
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from functools import partial
 
 import anyio
@@ -35,7 +36,14 @@ from conveyor.media.broadcast import AlbumBroadcast
 from conveyor.web import queries
 from conveyor.web.words import event_words
 
-__all__ = ["album_reader", "journal_reader", "page_stream", "page_stream_response", "start_point"]
+__all__ = [
+    "LINK_HIDDEN",
+    "album_reader",
+    "journal_reader",
+    "page_stream",
+    "page_stream_response",
+    "start_point",
+]
 
 Reader = Callable[[int], list[tuple[int, str]]]
 """``read(after_id)`` → ``(id, SSE block)`` of the next events, oldest first."""
@@ -70,11 +78,24 @@ def journal_reader(engine: Engine, owner: str, record_id: int | None) -> Reader:
     return read
 
 
-def album_reader(broadcast: AlbumBroadcast, album_id: int) -> Reader:
-    """The album's outbox events as the API's stream formats them."""
+#: What a link's holder is not sent of an event's payload: why an item halted (``item.halted``'s
+#: reason and error text, which can carry file names and provider errors), as its pages say
+#: only that it halted.
+LINK_HIDDEN = frozenset({"reason", "error"})
+
+
+def album_reader(broadcast: AlbumBroadcast, album_id: int, *, link: bool = False) -> Reader:
+    """The album's outbox events as the API's stream formats them (``link``: for a link's
+    holder, each payload without :data:`LINK_HIDDEN`)."""
 
     def read(after: int) -> list[tuple[int, str]]:
-        return [(e.id, format_event(e)) for e in broadcast.events_after(album_id, after, _BATCH)]
+        events = broadcast.events_after(album_id, after, _BATCH)
+        if link:
+            events = [
+                replace(e, payload={k: v for k, v in e.payload.items() if k not in LINK_HIDDEN})
+                for e in events
+            ]
+        return [(e.id, format_event(e)) for e in events]
 
     return read
 

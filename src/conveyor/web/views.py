@@ -82,6 +82,21 @@ def record_status(conn: Connection, domain: Domain, row: RowMapping, now: float)
     return {**_record(conn, domain, row, now), "provider_wait": provider_wait(conn, row)}
 
 
+def _without_halt_detail(it: dict[str, Any]) -> dict[str, Any]:
+    """``it`` as a link's holder sees it: the item and its state (halted or not), not why it
+    halted. The reason and the error text can carry file names and provider errors, and the
+    reason's words speak to the owner; the halt is said in the words of no reason."""
+    if it["halted"]:
+        return {
+            **it,
+            "halt_reason": None,
+            "halt_error": None,
+            "halt_words": halt_words(None),
+            "resume_helps": True,
+        }
+    return {**it, "halt_reason": None, "halt_error": None}
+
+
 def _item(
     conn: Connection,
     domain: Domain,
@@ -91,10 +106,11 @@ def _item(
     *,
     count_place: bool = True,
     base: str = "",
+    link: bool = False,
 ) -> dict[str, Any]:
     # The API's item view (one function for both), from a row already read.
     view = album_views.view_of(row, roles)
-    return {
+    it = {
         **view,
         # ``base``: where the page lives, "" or a link's ``/s/<token>``.
         "urls": {role: f"{base}/files/{obj['key']}" for role, obj in roles.items()},
@@ -104,6 +120,7 @@ def _item(
         "taken_at": row["captured_at"] if row["captured_at"] is not None else row["uploaded_at"],
         **_progress(conn, row, domain, now, count_place=count_place),
     }
+    return _without_halt_detail(it) if link else it
 
 
 def item_status(
@@ -114,12 +131,15 @@ def item_status(
     now: float,
     *,
     base: str = "",
+    link: bool = False,
 ) -> dict[str, Any]:
     """An item as the pages show it: its roles (M2), kind, and progress in plain words.
 
     Args:
         owner: only an item of this owner (None: the caller checked who may see it).
         base: the prefix of its file URLs (a link's pages: ``/s/<token>``).
+        link: for a link's holder (no account): whether it is halted, not why
+            (``halt_reason`` and ``halt_error`` None, ``halt_words`` those of no reason).
 
     Raises:
         NotFound: no such item of ``owner``.
@@ -127,7 +147,8 @@ def item_status(
     row = media_queries.item_by_id(conn, item_id, owner)
     if row is None:
         raise NotFound(f"item {item_id} does not exist")
-    return _item(conn, domain, row, album_views.roles_of(conn, item_id), now, base=base)
+    roles = album_views.roles_of(conn, item_id)
+    return _item(conn, domain, row, roles, now, base=base, link=link)
 
 
 def _fill_places(
@@ -180,7 +201,13 @@ def record_statuses(
 
 
 def item_statuses(
-    conn: Connection, domain: Domain, rows: Sequence[RowMapping], now: float, *, base: str = ""
+    conn: Connection,
+    domain: Domain,
+    rows: Sequence[RowMapping],
+    now: float,
+    *,
+    base: str = "",
+    link: bool = False,
 ) -> list[dict[str, Any]]:
     """:func:`item_status` of many item rows (a page of the grid): their objects read in one
     query, places counted together."""
@@ -189,7 +216,14 @@ def item_statuses(
         (
             row,
             _item(
-                conn, domain, row, roles.get(int(row["id"]), {}), now, count_place=False, base=base
+                conn,
+                domain,
+                row,
+                roles.get(int(row["id"]), {}),
+                now,
+                count_place=False,
+                base=base,
+                link=link,
             ),
         )
         for row in rows

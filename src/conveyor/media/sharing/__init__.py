@@ -29,6 +29,7 @@ from conveyor.media import queries as media_queries
 from conveyor.media.sharing import queries
 
 __all__ = [
+    "LINK",
     "OWNER",
     "Access",
     "IssuedLink",
