@@ -15,6 +15,12 @@ walk over the heap at exit: :mod:`conveyor.cli.collector`), and the largest once
 Python's default collector, which shows what that policy saves. The rounds interleave every
 command and floor, so a change in the machine's load touches them alike.
 
+Every child runs with a bytecode cache, as an installed package has (pip compiles it) and a
+checkout gets on its first run: ``PYTHONPYCACHEPREFIX`` points at a scratch folder (nothing is
+written into the source tree) and one run of each, not counted, fills it. One more row runs
+``records list`` as a shell with ``PYTHONDONTWRITEBYTECODE`` set runs a checkout: Conveyor's
+own modules compiled from source on every start (the libraries' caches still read).
+
 Run: ``.venv/bin/python bench/bench_cli_start.py [--repeat 9]``.
 """
 
@@ -56,6 +62,13 @@ _LIBRARIES = {
         "import typer, rich.console, rich.table, pydantic_settings, sqlalchemy\n"
         "sqlalchemy.create_engine('sqlite://').connect().close()"
     ),
+    # The tables' partial indexes carry postgresql_where, which SQLAlchemy checks against the
+    # PostgreSQL dialect: any command that imports the tables loads it, even on SQLite.
+    "+the postgresql dialect": (
+        "import typer, rich.console, rich.table, pydantic_settings, sqlalchemy\n"
+        "import sqlalchemy.dialects.postgresql\n"
+        "sqlalchemy.create_engine('sqlite://').connect().close()"
+    ),
 }
 #: The console script's collector policy around a floor's imports.
 _POLICY = "import gc\ngc.disable()\n{}\ngc.freeze()\n"
@@ -63,11 +76,13 @@ FLOORS = {
     **{f"floor: {name}": _POLICY.format(code) for name, code in _LIBRARIES.items()},
     "floor: +sqlalchemy+pydantic-settings, default gc": _LIBRARIES["+sqlalchemy+pydantic-settings"],
 }
+#: The row run without a bytecode cache for Conveyor's modules.
+UNCACHED = "records list -q, PYTHONDONTWRITEBYTECODE"
 _PROBE = (
     "import sys\n"
     "sys.argv = ['conveyor', *sys.argv[1:]]\n"
     "try:\n"
-    "    from conveyor.cli.app import main\n"
+    "    from conveyor.cli.entry import main\n"
     "    main()\n"
     "except SystemExit:\n"
     "    pass\n"
@@ -76,9 +91,9 @@ _PROBE = (
 )
 
 
-def _child_cpu(args: list[str], cwd: Path) -> float:
+def _child_cpu(args: list[str], cwd: Path, env: dict[str, str]) -> float:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run(args, cwd=cwd, capture_output=True, check=False)
+    subprocess.run(args, cwd=cwd, env=env, capture_output=True, check=False)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
@@ -91,18 +106,28 @@ def main() -> None:
     env_note = f"load average {os.getloadavg()[0]:.1f} at start"
     runs: dict[str, list[str]] = {" ".join(c): [CONVEYOR, *c] for c in COMMANDS}
     runs.update({name: [sys.executable, "-c", code] for name, code in FLOORS.items()})
+    runs[UNCACHED] = [CONVEYOR, "records", "list", "-q"]
     with tempfile.TemporaryDirectory() as folder:
-        cwd = Path(folder)
+        cwd = Path(folder) / "run"
+        cwd.mkdir()
+        cached = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        cached["PYTHONPYCACHEPREFIX"] = str(Path(folder) / "bytecode")
+        uncached = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+        uncached.pop("PYTHONPYCACHEPREFIX", None)
+        env = {name: uncached if name == UNCACHED else cached for name in runs}
         subprocess.run([CONVEYOR, "db", "upgrade"], cwd=cwd, capture_output=True, check=True)
+        for name, args in runs.items():  # fills the bytecode cache; not counted
+            _child_cpu(args, cwd, env[name])
         times: dict[str, list[float]] = {name: [] for name in runs}
         for _ in range(options.repeat):
             for name, args in runs.items():
-                times[name].append(_child_cpu(args, cwd))
+                times[name].append(_child_cpu(args, cwd, env[name]))
         heavy: dict[str, str] = {}
         for command in COMMANDS:
             probe = subprocess.run(
                 [sys.executable, "-c", _PROBE, *command],
                 cwd=cwd,
+                env=cached,
                 capture_output=True,
                 text=True,
                 check=False,

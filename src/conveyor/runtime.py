@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from conveyor.audio.recognizer_sweep import JobFolderSweeper
     from conveyor.db.notify import Notifier
     from conveyor.objects import ObjectStore, Sweeper
-    from conveyor.pipeline import Domain, WorkerPool
+    from conveyor.pipeline import Domain, Outcome, StepContext, WorkerPool
     from conveyor.processes import ProcessRegistry
     from conveyor.providers.base import RecognitionProvider
     from conveyor.providers.registry import ProviderBackend
@@ -56,6 +56,11 @@ def default_model_cache() -> Path:
     """
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "conveyor" / "models"
+
+
+def _not_run(context: StepContext) -> Outcome:
+    """The step of :meth:`Runtime.queues`' domains, which only read the queue."""
+    raise RuntimeError("a domain from Runtime.queues() only reads the queue; it runs no step")
 
 
 class Runtime:
@@ -178,6 +183,18 @@ class Runtime:
     def domains(self) -> list[Domain]:
         """Every domain this process moves."""
         return [self.audio, self.media]
+
+    def queues(self) -> list[Domain]:
+        """Every domain as a queue to read: the table, stages and leases of :meth:`domains`,
+        with a step that is never run in place of each real one.
+
+        What reads a domain's backlog (``conveyor records stats``) needs no more, and so loads
+        neither PyAV, pyvips nor the recognizer. Running a step of these raises RuntimeError.
+        """
+        return [
+            declaration.bind({stage.name: _not_run for stage in declaration.stages[:-1]})
+            for declaration in DECLARATIONS
+        ]
 
     def lanes(self, serve: Collection[str] | None = None) -> dict[str, int]:
         """Lane → worker count, from each declared lane's settings key (D8, M7).

@@ -4,6 +4,7 @@ help text on every option and argument, no spec ids in --help, boolean flags tha
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -91,44 +92,93 @@ def test_help_imports_no_heavy_module() -> None:
     assert out.stdout.strip() == "[]"
 
 
-def test_listing_records_loads_neither_the_running_engine_nor_media_libraries(
-    tmp_path: Path,
-) -> None:
-    """``records list`` (with ``--stage`` too) reads the database: no worker pool, no Prometheus,
-    no PyAV, pyvips, recognizer, bucket client, HTTP app or Alembic (bench/bench_cli_start.py
-    times it)."""
-    assert run(["db", "upgrade"], tmp_path).returncode == 0
-    heavy = [
-        "av",
-        "pyvips",
-        "numpy",
-        "faster_whisper",
-        "boto3",
-        "fastapi",
-        "alembic",
-        "prometheus_client",
-        "conveyor.pipeline.pool",
-        "conveyor.providers.local",
-    ]
+def _loaded(args: list[str], cwd: Path, watched: list[str]) -> list[str]:
+    """Which of ``watched`` a ``conveyor`` run of ``args`` imported, run as the console script
+    runs it (:mod:`conveyor.cli.entry`), in a fresh interpreter."""
     code = (
-        "import sys\n"
-        "from conveyor.cli.app import main\n"
+        "import json, sys\n"
+        "sys.argv = ['conveyor', *sys.argv[1:]]\n"
+        "from conveyor.cli.entry import main\n"
         "try:\n"
         "    main()\n"
         "except SystemExit as exit:\n"
         "    assert not exit.code, exit.code\n"
-        f"print(sorted(m for m in {heavy!r} if m in sys.modules))\n"
+        f"print(json.dumps(sorted(m for m in {watched!r} if m in sys.modules)))\n"
     )
+    out = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        cwd=cwd,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    loaded: list[str] = json.loads(out.stdout.strip().splitlines()[-1])
+    return loaded
+
+
+#: Libraries no command that only reads the database may load (bench/bench_cli_start.py times
+#: the start, and lists which of these a command loaded).
+HEAVY = [
+    "av",
+    "pyvips",
+    "numpy",
+    "faster_whisper",
+    "ctranslate2",
+    "boto3",
+    "fastapi",
+    "starlette",
+    "uvicorn",
+    "httpx",
+    "jinja2",
+    "argon2",
+    "alembic",
+    "prometheus_client",
+]
+
+
+def test_listing_records_loads_only_what_it_uses(tmp_path: Path) -> None:
+    """``records list`` (with ``--stage`` too) reads the database: no heavy library, no worker
+    pool, no search, and of the command modules only the records group's; ``records stats``
+    reads the backlog from the domains as queues, without PyAV, pyvips, numpy or Prometheus."""
+    assert run(["db", "upgrade"], tmp_path).returncode == 0
+    ours = [
+        "conveyor.cli.app",
+        "conveyor.cli.media",
+        "conveyor.cli.sharing",
+        "conveyor.cli.users",
+        "conveyor.cli.serve",
+        "conveyor.cli.workers",
+        "conveyor.audio.search",
+        "conveyor.pipeline.pool",
+        "conveyor.pipeline.metrics",
+        "conveyor.providers.local",
+    ]
     for args in (["records", "list"], ["records", "list", "--stage", "done", "--json"]):
-        out = subprocess.run(
-            [sys.executable, "-c", code, *args],
-            cwd=tmp_path,
-            env=clean_env(),
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        assert out.stdout.strip().splitlines()[-1] == "[]", (args, out.stderr)
+        assert _loaded(args, tmp_path, HEAVY + ours) == [], args
+    assert _loaded(["records", "stats", "--json"], tmp_path, HEAVY) == []
+
+
+def test_the_domains_as_queues_read_as_the_running_domains(tmp_path: Path) -> None:
+    """``Runtime.queues`` (what ``records stats`` reads) has the table, stages, lanes, leases
+    and terminal stages of the domains the workers run, so its backlog is theirs."""
+    from conveyor.config import Settings, StorageSettings
+    from conveyor.runtime import Runtime
+
+    runtime = Runtime(Settings(storage=StorageSettings(root=tmp_path)))
+    running = runtime.domains()
+    queues = runtime.queues()
+    assert [q.name for q in queues] == [d.name for d in running]
+    for queue, domain in zip(queues, running, strict=True):
+        assert queue.table is domain.table
+        assert queue.terminal_stages == domain.terminal_stages
+        assert [(s.name, s.lane, s.lease, s.terminal) for s in queue.stages] == [
+            (s.name, s.lane, s.lease, s.terminal) for s in domain.stages
+        ]
+    with pytest.raises(RuntimeError):
+        step = queues[0].stages[0].step
+        assert step is not None
+        step(None)  # type: ignore[arg-type]
 
 
 def test_a_command_closes_its_database_and_runs_with_the_collector_back_on(

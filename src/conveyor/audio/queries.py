@@ -7,7 +7,6 @@ from typing import Any
 
 from sqlalchemy import Connection, RowMapping, delete, func, insert, select, update
 
-from conveyor.audio.search.queries import SEARCHED_KINDS, index_record
 from conveyor.db.tables import (
     audio_records,
     files,
@@ -47,13 +46,26 @@ __all__ = [
 ]
 
 
+def _index(conn: Connection, record_id: int, kind: str | None = None) -> None:
+    """Rewrite the record's search rows (:func:`conveyor.audio.search.queries.index_record`),
+    after a change of its ``kind`` text when one is given and search reads that kind.
+
+    Search is imported here, not at the top: a command that only reads records
+    (``conveyor records list``) does not load it.
+    """
+    from conveyor.audio.search.queries import SEARCHED_KINDS, index_record
+
+    if kind is None or kind in SEARCHED_KINDS:
+        index_record(conn, record_id)
+
+
 def insert_record(conn: Connection, **values: Any) -> int:
     """Insert an ``audio_records`` row; returns its id."""
     result = conn.execute(insert(audio_records).values(**values))
     assert result.inserted_primary_key is not None
     record_id = int(result.inserted_primary_key[0])
     if values.get("title") or values.get("brief"):
-        index_record(conn, record_id)
+        _index(conn, record_id)
     return record_id
 
 
@@ -101,7 +113,7 @@ def update_owner_fields(
         .values(**allowed)
     )
     if result.rowcount == 1:
-        index_record(conn, record_id)
+        _index(conn, record_id)
     return result.rowcount == 1
 
 
@@ -148,8 +160,7 @@ def upsert_text(
             created_at=now,
         )
     )
-    if kind in SEARCHED_KINDS:
-        index_record(conn, record_id)
+    _index(conn, record_id, kind)
 
 
 def insert_attempt(conn: Connection, **values: Any) -> int:
@@ -336,8 +347,8 @@ def replace_record_topics(conn: Connection, record_id: int, topic_ids: Sequence[
 def delete_text(conn: Connection, record_id: int, kind: str) -> bool:
     """Remove the record's text of ``kind``; True when there was one."""
     result = conn.execute(delete(texts).where(texts.c.record_id == record_id, texts.c.kind == kind))
-    if result.rowcount > 0 and kind in SEARCHED_KINDS:
-        index_record(conn, record_id)
+    if result.rowcount > 0:
+        _index(conn, record_id, kind)
     return result.rowcount > 0
 
 

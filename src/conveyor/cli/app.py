@@ -1,83 +1,38 @@
-"""The ``conveyor`` command: ingest, worker, records, albums, media, serve, users, tokens, db.
+"""The whole ``conveyor`` command: every group of :data:`conveyor.cli.root.GROUPS` and the
+root commands (ingest, worker, serve, backup, restore, version).
 
 Every command module imports only Typer at the top; what a command needs (SQLAlchemy, PyAV,
-pyvips, the HTTP app) is imported when it runs, so ``--help`` and ``--version`` start fast.
+pyvips, the HTTP app) is imported when it runs, so ``--help`` and ``--version`` start fast. A
+run whose first word names a group does not import this module at all
+(:func:`conveyor.cli.root.app_for`).
 """
 
 from __future__ import annotations
 
-import copy
 import logging
-import sys
-import traceback
-from collections.abc import Sequence
 from typing import Annotated
 
 import typer
 
 from conveyor import __version__
-from conveyor.cli import media, records, users
 from conveyor.cli.backup import backup, restore
-from conveyor.cli.exits import SUMMARY, ExitCode
-from conveyor.cli.groups import CommandGroup, LogLevel, Quiet, Verbose, hear
+from conveyor.cli.exits import ExitCode
 from conveyor.cli.ingest import ingest
-from conveyor.cli.output import JsonOption, err_console, fail, note, print_json, setup_logging
+from conveyor.cli.output import JsonOption, fail, note, print_json, setup_logging
+from conveyor.cli.root import GROUPS, app_for, group, main, root
 from conveyor.cli.serve import serve
-from conveyor.cli.settings import close_connections, make_runtime
-
-# Registers `albums share`, `unshare`, `shares` and `albums link …` on the albums group.
-from conveyor.cli.sharing import link_app as _link_app  # noqa: F401
+from conveyor.cli.settings import make_runtime
 from conveyor.cli.signals import stop_on_signals
-from conveyor.cli.storage import storage_app
-from conveyor.cli.vocabulary import vocabulary_app
-from conveyor.cli.workers import lanes_app, workers_app
 
 __all__ = ["app", "app_for", "main"]
 
-app = CommandGroup(
-    help="Conveyor: a self-hosted media pipeline (transcripts, photo and video variants).",
-    epilog="Exit codes: "
-    + "; ".join(f"{int(code)} {words}" for code, words in SUMMARY.items())
-    + ". Reference: docs/cli.md.",
-    pretty_exceptions_enable=False,
-)
-db_app = CommandGroup(help="The database schema.")
-app.add_typer(records.app, name="records")
-app.add_typer(media.albums_app, name="albums")
-app.add_typer(media.media_app, name="media")
-app.add_typer(users.users_app, name="users")
-app.add_typer(users.tokens_app, name="tokens")
-app.add_typer(vocabulary_app, name="vocabulary")
-app.add_typer(storage_app, name="storage")
-app.add_typer(workers_app, name="workers")
-app.add_typer(lanes_app, name="lanes")
-app.add_typer(db_app, name="db")
+app = root
+for _name in GROUPS:
+    app.add_typer(group(_name), name=_name)
 app.alias("ingest", ingest)  # `conveyor records add`, as `media add` adds to albums
 app.command()(serve)
 app.command()(backup)
 app.command()(restore)
-
-
-def _print_version(value: bool) -> None:
-    if value:
-        print(f"conveyor {__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def _root(
-    version: Annotated[
-        bool,
-        typer.Option(
-            "--version", help="Print the version and exit.", callback=_print_version, is_eager=True
-        ),
-    ] = False,
-    quiet: Quiet = False,
-    verbose: Verbose = 0,
-    log_level: LogLevel = None,
-) -> None:
-    """Conveyor: a self-hosted media pipeline (transcripts, photo and video variants)."""
-    hear(quiet, verbose, log_level)
 
 
 @app.command()
@@ -199,116 +154,3 @@ def _parse_lanes(value: str | None) -> list[str] | None:
     if not names:
         raise fail("--lanes names no lane; give e.g. --lanes audio,short,long", ExitCode.USAGE)
     return names
-
-
-@db_app.command("upgrade")
-def db_upgrade(as_json: JsonOption = False) -> None:
-    """Create the schema, or upgrade it to this version's (back up the database first)."""
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from conveyor.cli.settings import database_unreachable, describe_database
-    from conveyor.db.migrate import current_revision, head_revision, known_revision
-
-    runtime = make_runtime(schema=False)
-    try:
-        before = current_revision(runtime.engine)
-        if before is not None and not known_revision(before):
-            raise fail(
-                f"the database has schema revision {before}, newer than this version of "
-                f"Conveyor knows (its newest is {head_revision()}); upgrade Conveyor",
-                ExitCode.SCHEMA,
-            )
-        runtime.migrate()
-        after = current_revision(runtime.engine)
-    except SQLAlchemyError as exc:
-        raise database_unreachable(runtime.settings, exc) from None
-    where = describe_database(runtime.settings)
-    if as_json:
-        print_json({"database": where, "before": before, "after": after})
-        return
-    if before == after:
-        print(f"database {where} already at revision {after}")
-    else:
-        print(f"database {where} upgraded from revision {before or 'none'} to {after}")
-
-
-def _exit_for(exc: Exception) -> int:
-    """Print what went wrong for an error no command caught, and return the exit code."""
-    from conveyor.errors import ConfigError, Conflict, NotFound, RejectedInput
-
-    if isinstance(exc, NotFound):
-        fail(str(exc), ExitCode.NOT_FOUND)
-        return ExitCode.NOT_FOUND
-    if isinstance(exc, Conflict):
-        fail(str(exc), ExitCode.CONFLICT)
-        return ExitCode.CONFLICT
-    if isinstance(exc, (ConfigError, RejectedInput)):
-        fail(str(exc), ExitCode.USAGE)
-        return ExitCode.USAGE
-    if type(exc).__module__.startswith("sqlalchemy"):
-        from sqlalchemy.exc import DBAPIError
-
-        if (isinstance(exc, DBAPIError) and exc.connection_invalidated) or _is_connection(exc):
-            detail = str(getattr(exc, "orig", exc)).strip().splitlines()
-            fail(
-                f"the database stopped answering: {detail[0] if detail else exc}; check that "
-                "it is running, then run the command again",
-                ExitCode.UNAVAILABLE,
-            )
-            return ExitCode.UNAVAILABLE
-    from conveyor.pipeline.redact import redact
-
-    err_console.print(redact("".join(traceback.format_exception(exc))) or "", style="dim")
-    fail(
-        f"unexpected {type(exc).__name__} (a fault of Conveyor; the traceback above says where)",
-        ExitCode.INTERNAL,
-    )
-    return ExitCode.INTERNAL
-
-
-def _is_connection(exc: Exception) -> bool:
-    from sqlalchemy.exc import InterfaceError, OperationalError
-
-    return isinstance(exc, (OperationalError, InterfaceError))
-
-
-def app_for(argv: Sequence[str]) -> typer.Typer:
-    """The app to run ``argv`` (the words after ``conveyor``) with.
-
-    When the first word that is not a root option names a command group (``records`` in
-    ``conveyor -q records list``), the root with that group alone, so Typer turns only that
-    group's commands into click commands; otherwise the whole app (root help, root commands,
-    and the suggestions for a mistyped name).
-    """
-    words = iter(argv)
-    for word in words:
-        if word == "--log-level":
-            next(words, None)  # its value
-        elif not word.startswith("-"):
-            break
-    else:
-        return app
-    named = [group for group in app.registered_groups if group.name == word]
-    if not named:
-        return app
-    pruned = copy.copy(app)
-    pruned.registered_groups = named
-    pruned.registered_commands = []
-    return pruned
-
-
-def main() -> None:
-    """Console-script entry point: run the command and map what escaped it to an exit code."""
-    from conveyor.cli.signals import interrupt_exits
-
-    interrupt_exits()  # until a long command installs its graceful stop
-    try:
-        app_for(sys.argv[1:])()
-    except BrokenPipeError:
-        # The reader of a pipe went away (``conveyor records list | head``): not an error.
-        sys.stderr.close()
-        sys.exit(0)
-    except Exception as exc:
-        sys.exit(_exit_for(exc))
-    finally:
-        close_connections()

@@ -12,14 +12,14 @@ __all__ = ["main"]
 
 
 def main() -> None:
-    """Install the interrupt handler, then run :func:`conveyor.cli.app.main`."""
+    """Install the interrupt handler, then run :func:`conveyor.cli.root.main`."""
     from conveyor.cli import collector
     from conveyor.cli.signals import interrupt_exits
 
     interrupt_exits()
     collector.pause()
     try:
-        from conveyor.cli.app import main as run
+        from conveyor.cli.root import main as run
 
         run()
     finally:

@@ -411,10 +411,18 @@ def stats(as_json: JsonOption = False) -> None:
     Waiting means not halted and not held by a running step. Time spent waiting for a worker is
     backlog and never makes a record stuck.
     """
-    from conveyor.pipeline.metrics import backlog_of
+    from conveyor.pipeline.queries import backlog, now_of
 
     runtime = make_runtime()
-    rows = backlog_of(runtime.engine, runtime.domains(), runtime.clock)
+    # The domains as queues: no step is bound, so neither PyAV nor pyvips is loaded, and not
+    # the metrics module's Prometheus client either (pipeline.metrics.backlog_of reads the same).
+    now = now_of(runtime.clock)
+    with runtime.engine.connect() as conn:
+        rows = [
+            (domain.name, stage, count, age)
+            for domain in runtime.queues()
+            for stage, count, age in backlog(conn, domain, now)
+        ]
     if as_json:
         print_json(
             [
