@@ -50,6 +50,16 @@ def test_records_search_marks_the_words_and_says_when(
     assert [(h["record_id"], h["kind"], h["start"], h["matches"]) for h in as_json] == [
         (record_id, "transcript", 65.0, ["country"])
     ]
+    # The API's hits, word for word (one shape: Hit.shown), the CLI adding the name and the
+    # matched words.
+    assert as_json[0]["snippet"] == [
+        {"text": "ask not what your ", "match": False},
+        {"text": "country", "match": True},
+        {"text": " can do for you.", "match": False},
+    ]
+    assert {h.pop("name") for h in as_json} == {"speech.wav"}
+    assert [h.pop("matches") for h in as_json] == [["country"]]
+    assert as_json == _api_hits("ann", "country")
     other = invoke("records", "search", "country", "--owner", "bob")
     assert other.exit_code == 0 and other.stdout == ""
     assert "no recording of bob's says 'country'" in other.stderr
@@ -57,3 +67,24 @@ def test_records_search_marks_the_words_and_says_when(
     # Without --owner it searches `me`'s, as every other command defaults to them.
     mine = invoke("records", "search", "country")
     assert mine.exit_code == 0 and "no recording of me's says 'country'" in mine.stderr
+
+
+def _api_hits(owner: str, query: str) -> list[dict[str, object]]:
+    """``GET /api/records?q=``'s ``hits`` for ``owner``, from an app on the database of the
+    commands run in this folder."""
+    from fastapi.testclient import TestClient
+
+    from conveyor.accounts import add_user, create_token
+    from conveyor.api.app import create_app
+
+    runtime = make_runtime()
+    add_user(runtime.engine, runtime.clock, owner)
+    token = create_token(runtime.engine, runtime.clock, owner).token
+    with TestClient(create_app(runtime, run_workers=False)) as client:
+        answer = client.get(
+            "/api/records", params={"q": query}, headers={"Authorization": f"Bearer {token}"}
+        )
+    runtime.engine.dispose()
+    assert answer.status_code == 200, answer.text
+    hits: list[dict[str, object]] = answer.json()["hits"]
+    return hits

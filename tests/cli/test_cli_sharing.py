@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from conveyor.api.schemas import IssuedLink
 from conveyor.cli.exits import ExitCode
 from conveyor.cli.sharing import parse_duration
 from tests.support.cli_run import invoke
@@ -52,7 +53,10 @@ def test_an_owner_shares_an_album_and_makes_links(
     assert _json("albums", "shares", "Trip") == []
 
     link = _json("albums", "link", "create", "Trip", "--expires", "7d", "--label", "family")
-    assert link["path"] == f"/s/{link['token']}" and link["label"] == "family"
+    # The API's fields (IssuedLink, both from sharing.IssuedLink.shown), with the album and
+    # `path`, the old name of `url` docs/cli.md promised.
+    assert set(link) == set(IssuedLink.model_fields) | {"album_id", "path"}
+    assert link["url"] == link["path"] == f"/s/{link['token']}" and link["label"] == "family"
     assert link["expires_at"] is not None
     plain = invoke("albums", "link", "create", "Trip")
     assert (

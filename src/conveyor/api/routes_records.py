@@ -361,15 +361,7 @@ def _search(
             if halted is not None and (row["halted_at"] is not None) != halted:
                 continue
             items.append(card_of(row, provider_wait(conn, row), now=now))
-            found.append(
-                {
-                    "record_id": hit.record_id,
-                    "kind": hit.kind,
-                    "rank": hit.rank,
-                    "snippet": [{"text": t, "match": m} for t, m in hit.snippet],
-                    "start": hit.start,
-                }
-            )
+            found.append(hit.shown())
     return {"items": items, "next_cursor": None, "hits": found}
 
 

@@ -23,7 +23,6 @@ from conveyor.api.schemas import (
     SharedAlbum,
 )
 from conveyor.api.state import State
-from conveyor.clock import iso_utc
 from conveyor.errors import NotFound
 from conveyor.kinds import ShareRole
 from conveyor.media import sharing
@@ -33,7 +32,7 @@ __all__ = ["LINK_PAGE", "router"]
 router = APIRouter(prefix="/api", tags=["sharing"])
 
 #: The web page a link opens (``/s/<token>``), for whoever holds it.
-LINK_PAGE = "/s/"
+LINK_PAGE = sharing.LINK_PAGE
 
 AlbumId = Annotated[int, Path(ge=1, le=2**31 - 1, description="The album's id.")]
 LinkId = Annotated[int, Path(ge=1, le=2**63 - 1, description="The link's id.")]
@@ -168,15 +167,7 @@ def create_link(
         label=body.label,
     )
     response.headers["Location"] = f"/api/albums/{album_id}/links"
-    return {
-        "id": issued.id,
-        "label": issued.label,
-        "created_at": iso_utc(issued.created_at),
-        "expires_at": iso_utc(issued.expires_at),
-        "expired": False,
-        "token": issued.token,
-        "url": LINK_PAGE + issued.token,
-    }
+    return issued.shown()
 
 
 @router.delete(

@@ -201,7 +201,7 @@ def search(
     limit: Annotated[
         int, typer.Option(metavar="N", min=1, max=200, help="At most this many (1-200).")
     ] = 20,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the hits as JSON.")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Search an owner's titles, briefs, transcripts and corrections, best match first."""
     from conveyor.audio.search import search_records
@@ -213,19 +213,10 @@ def search(
     except RejectedInput as exc:
         raise fail(str(exc), ExitCode.USAGE) from None
     if as_json:
+        # The API's hit (one shape: Hit.shown), with the name the table shows and the matched
+        # words on their own.
         print_json(
-            [
-                {
-                    "record_id": h.record_id,
-                    "name": h.name,
-                    "kind": h.kind,
-                    "rank": h.rank,
-                    "start": h.start,
-                    "snippet": "".join(t for t, _ in h.snippet),
-                    "matches": [t for t, m in h.snippet if m],
-                }
-                for h in hits
-            ]
+            [{**h.shown(), "name": h.name, "matches": [t for t, m in h.snippet if m]} for h in hits]
         )
         return
     if not hits:

@@ -168,27 +168,18 @@ def link_create(
         )
     except RejectedInput as exc:
         raise fail(str(exc), ExitCode.USAGE) from None
-    path = f"/s/{issued.token}"
     if as_json:
-        print_json(
-            {
-                "id": issued.id,
-                "album_id": album_id,
-                "label": issued.label,
-                "created_at": iso_utc(issued.created_at),
-                "expires_at": iso_utc(issued.expires_at),
-                "token": issued.token,
-                "path": path,
-            }
-        )
+        # The API's answer (url, not a path of our own), with the album; `path` is the name
+        # docs/cli.md gave url before, kept for scripts that read it.
+        print_json({**issued.shown(), "album_id": album_id, "path": issued.url})
         return
     until = "until revoked" if issued.expires_at is None else f"until {iso_utc(issued.expires_at)}"
     note(
         f"link {issued.id} to album {album_id}, {until} (shown once; whoever holds it sees the "
         "album): open it on the server's address"
     )
-    # The bare path on stdout, so `LINK=$(conveyor albums link create Trip)` works.
-    print(path)
+    # The bare url on stdout, so `LINK=$(conveyor albums link create Trip)` works.
+    print(issued.url)
 
 
 @link_app.command("list")

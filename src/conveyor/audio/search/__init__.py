@@ -59,6 +59,18 @@ class Hit:
     start: float | None
     created_at: float
 
+    def shown(self) -> dict[str, Any]:
+        """The hit as ``GET /api/records?q=`` answers it in ``hits`` and ``conveyor records
+        search --json`` prints it: ``record_id``, ``kind``, ``rank``, ``snippet`` (a list of
+        ``{"text", "match"}``, in order) and ``start`` (seconds, or None)."""
+        return {
+            "record_id": self.record_id,
+            "kind": self.kind,
+            "rank": self.rank,
+            "snippet": [{"text": text, "match": matched} for text, matched in self.snippet],
+            "start": self.start,
+        }
+
 
 def query_words(query: str) -> list[str]:
     """The words of ``query`` (letters and digits of any script)."""

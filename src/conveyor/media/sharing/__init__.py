@@ -30,6 +30,7 @@ from conveyor.media.sharing import queries
 
 __all__ = [
     "LINK",
+    "LINK_PAGE",
     "OWNER",
     "Access",
     "IssuedLink",
@@ -52,6 +53,8 @@ __all__ = [
 OWNER = "owner"
 #: The role of whoever holds a link.
 LINK = "link"
+#: Where a link's page is (``/s/<token>``), on the server's address.
+LINK_PAGE = "/s/"
 #: Longest expiry a link may be given: ten years, in seconds.
 MAX_EXPIRY = 10 * 365 * 86_400.0
 
@@ -103,6 +106,25 @@ class IssuedLink:
     label: str | None
     created_at: float
     expires_at: float | None
+
+    @property
+    def url(self) -> str:
+        """The link's page, ``/s/<token>``, a path on the server's address."""
+        return LINK_PAGE + self.token
+
+    def shown(self) -> dict[str, Any]:
+        """The link as the API answers it and ``conveyor albums link create --json`` prints
+        it: ``id``, ``label``, ``created_at`` and ``expires_at`` (ISO 8601 UTC or None),
+        ``expired`` (False), ``token`` and ``url``."""
+        return {
+            "id": self.id,
+            "label": self.label,
+            "created_at": iso_utc(self.created_at),
+            "expires_at": iso_utc(self.expires_at),
+            "expired": False,
+            "token": self.token,
+            "url": self.url,
+        }
 
 
 def _hash(token: str) -> str:
