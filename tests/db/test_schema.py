@@ -10,10 +10,10 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, inspect
+from sqlalchemy import Column, Engine, String, inspect
 
 from conveyor.db.migrate import alembic_config, current_revision, upgrade
-from conveyor.db.tables import metadata
+from conveyor.db.tables import media_items, media_objects, metadata, texts
 from conveyor.kinds import MediaKind, Role, TextKind
 
 
@@ -72,3 +72,16 @@ def test_the_migrated_kind_checks_name_exactly_the_enums_words(
     checks = {c["name"]: c["sqltext"] for c in inspect(engine).get_check_constraints(table)}
     assert name in checks, f"{table} has no CHECK {name}"
     assert set(re.findall(r"'([a-z_]+)'", str(checks[name]))) == {m.value for m in words}
+
+
+@pytest.mark.parametrize(
+    ("column", "words"),
+    [(media_items.c.kind, MediaKind), (media_objects.c.role, Role), (texts.c.kind, TextKind)],
+)
+def test_every_kind_and_role_fits_its_column(column: Column[str], words: type[StrEnum]) -> None:
+    """A member whose word is longer than its column is refused by PostgreSQL before the CHECK
+    is asked (``media_items.kind`` was VARCHAR(8) until revision 0018): widen the column in
+    the member's revision."""
+    assert isinstance(column.type, String) and column.type.length is not None
+    too_long = [m.value for m in words if len(m.value) > column.type.length]
+    assert not too_long, f"{column} is VARCHAR({column.type.length}): {too_long} do not fit"

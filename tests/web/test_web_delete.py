@@ -151,7 +151,7 @@ def test_photos_chosen_in_the_grid_then_the_album(make_site: MakeSite, corpus: P
         assert nothing.status_code == 422
         whole = client.get(f"/albums/{album_id}/delete", headers=HTML)
         assert "Delete the album “Trip”?" in html.unescape(whole.text)
-        assert "1 photo and 0 videos" in whole.text
+        assert "Every item in it: 1 photo, with" in whole.text
         gone = client.post(
             f"/albums/{album_id}/delete",
             data={"csrf_token": csrf},

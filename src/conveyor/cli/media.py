@@ -301,6 +301,7 @@ def _follow(
     engine: Any, ids: list[int], stop: Any, out: IntakeOutput, *, waits_for_playback: bool
 ) -> None:
     """Show each item's progress until it is done or halted (videos: playback too)."""
+    from conveyor.kinds import MediaKind
     from conveyor.media import queries
     from conveyor.media.domain import MEDIA
 
@@ -315,8 +316,9 @@ def _follow(
                         pending.discard(item_id)
                         out.deleted(item_id, progress.console)
                         continue
+                    # The steps it goes through: variants, then playback for a kind that plays.
+                    total = 2 if MediaKind(item["kind"]).plays else 1
                     if item_id not in tasks:
-                        total = 2 if item["kind"] == "video" else 1
                         name = f"item {item_id} {item['original_name'] or ''}"
                         tasks[item_id] = progress.add_task(name, total=total, state="uploaded")
                     halted = item["halted_at"] is not None
@@ -328,7 +330,6 @@ def _follow(
                         label = "variants ready; transcoding playback"
                     else:
                         label = stage
-                    total = 2 if item["kind"] == "video" else 1
                     progress.update(tasks[item_id], completed=min(done_steps, total), state=label)
                     out.state(item_id, label)
                     if (

@@ -447,7 +447,8 @@ media_items = Table(
     Column("id", Integer, primary_key=True),
     Column("owner", String(100), nullable=False),
     Column("album_id", Integer, ForeignKey("albums.id", ondelete="CASCADE"), nullable=False),
-    Column("kind", String(8), nullable=False),
+    # Room for a longer kind's word (revision 0018; the schema test holds every MediaKind to it).
+    Column("kind", String(32), nullable=False),
     Column("original_name", String(300), nullable=True),
     Column("uploaded_at", Double, nullable=False),
     # Pipeline-owned facts from the media itself.

@@ -56,7 +56,7 @@ from conveyor.config import MediaSettings
 from conveyor.db.engine import autocommit
 from conveyor.errors import MediaError
 from conveyor.files import file_sha256
-from conveyor.kinds import IMAGE_ROLES, Role
+from conveyor.kinds import IMAGE_ROLES, MediaKind, Role
 from conveyor.media import queries
 from conveyor.media.halts import MediaHalt
 from conveyor.media.images import make_image_variants, probe_image
@@ -171,7 +171,8 @@ class MediaSteps:
     # --- steps ------------------------------------------------------------------------------
 
     def variants(self, ctx: StepContext) -> Outcome:
-        """``uploaded`` → ``done`` (photo) or ``transcoding`` (video): image roles, poster."""
+        """``uploaded`` → ``done``, or ``transcoding`` for a kind that plays (video) and an item
+        that moves: the image roles (drawn from a poster frame for a kind with one)."""
         item = ctx.record
         with ExitStack() as stack:
             original, rows = self._original(ctx, stack)
@@ -186,7 +187,7 @@ class MediaSteps:
                 return self._halt(ctx, exc, original)
         fields, objects, moving = outcome
         # A motion photo's clip, or a Live Photo's movie, is converted in the long lane too.
-        target = "done" if item["kind"] == "photo" and not moving else "transcoding"
+        target = "transcoding" if MediaKind(item["kind"]).plays or moving else "done"
         roles = ", ".join(
             o.role if o.shares is None else f"{o.role} (the {o.shares}'s object)" for o in objects
         )
@@ -259,7 +260,7 @@ class MediaSteps:
         """The image roles (and a video's poster) of ``original``, made in ``work`` and stored,
         and whether the photo moves (a clip embedded, or a Live Photo movie paired)."""
         item = ctx.record
-        if item["kind"] == "photo":
+        if not MediaKind(item["kind"]).poster:
             moving = embedded_clip(original) is not None or any(
                 r["role"] == Role.MOTION_ORIGINAL for r in rows
             )
@@ -317,7 +318,7 @@ class MediaSteps:
         its clip), made in ``work`` and stored."""
         s = self.settings
         role = Role.PLAYBACK
-        if ctx.record["kind"] == "photo":
+        if not MediaKind(ctx.record["kind"]).plays:  # it moves only by its clip
             role = Role.MOTION
             original = self._motion_source(rows, original, work, stack)
         info = probe_video(original)

@@ -24,6 +24,7 @@ from conveyor.audio import queries as audio_queries
 from conveyor.audio.deletion import delete_record
 from conveyor.error_codes import ErrorCode
 from conveyor.errors import NotFound, RejectedInput
+from conveyor.kinds import MediaKind, kind_words
 from conveyor.media import queries as media_queries
 from conveyor.media.deletion import delete_album, delete_item
 from conveyor.media.sharing import Access, item_access, may_delete
@@ -142,7 +143,7 @@ def item_delete_page(request: Request, state: State, viewer: Viewer, item_id: Id
     with state.runtime.engine.connect() as conn:
         size = queries.items_size(conn, [item_id])
     album_name = access.album["name"]
-    kind = "video" if row["kind"] == "video" else "photo"
+    kind = MediaKind(row["kind"]).noun
     return _confirm(
         request,
         title=f"Delete the {kind} “{_item_name(row)}”?",
@@ -205,9 +206,7 @@ async def items_delete(request: Request, state: State, viewer: Csrf, album_id: I
         count = len(rows)
         return _confirm(
             request,
-            title=f"Delete {count} photo{'s' if count != 1 else ''} and videos?"
-            if any(r["kind"] == "video" for r in rows)
-            else f"Delete {count} photo{'s' if count != 1 else ''}?",
+            title=f"Delete {kind_words(r['kind'] for r in rows)}?",
             lines=[f"With their originals and smaller versions ({size_words(size)}):"],
             names=[_item_name(r) for r in rows],
             action=f"/albums/{album_id}/items/delete",
@@ -236,12 +235,9 @@ def album_delete_page(request: Request, state: State, viewer: Viewer, album_id: 
             raise NotFound(f"album {album_id} does not exist")
         items = media_queries.items_of_album(conn, album_id)
         size = queries.items_size(conn, [int(i["id"]) for i in items])
-    photos = sum(1 for i in items if i["kind"] == "photo")
-    videos = len(items) - photos
     lines = [
-        f"Every photo and video in it: {photos} photo{'s' if photos != 1 else ''} and "
-        f"{videos} video{'s' if videos != 1 else ''}, with their originals and smaller "
-        f"versions ({size_words(size)})."
+        f"Every item in it: {kind_words(i['kind'] for i in items)}, with their originals "
+        f"and smaller versions ({size_words(size)})."
         if items
         else "It is empty."
     ]

@@ -25,6 +25,7 @@ from conveyor.audio.deletion import delete_record
 from conveyor.clock import iso_utc
 from conveyor.error_codes import ErrorCode
 from conveyor.errors import Conflict, NotFound, RejectedInput
+from conveyor.kinds import MediaKind
 from conveyor.media import queries as media_queries
 from conveyor.media.deletion import delete_item
 from conveyor.pipeline import Domain, halted_ids, resume, resume_many
@@ -241,7 +242,7 @@ def _row(state: ApiState, domain: str, row_id: int) -> tuple[str, str]:
             name = None if row is None else (row["title"] or row["original_name"])
         else:
             row = media_queries.item_by_id(conn, row_id)
-            noun = "video" if row is not None and row["kind"] == "video" else "photo"
+            noun = "item" if row is None else MediaKind(row["kind"]).noun
             name = None if row is None else row["original_name"]
     if row is None:
         raise NotFound(f"{domain} record {row_id} does not exist")

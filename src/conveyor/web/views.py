@@ -13,6 +13,7 @@ from conveyor.audio.cards import provider_wait, provider_waits
 from conveyor.clock import iso_utc, local_words
 from conveyor.db.keyset import order_terms
 from conveyor.errors import NotFound
+from conveyor.kinds import MediaKind
 from conveyor.media import albums as album_views
 from conveyor.media import queries as media_queries
 from conveyor.pipeline import Domain
@@ -110,8 +111,13 @@ def _item(
 ) -> dict[str, Any]:
     # The API's item view (one function for both), from a row already read.
     view = album_views.view_of(row, roles)
+    kind = MediaKind(row["kind"])
     it = {
         **view,
+        # What the templates do differently for its kind, asked of the kind (kinds.KindTraits).
+        "noun": kind.noun,
+        "plays": kind.plays,
+        "poster": kind.poster,
         # ``base``: where the page lives, "" or a link's ``/s/<token>``.
         "urls": {role: f"{base}/files/{obj['key']}" for role, obj in roles.items()},
         "name": row["original_name"] or f"Item {row['id']}",
