@@ -54,7 +54,6 @@ from sqlalchemy import (
     Column,
     Double,
     Engine,
-    Index,
     Integer,
     MetaData,
     Table,
@@ -68,7 +67,7 @@ from conveyor.clock import SystemClock
 from conveyor.config import PipelineSettings
 from conveyor.db.engine import make_engine
 from conveyor.db.migrate import upgrade
-from conveyor.db.tables import queue_columns
+from conveyor.db.tables import queue_columns, queue_indexes
 from conveyor.pipeline import Advance, Domain, Stage, StepContext, WorkerPool
 from conveyor.pipeline.outcomes import Outcome
 
@@ -82,24 +81,11 @@ bench_jobs = Table(
     Column("claimed_at", Double),
     *queue_columns(),
 )
-# The claim index every record table has: the claim's order over open records only.
+# The engine's indexes every record table has (claim order over open records, records begun in
+# their stage for D19, running steps for the rescuer): without the last, the rescuer's look for
+# lapsed claims would read the whole table every poll.
+queue_indexes(bench_jobs, bench_jobs.c.sort_value)
 _open = (bench_jobs.c.halted_at.is_(None)) & (bench_jobs.c.stage != "done")
-Index(
-    "ix_bench_jobs_claim",
-    bench_jobs.c.sort_value,
-    bench_jobs.c.id,
-    postgresql_where=_open,
-    sqlite_where=_open,
-)
-# And the index of records begun in their stage, which the claim reads first (D19).
-_begun = (bench_jobs.c.work_started_at.is_not(None)) & (bench_jobs.c.halted_at.is_(None))
-Index(
-    "ix_bench_jobs_begun",
-    bench_jobs.c.sort_value,
-    bench_jobs.c.id,
-    postgresql_where=_begun,
-    sqlite_where=_begun,
-)
 LANE = "bench"
 ROOT = Path(__file__).resolve().parents[1]
 

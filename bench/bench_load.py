@@ -50,7 +50,6 @@ from sqlalchemy import (
     Column,
     Double,
     Engine,
-    Index,
     Integer,
     MetaData,
     String,
@@ -64,7 +63,7 @@ from conveyor.clock import SystemClock
 from conveyor.config import PipelineSettings
 from conveyor.db.engine import make_engine
 from conveyor.db.migrate import upgrade
-from conveyor.db.tables import queue_columns, record_events
+from conveyor.db.tables import queue_columns, queue_indexes, record_events
 from conveyor.pipeline import Advance, Domain, Stage, StepContext, WorkerPool
 from conveyor.pipeline.outcomes import Outcome
 
@@ -79,22 +78,9 @@ bench_load = Table(
     Column("inserted_at", Double, nullable=False),
     *queue_columns(),
 )
+# The engine's indexes every record table has (claim order, begun records, running steps).
+queue_indexes(bench_load, bench_load.c.sort_value)
 _open = (bench_load.c.halted_at.is_(None)) & (bench_load.c.stage != "done")
-Index(
-    "ix_bench_load_claim",
-    bench_load.c.sort_value,
-    bench_load.c.id,
-    postgresql_where=_open,
-    sqlite_where=_open,
-)
-_begun = bench_load.c.work_started_at.is_not(None) & bench_load.c.halted_at.is_(None)
-Index(
-    "ix_bench_load_begun",
-    bench_load.c.sort_value,
-    bench_load.c.id,
-    postgresql_where=_begun,
-    sqlite_where=_begun,
-)
 # One row per step run: which executor ran which record's stage, and when (wall clock).
 bench_load_runs = Table(
     "bench_load_runs",

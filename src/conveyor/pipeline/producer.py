@@ -40,7 +40,15 @@ from conveyor.pipeline.stages import Domain
 if TYPE_CHECKING:
     from conveyor.pipeline.completer import Finished
 
-__all__ = ["PREFETCH_HOLD", "Job", "LaneClaims", "Producer", "claim_jobs", "records_of"]
+__all__ = [
+    "PREFETCH_HOLD",
+    "STATS_RECHECK",
+    "Job",
+    "LaneClaims",
+    "Producer",
+    "claim_jobs",
+    "records_of",
+]
 
 log = logging.getLogger("conveyor.pool")
 
@@ -50,6 +58,10 @@ PREFETCH_HOLD = 1.0
 # Seconds after a prefetched claim's lapse before looking (the lapse must be past on the
 # database's clock too).
 _HOLD_MARGIN = 0.02
+
+STATS_RECHECK = 10.0
+"""Seconds between looks for a PostgreSQL table's first statistics (see
+:meth:`LaneClaims.needs_no_sort`)."""
 
 # Seconds the producer backs off after its database failed.
 _ERROR_BACKOFF = 1.0
@@ -90,6 +102,24 @@ class LaneClaims:
         # PostgreSQL's: each claim with its read, one statement.
         self.started_read = queries.claim_and_read_statement(domain, self.started, now)
         self.prefetched_read = queries.claim_and_read_statement(domain, self.prefetched, now)
+        self._analyzed = False
+        self._stats_checked_at = -math.inf
+
+    def needs_no_sort(self, conn: Connection) -> bool:
+        """PostgreSQL: True while the table has no statistics yet (looked up at most every
+        :data:`STATS_RECHECK` seconds, never again once it has them): the claim then runs
+        under :data:`~conveyor.pipeline.queries.NO_SORT`, in a transaction of its own (three
+        round trips more), instead of reading and sorting every open record
+        (:func:`~conveyor.pipeline.queries.has_statistics`). ``conn`` must not be in a
+        transaction."""
+        if self._analyzed:
+            return False
+        checked = time.monotonic()
+        if checked - self._stats_checked_at >= STATS_RECHECK:
+            with autocommit(conn):  # a read: no BEGIN, no COMMIT
+                self._analyzed = queries.has_statistics(conn, self.domain.table)
+            self._stats_checked_at = checked
+        return not self._analyzed
 
 
 def claim_jobs(
@@ -109,8 +139,13 @@ def claim_jobs(
     """
     if conn.dialect.name == "postgresql":
         statement = claims.started_read if started else claims.prefetched_read
-        with autocommit(conn):
-            rows = queries.claim_and_read(conn, statement, limit, holder)
+        if claims.needs_no_sort(conn):
+            with conn.begin():
+                conn.exec_driver_sql(queries.NO_SORT)
+                rows = queries.claim_and_read(conn, statement, limit, holder)
+        else:
+            with autocommit(conn):
+                rows = queries.claim_and_read(conn, statement, limit, holder)
         read_at = time.monotonic()
         jobs = []
         for record in records_of(rows):
