@@ -358,3 +358,23 @@ def test_quiet_adds_print_results_only(tmp_path: Path, corpus: Path) -> None:
     assert added.returncode == 0, added.stderr
     assert added.stderr == ""
     assert "done" in added.stdout
+
+
+def test_the_shell_user_is_made_when_first_needed(tmp_path: Path) -> None:
+    """``me`` owns what the shell adds without ``--owner``; ``tokens create me`` makes its user
+    row (another name must be made first), and ``users list`` then shows it; before that it
+    says how ``me`` is made."""
+    assert run(["albums", "create", "Trip"], tmp_path).returncode == 0
+    before = run(["users", "list", "--json"], tmp_path)
+    assert json.loads(before.stdout) == []
+    assert "the shell's user 'me'" in before.stderr and "tokens create me" in before.stderr
+    missing = run(["tokens", "create", "ann", "--json"], tmp_path)
+    assert missing.returncode == ExitCode.NOT_FOUND and missing.stdout == ""
+    made = run(["tokens", "create", "me", "--json"], tmp_path)
+    assert made.returncode == 0, made.stderr
+    assert json.loads(made.stdout)["user"] == "me" and "user 'me' created" in made.stderr
+    listed = run(["users", "list", "--json"], tmp_path)
+    assert [u["name"] for u in json.loads(listed.stdout)] == ["me"]
+    assert "the shell's user" not in listed.stderr
+    again = run(["tokens", "create", "me", "--json"], tmp_path)
+    assert again.returncode == 0 and "created" not in again.stderr

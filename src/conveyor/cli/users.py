@@ -19,6 +19,9 @@ __all__ = ["tokens_app", "users_app"]
 users_app = CommandGroup(help="Owners of records and albums.")
 tokens_app = CommandGroup(help="Bearer tokens of the HTTP API.")
 
+#: The shell's own user: what a command adds without ``--owner`` belongs to it.
+SHELL_USER = "me"
+
 
 def _ask_password(name: str) -> str:
     """The new password of ``name``, asked twice and never echoed; prompts on stderr.
@@ -59,6 +62,25 @@ def _known_user(runtime: Runtime, name: str) -> bool:
     from conveyor.accounts import list_users
 
     return any(user["name"] == name for user in list_users(runtime.engine))
+
+
+def _shell_user(runtime: Runtime, name: str) -> None:
+    """Make the user :data:`SHELL_USER` when ``name`` is it and it has no row yet, so that
+    ``tokens create me``, ``users passwd me`` and ``users admin me`` work on what the shell
+    added without ``--owner``; any other name must be made with ``users create``."""
+    from conveyor.accounts import add_user
+    from conveyor.errors import Conflict
+
+    if name.strip() != SHELL_USER or _known_user(runtime, SHELL_USER):
+        return
+    try:
+        add_user(runtime.engine, runtime.clock, SHELL_USER)
+    except Conflict:  # made by another command meanwhile
+        return
+    note(
+        f"user {SHELL_USER!r} created: the shell's own user, who owns what commands add "
+        "without --owner"
+    )
 
 
 @users_app.command("create")
@@ -119,6 +141,7 @@ def users_passwd(
     from conveyor.errors import NotFound, RejectedInput
 
     runtime = make_runtime()
+    _shell_user(runtime, name)
     if not _known_user(runtime, name.strip()):  # said before the prompt, not after
         raise fail(
             f"user {name.strip()!r} does not exist; `conveyor users list` shows every user",
@@ -144,6 +167,7 @@ def users_admin(
     from conveyor.errors import NotFound
 
     runtime = make_runtime()
+    _shell_user(runtime, name)
     try:
         set_admin(runtime.engine, name, not revoke)
     except NotFound as exc:
@@ -160,6 +184,14 @@ def users_list(as_json: JsonOption = False) -> None:
 
     runtime = make_runtime()
     users = list_users(runtime.engine)
+    if all(user["name"] != SHELL_USER for user in users):
+        # The shell's user owns what was added without --owner, but has no row until it is
+        # needed; say so rather than leave a reader wondering where 'me' went.
+        note(
+            f"the shell's user {SHELL_USER!r} (the default --owner) is made when first "
+            f"needed: `conveyor tokens create {SHELL_USER}` or `conveyor users passwd "
+            f"{SHELL_USER}`"
+        )
     if as_json:
         print_json(
             [
@@ -202,6 +234,7 @@ def tokens_create(
     from conveyor.errors import NotFound
 
     runtime = make_runtime()
+    _shell_user(runtime, user)
     try:
         issued = create_token(runtime.engine, runtime.clock, user, label=label)
     except NotFound as exc:
