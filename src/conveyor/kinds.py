@@ -14,6 +14,7 @@ from enum import StrEnum
 
 __all__ = [
     "IMAGE_ROLES",
+    "SHELL_USER",
     "KindTraits",
     "MediaKind",
     "Role",
@@ -22,6 +23,9 @@ __all__ = [
     "kind_words",
     "sql_in",
 ]
+
+#: The shell's own user (owner): what a ``conveyor`` command adds without ``--owner`` is theirs.
+SHELL_USER = "me"
 
 
 @dataclass(frozen=True, slots=True)

@@ -183,7 +183,8 @@ def test_in_a_shared_album_each_role_gets_its_own_and_404_for_the_rest(
 ) -> None:
     """Route by route in the shared album: a viewer reads, a contributor also adds (and
     deletes only what they added); the owner's routes answer both 404 (deletions 204 and
-    nothing gone); a stranger gets 404 everywhere; without a token (a link's holder) 401."""
+    nothing gone), saying they may see the album but not do that; a stranger gets 404
+    everywhere, told nothing of a share; without a token (a link's holder) 401."""
     photo = (corpus / "media" / "exif-samples__Canon_40D.jpg").read_bytes()
     other = (corpus / "media" / "exif-samples__DSCN0010.jpg").read_bytes()
     carol, dave = _user(api, "carol"), _user(api, "dave")
@@ -221,6 +222,17 @@ def test_in_a_shared_album_each_role_gets_its_own_and_404_for_the_rest(
             else:
                 assert response.status_code == 404, (who, method, url, response.text)
                 assert response.json()["error"]["code"] == "not_found"
+                # The same 404 as a stranger's; the words tell one who sees the album what
+                # they may not do, where a stranger reads that it does not exist.
+                message = response.json()["error"]["message"]
+                if who == "stranger":
+                    assert "shared with you" not in message, (url, message)
+                else:
+                    assert f"shared with you as a {who}: you may see it, but not" in message, (
+                        method,
+                        url,
+                        message,
+                    )
         # A link's holder has no token: the API answers 401 before anything is looked up.
         for method, _t, url, kwargs in routes:
             assert client.request(method, url, **kwargs).status_code == 401, url

@@ -484,3 +484,62 @@ def test_a_link_holder_sees_that_an_item_halted_but_not_why(
         owners_event = halted_event(alice, f"/albums/{album}/events")
         assert owners_event["payload"]["error"] == error
         assert owners_event["payload"]["reason"] == reason
+
+
+def test_pages_name_the_shell_user_as_a_name_and_tell_a_viewer_what_they_may_not_do(
+    make_site: MakeSite, corpus: Path
+) -> None:
+    """An album of the shell's user ``me``, shared with Bob and by a link: the pages say
+    "Shared with you by “me”" (not as if the reader had shared it); ``me`` signed in, opening
+    their own link, is told it is their album; Bob, a viewer, dropping a photo or starting a
+    resumable upload gets the same 404 as a stranger, in words that say he may see the album
+    but not add to it."""
+    site = make_site()
+    engine, clock = site.runtime.engine, site.runtime.clock
+    add_user(engine, clock, "me")
+    set_password(engine, "me", "me-password-4")
+    from conveyor.media.albums import create_album
+
+    album = create_album(engine, clock, owner="me", name="Trip")
+    sharing.share_album(engine, clock, album, owner="me", user="bob", role=ShareRole.VIEWER)
+    link = sharing.create_link(engine, clock, album, owner="me")
+    with TestClient(site.app) as signed_out, TestClient(site.app) as me_client:
+        with TestClient(site.app) as bob_client:
+            bob = Person(bob_client, sign_in(bob_client, "bob"))
+            page = bob.call("GET", f"/albums/{album}", {}).text
+            assert "Shared with you by \u201cme\u201d: you can see it." in page
+            assert "by \u201cme\u201d" in bob.call("GET", "/albums", {}).text
+            photo = (corpus / PHOTO).read_bytes()
+            # As the page's script asks (JSON, whose message it shows; a page asked for as
+            # HTML gets the generic "nothing here, or it is not yours").
+            script = {"Accept": "application/json"}
+            dropped = bob.call(
+                "POST",
+                f"/albums/{album}/upload",
+                {"files": {"file": ("p.jpg", photo)}, "headers": script},
+            )
+            started = bob.call(
+                "POST",
+                "/uploads",
+                {
+                    "headers": {
+                        **script,
+                        **TUS,
+                        "Upload-Length": "10",
+                        "Upload-Metadata": _meta(filename="a.jpg", target=f"albums/{album}"),
+                    }
+                },
+            )
+            for refused in (dropped, started):
+                assert refused.status_code == 404, refused.text
+                error = refused.json()["error"]
+                assert error["code"] == "not_found"
+                assert (
+                    "shared with you as a viewer: you may see it, but not add to it"
+                    in (error["message"])
+                )
+        shown = Person(signed_out, None).call("GET", link.url, {}).text
+        assert "Shared with you by \u201cme\u201d" in shown and 'id="link-own"' not in shown
+        me = Person(me_client, sign_in(me_client, "me", "me-password-4"))
+        own = me.call("GET", link.url, {}).text
+        assert 'id="link-own"' in own and "Shared with you" not in own

@@ -39,7 +39,14 @@ from conveyor.media import albums as views
 from conveyor.media import queries
 from conveyor.media.deletion import delete_album, delete_item
 from conveyor.media.intake import accept_media
-from conveyor.media.sharing import Access, album_access, item_access, may_delete, owned_album
+from conveyor.media.sharing import (
+    Access,
+    album_access,
+    contributable,
+    item_access,
+    may_delete,
+    owned_album,
+)
 from conveyor.pipeline import resume
 
 __all__ = ["router"]
@@ -106,11 +113,8 @@ def _item(view: dict[str, Any]) -> dict[str, Any]:
 
 def _contributable(conn: Connection, album_id: int, user: str) -> Access:
     """The album ``user`` may add to (theirs, or shared with them as a contributor); a viewer
-    is answered as a stranger is."""
-    access = album_access(conn, album_id, user)
-    if not access.may_add:
-        raise NotFound(f"album {album_id} does not exist")
-    return access
+    gets a stranger's 404, told they may not add to it."""
+    return contributable(conn, album_id, user)
 
 
 def _item_of(state: ApiState, item_id: int, user: str) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from conveyor.cli.exits import ExitCode
 from conveyor.cli.groups import CommandGroup
 from conveyor.cli.output import JsonOption, console, fail, no_such_id, note, print_json, table
 from conveyor.cli.settings import make_runtime
+from conveyor.kinds import SHELL_USER
 
 if TYPE_CHECKING:
     from conveyor.runtime import Runtime
@@ -18,9 +19,6 @@ __all__ = ["tokens_app", "users_app"]
 
 users_app = CommandGroup(help="Owners of records and albums.")
 tokens_app = CommandGroup(help="Bearer tokens of the HTTP API.")
-
-#: The shell's own user: what a command adds without ``--owner`` belongs to it.
-SHELL_USER = "me"
 
 
 def _ask_password(name: str) -> str:

@@ -12,7 +12,7 @@ from starlette.responses import Response
 from conveyor import __version__
 from conveyor.web.auth import current_viewer
 from conveyor.web.queries import PLACE_LIMIT
-from conveyor.web.words import duration_words, halt_words, stage_words
+from conveyor.web.words import duration_words, halt_words, person_words, stage_words
 
 __all__ = ["PAGE_HEADERS", "render"]
 
@@ -41,6 +41,7 @@ _env.globals.update(
     stage_words=stage_words,
     halt_words=halt_words,
     duration_words=duration_words,
+    person_words=person_words,
     place_limit=PLACE_LIMIT,
 )
 _templates = Jinja2Templates(env=_env)

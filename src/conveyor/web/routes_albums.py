@@ -28,6 +28,7 @@ from conveyor.media import albums as album_views
 from conveyor.media import queries as media_queries
 from conveyor.media.intake import accept_media
 from conveyor.media.sharing import (
+    ADD,
     LINK,
     Access,
     album_access,
@@ -191,8 +192,8 @@ async def album_upload(
     runtime = state.runtime
     max_bytes = runtime.settings.api.max_upload_bytes
     access = await anyio.to_thread.run_sync(_access, state, album_id, viewer.name)
-    if not access.may_add:  # a viewer: as for an album that does not exist
-        raise NotFound(f"album {album_id} does not exist")
+    if not access.may_add:  # a viewer: a stranger's 404, saying they may not add to it
+        raise access.refused(ADD)
 
     def accept(chunks: Iterator[bytes], upload: Upload) -> int:
         return accept_media(

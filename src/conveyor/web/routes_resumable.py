@@ -54,7 +54,7 @@ from conveyor.audio.intake import accept_audio
 from conveyor.error_codes import ErrorCode
 from conveyor.errors import Duplicate, NotFound, RejectedInput
 from conveyor.media.intake import accept_media
-from conveyor.media.sharing import album_access
+from conveyor.media.sharing import ADD, album_access, contributable
 from conveyor.names import kept_name
 from conveyor.web.auth import CsrfHeader
 from conveyor.web.routes_records import UPLOAD_FIELDS
@@ -204,9 +204,8 @@ async def tus_create(request: Request, state: State, viewer: CsrfHeader) -> Resp
         if not target.startswith("albums/") or not album.isdigit() or len(album) > 10:
             raise ApiError(ErrorCode.BAD_REQUEST, "target is records or albums/ID")
         with runtime.engine.connect() as conn:
-            # Yours, or shared with you as a contributor; a viewer's answer is a stranger's.
-            if not album_access(conn, int(album), viewer.name).may_add:
-                raise NotFound(f"album {album} does not exist")
+            # Yours, or shared with you as a contributor; a viewer gets a stranger's 404.
+            contributable(conn, int(album), viewer.name)
     else:
         unknown = set(meta) - UPLOAD_FIELDS - {"filename", "target", "filetype", "name", "type"}
         if unknown:
@@ -360,7 +359,7 @@ def _finish(state: ApiState, folder: Path, upload_id: str, saved: dict[str, Any]
         with runtime.engine.connect() as conn:
             access = album_access(conn, album_id, saved["owner"])
         if not access.may_add:  # no longer a contributor since the upload began
-            raise NotFound(f"album {album_id} does not exist")
+            raise access.refused(ADD)
         item_id = accept_media(
             runtime.engine,
             runtime.store,

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from conveyor.halts import known
+from conveyor.kinds import SHELL_USER
 from conveyor.runtime import DECLARATIONS, halt_reasons
 
 __all__ = [
     "duration_words",
     "event_words",
     "halt_words",
+    "person_words",
     "resume_helps",
     "size_words",
     "stage_words",
@@ -41,6 +43,12 @@ def resume_helps(reason: str | None) -> bool:
     True for a reason this version does not know): when not, the page offers deleting first."""
     member = known(reason, halt_reasons()) if reason is not None else None
     return True if member is None else member.resume_helps
+
+
+def person_words(name: str) -> str:
+    """A user's name in a sentence (``Shared with you by …``): the shell's user ``me`` in
+    quotes, so a page does not read as if the reader had shared it."""
+    return f"“{name}”" if name == SHELL_USER else name
 
 
 def duration_words(seconds: float | None) -> str:

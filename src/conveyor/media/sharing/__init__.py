@@ -29,12 +29,15 @@ from conveyor.media import queries as media_queries
 from conveyor.media.sharing import queries
 
 __all__ = [
+    "ADD",
+    "CHANGE",
     "LINK",
     "LINK_PAGE",
     "OWNER",
     "Access",
     "IssuedLink",
     "album_access",
+    "contributable",
     "create_link",
     "item_access",
     "link_access",
@@ -53,6 +56,9 @@ __all__ = [
 OWNER = "owner"
 #: The role of whoever holds a link.
 LINK = "link"
+#: What a viewer may not do to an album (:meth:`Access.refused`), and what only its owner may.
+ADD = "add to it"
+CHANGE = "change it"
 #: Where a link's page is (``/s/<token>``), on the server's address.
 LINK_PAGE = "/s/"
 #: Longest expiry a link may be given: ten years, in seconds.
@@ -92,6 +98,15 @@ class Access:
     def may_add(self) -> bool:
         """True for the owner and contributors."""
         return self.role in (OWNER, ShareRole.CONTRIBUTOR)
+
+    def refused(self, what: str) -> NotFound:
+        """The refusal of ``what`` (``add to it``, ``change it``) to someone who may see the
+        album but not do that: 404 ``not_found`` as to a stranger (docs/http.md), in words
+        that say the album is there and what they may not do, not that it does not exist."""
+        return NotFound(
+            f"album {self.album_id} is shared with you as a {self.role}: you may see it, but "
+            f"not {what} (only {'its owner or a contributor' if what == ADD else 'its owner'})"
+        )
 
 
 @dataclass(frozen=True)
@@ -156,7 +171,21 @@ def owned_album(conn: Connection, album_id: int, owner: str) -> Access:
     """
     access = album_access(conn, album_id, owner)
     if not access.is_owner:
-        raise _missing_album(album_id)
+        raise access.refused(CHANGE)
+    return access
+
+
+def contributable(conn: Connection, album_id: int, user: str) -> Access:
+    """The album when ``user`` may add to it: their own, or shared with them as a
+    contributor.
+
+    Raises:
+        NotFound: no such album, or not theirs nor shared with them, or shared with them as a
+            viewer (:meth:`Access.refused`: said so, with the same 404).
+    """
+    access = album_access(conn, album_id, user)
+    if not access.may_add:
+        raise access.refused(ADD)
     return access
 
 
