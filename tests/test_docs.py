@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from typer.core import TyperOption
 
 from conveyor.cli.exits import ExitCode
-from conveyor.config import Settings
+from conveyor.config import Settings, provider_sections
 from conveyor.error_codes import ErrorCode
 from conveyor.halts import HaltReason
 from conveyor.runtime import DECLARATIONS, Runtime, halt_reasons
@@ -74,6 +74,35 @@ def test_every_config_key_is_documented_with_its_default() -> None:
             assert f"`[{where}] {name}`" in text, f"[{where}] {name} is not documented"
             if default is not None:
                 assert f"`{default}`" in text
+
+
+def _provider_rows() -> list[str]:
+    """The settings table's rows of every provider's own keys, as their declarations give them
+    (``SETTINGS`` in each backend module: default, and the docstring under the key)."""
+    rows = []
+    for name, model in provider_sections().items():
+        for key, field in model.model_fields.items():
+            default = "unset" if field.default is None else f"`{field.default}`"
+            meaning = " ".join((field.description or "").split())
+            variable = f"CONVEYOR_TRANSCRIPTION__{name.upper()}__{key.upper()}"
+            rows.append(
+                f"| `[transcription.{name}] {key}` | `{variable}` | {default} | {meaning} |"
+            )
+    return rows
+
+
+def test_the_settings_table_has_each_providers_keys_as_its_backend_declares_them() -> None:
+    """Both ways: every key a provider backend declares has its row, word for word (the
+    message gives the rows to paste), and no row names a provider key that is not declared."""
+    lines = (DOCS / "operations.md").read_text().splitlines()
+    expected = _provider_rows()
+    missing = [row for row in expected if row not in lines]
+    assert not missing, "docs/operations.md lacks these rows:\n" + "\n".join(missing)
+    documented = [line for line in lines if line.startswith("| `[transcription.")]
+    stale = [line for line in documented if line not in expected]
+    assert not stale, "docs/operations.md has provider rows no backend declares:\n" + "\n".join(
+        stale
+    )
 
 
 def _default_shown(param: Any) -> str | None:

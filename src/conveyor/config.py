@@ -22,12 +22,14 @@ listed with its default in ``docs/operations.md``.
 from __future__ import annotations
 
 import difflib
+import importlib
 import ipaddress
 import os
+import pkgutil
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 from pydantic import (
     BaseModel,
@@ -35,6 +37,7 @@ from pydantic import (
     Field,
     SecretStr,
     ValidationError,
+    create_model,
     field_validator,
     model_validator,
 )
@@ -48,18 +51,19 @@ from pydantic_settings import (
 from conveyor.errors import ConfigError
 
 __all__ = [
+    "PROVIDER_BACKENDS",
     "ApiSettings",
     "DatabaseSettings",
     "MediaSettings",
-    "OpenAISettings",
     "PipelineSettings",
+    "ProviderSettings",
     "Settings",
-    "SpeechKitSettings",
     "StorageSettings",
     "TranscriptionSettings",
     "config_file",
     "environment_problems",
     "load_settings",
+    "provider_sections",
     "setting_name",
     "setting_origin",
     "settings_problems",
@@ -201,62 +205,62 @@ class PipelineSettings(_Section):
     free (fast steps); such a claim holds its record about a second until its step starts."""
 
 
-class SpeechKitSettings(_Section):
-    """``[transcription.speechkit]``: Yandex SpeechKit v3 asynchronous recognition.
+class ProviderSettings(_Section):
+    """A recognition provider's own keys, ``[transcription.<name>]``: a provider with keys of
+    its own declares their model as ``SETTINGS`` in its backend module
+    (``conveyor/providers/backends/<name>.py``), and :class:`TranscriptionSettings` takes each
+    as the section named as the module, as ``[transcription] provider`` names it. Environment
+    variables (``CONVEYOR_TRANSCRIPTION__<NAME>__<KEY>``), the config file's keys, the "did you
+    mean" hints, relative paths (a ``Path`` key is relative to the config file's folder) and the
+    hiding of secrets follow from the model, as for every other section.
 
-    The credential is never written here (D16): it is read from the file ``key_file`` names, else
-    from the environment variable ``key_env``.
+    The docstring under each key is its documentation (``docs/operations.md`` has it, held by
+    ``tests/test_docs.py``).
     """
 
-    endpoint: str = "https://stt.api.cloud.yandex.net"
-    """Base URL of the recognition API (``/stt/v3/recognizeFileAsync``, ``/stt/v3/getRecognition``
-    are appended)."""
-    operation_endpoint: str = "https://operation.api.cloud.yandex.net"
-    """Base URL of the Operation service (``/operations/{id}``)."""
-    model: str = "general"
-    """Recognition model: ``general``, ``general:rc``, or ``deferred-general`` (cheaper; done
-    within 24 h)."""
-    auth: Literal["api_key", "iam_token"] = "api_key"
-    """Which credential the key is: a service account's API key, or an IAM token."""
-    key_env: str = "SPEECHKIT_API_KEY"
-    """Environment variable holding the credential (when ``key_file`` is unset)."""
-    key_file: Path | None = None
-    """File holding only the credential."""
-    audio_uri: str | None = None
-    """Send an Object Storage link instead of the bytes: a prefix such as
-    ``https://storage.yandexcloud.net/<bucket>/`` to which the normalized audio's object key is
-    appended (the bucket must hold the store's objects). Unset = the audio travels inline."""
-    poll_quota_per_hour: int = Field(default=2500, ge=1)
-    """Operation checks this process may make per hour (SpeechKit allows 2,500 per account)."""
-    timeout: float = Field(default=60.0, gt=0)
-    """Seconds an HTTP call may take."""
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    @classmethod
+    def section(cls) -> str:
+        """The section's name: its backend module's (``openai`` for ``backends/openai.py``)."""
+        return cls.__module__.rpartition(".")[2]
+
+    @classmethod
+    def of(cls, settings: _TranscriptionKeys) -> Self:
+        """This provider's section of ``settings`` (``[transcription]``)."""
+        section = getattr(settings, cls.section())
+        if not isinstance(section, cls):
+            raise TypeError(f"[transcription.{cls.section()}] is not {cls.__name__}")
+        return section
 
 
-class OpenAISettings(_Section):
-    """``[transcription.openai]``: OpenAI or any server speaking ``POST /v1/audio/transcriptions``.
-
-    The key is never written here (D16): it is read from the file ``key_file`` names, else from the
-    environment variable ``key_env``; self-hosted servers without keys need neither.
-    """
-
-    base_url: str = "https://api.openai.com/v1"
-    """Base URL; ``/audio/transcriptions`` is appended."""
-    model: str = "whisper-1"
-    """Model name sent with each request (``whisper-1``, ``gpt-4o-transcribe``, a local one)."""
-    key_env: str = "OPENAI_API_KEY"
-    """Environment variable holding the key (when ``key_file`` is unset)."""
-    key_file: Path | None = None
-    """File holding only the key."""
-    max_request_bytes: int = Field(default=26_214_400, ge=65_536)
-    """Largest upload one request may carry (OpenAI: 25 MiB); longer recordings are split."""
-    bitrate: int = Field(default=32_000, ge=6_000, le=256_000)
-    """Opus bit rate in bit/s of the uploaded audio."""
-    timeout: float = Field(default=600.0, gt=0)
-    """Seconds one transcription request may take."""
+#: The package of the provider backends, one module per ``[transcription] provider`` name
+#: (:mod:`conveyor.providers.registry`). Read by name: the settings are below the providers'
+#: layer, so their sections are found as plug-ins are, not imported.
+PROVIDER_BACKENDS = "conveyor.providers.backends"
 
 
-class TranscriptionSettings(_Section):
-    """``[transcription]``: the speech recognition provider."""
+def provider_sections() -> dict[str, type[ProviderSettings]]:
+    """Each provider backend's own settings model (its ``SETTINGS``), by section name, sorted:
+    the backends without keys of their own are left out."""
+    package = importlib.import_module(PROVIDER_BACKENDS)
+    found: dict[str, type[ProviderSettings]] = {}
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"{PROVIDER_BACKENDS}.{info.name}")
+        model = getattr(module, "SETTINGS", None)
+        if model is None:
+            continue
+        if not (isinstance(model, type) and issubclass(model, ProviderSettings)):
+            raise TypeError(f"{module.__name__}.SETTINGS is not a ProviderSettings model")
+        if model.section() != info.name:
+            raise TypeError(f"{module.__name__}.SETTINGS is declared in {model.__module__}")
+        found[info.name] = model
+    return found
+
+
+class _TranscriptionKeys(_Section):
+    """``[transcription]``: the speech recognition provider (the keys every provider reads;
+    each provider's own section is added by :data:`TranscriptionSettings`)."""
 
     provider: str = "local"
     """Recognition provider: ``local`` runs faster-whisper in recognizer processes on this
@@ -294,10 +298,6 @@ class TranscriptionSettings(_Section):
     channels: Literal["mix", "separate"] = "mix"
     """``mix``: every channel and audio track is mixed into one; ``separate``: each is recognised
     on its own and its segments are labelled (``local`` provider; others receive the mix)."""
-    speechkit: SpeechKitSettings = SpeechKitSettings()
-    """``[transcription.speechkit]``."""
-    openai: OpenAISettings = OpenAISettings()
-    """``[transcription.openai]``."""
 
     @field_validator("language")
     @classmethod
@@ -306,6 +306,32 @@ class TranscriptionSettings(_Section):
         if value is None:
             return None
         return value.strip().lower() or None
+
+
+def _with_provider_sections() -> type[_TranscriptionKeys]:
+    """``[transcription]`` with each provider's own section (:func:`provider_sections`)."""
+    sections = provider_sections()
+    fields: dict[str, Any] = {
+        name: (model, Field(default_factory=model, description=f"``[transcription.{name}]``."))
+        for name, model in sections.items()
+    }
+    return create_model(
+        "TranscriptionSettings",
+        __base__=_TranscriptionKeys,
+        __module__=__name__,
+        __doc__=_TranscriptionKeys.__doc__,
+        **fields,
+    )
+
+
+# Type checkers see the keys every provider shares; a provider reads its own section through
+# its model (``OpenAISettings.of(settings)``), so nothing needs the assembled class's fields.
+if TYPE_CHECKING:
+    TranscriptionSettings = _TranscriptionKeys
+else:
+    TranscriptionSettings = _with_provider_sections()
+"""``[transcription]``: the keys every provider reads, and a section per provider with keys
+of its own (``[transcription.openai]``), as its backend module declares it."""
 
 
 class MediaSettings(_Section):
@@ -386,13 +412,22 @@ def config_file() -> Path | None:
     return local if local.exists() else None
 
 
-#: Keys whose value is a path (``section.key``), made absolute against the config file's folder.
+def _is_path(annotation: Any) -> bool:
+    return annotation is Path or Path in getattr(annotation, "__args__", ())
+
+
+#: Keys whose value is a path (``section.key``), made absolute against the config file's folder:
+#: a provider's own ``Path`` keys (``key_file``) as well.
 _PATH_KEYS = (
     ("storage", "root"),
     ("storage", "work_dir"),
     ("transcription", "model_cache"),
-    ("transcription", "speechkit", "key_file"),
-    ("transcription", "openai", "key_file"),
+    *(
+        ("transcription", name, key)
+        for name, model in provider_sections().items()
+        for key, field in model.model_fields.items()
+        if _is_path(field.annotation)
+    ),
 )
 
 

@@ -16,7 +16,14 @@ import pytest
 
 from conveyor.cli.exits import ExitCode
 from conveyor.cli.output import setup_logging
-from conveyor.config import Settings, TranscriptionSettings, environment_problems
+from conveyor.config import (
+    Settings,
+    TranscriptionSettings,
+    environment_problems,
+    load_settings,
+    provider_sections,
+)
+from conveyor.errors import ConfigError
 from conveyor.providers.local import device_problem
 from conveyor.providers.registry import names
 from tests.support.cli_run import invoke, run
@@ -230,3 +237,40 @@ def test_log_lines_are_iso_8601_utc_and_carry_no_credentials(
     line = stream.getvalue()
     assert ISO_LINE.match(line), line
     assert SECRET not in line and "postgresql://u:***@db/x" in line
+
+
+def test_a_providers_own_keys_are_settings_like_every_other(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A provider's own section is the ``SETTINGS`` its backend module declares: its keys are
+    read from the file and the environment under ``[transcription.<name>]``, a mistyped one is
+    named with the likely key, and its ``Path`` keys are relative to the config file's folder."""
+    sections = provider_sections()
+    assert {"openai", "speechkit"} <= set(sections)
+    variables = {
+        f"CONVEYOR_TRANSCRIPTION__{name.upper()}__{key.upper()}": "1"
+        for name, model in sections.items()
+        for key in model.model_fields
+    }
+    assert environment_problems(variables) == []
+    (problem,) = environment_problems({"CONVEYOR_TRANSCRIPTION__OPENAI__MODLE": "x"})
+    assert "did you mean CONVEYOR_TRANSCRIPTION__OPENAI__MODEL?" in problem
+    etc = tmp_path / "etc"
+    etc.mkdir()
+    (etc / "conveyor.toml").write_text(
+        '[transcription.speechkit]\nkey_file = "speechkit.key"\nmodel = "general:rc"\n'
+    )
+    monkeypatch.setenv("CONVEYOR_CONFIG", str(etc / "conveyor.toml"))
+    monkeypatch.setenv("CONVEYOR_TRANSCRIPTION__OPENAI__MODEL", "gpt-4o-transcribe")
+    transcription = load_settings().transcription
+    speechkit = sections["speechkit"].of(transcription)
+    assert speechkit.model_dump()["key_file"] == etc / "speechkit.key"
+    assert speechkit.model_dump()["model"] == "general:rc"
+    assert sections["openai"].of(transcription).model_dump()["model"] == "gpt-4o-transcribe"
+    (etc / "conveyor.toml").write_text('[transcription.openai]\nbase_url = "x"\nmodle = "y"\n')
+    with pytest.raises(ConfigError) as refused:
+        load_settings()
+    assert (
+        f"{etc / 'conveyor.toml'} line 3: [transcription.openai] modle is not a setting; "
+        "did you mean [transcription.openai] model?" in str(refused.value)
+    )

@@ -17,8 +17,8 @@ import pytest
 from sqlalchemy import Engine
 
 from conveyor.audio.cards import transcript_of
-from conveyor.config import OpenAISettings
 from conveyor.pipeline import resume
+from conveyor.providers.backends.openai import OpenAISettings
 from conveyor.providers.local import whisper_languages
 from conveyor.providers.openai_compatible import OpenAICompatibleProvider
 from conveyor.testing import FakeClock

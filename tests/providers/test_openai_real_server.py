@@ -26,7 +26,7 @@ from sqlalchemy import Engine
 
 from conveyor.audio.cards import transcript_of
 from conveyor.audio.vocabulary import set_owner_vocabulary
-from conveyor.config import OpenAISettings
+from conveyor.providers.backends.openai import OpenAISettings
 from conveyor.providers.local import whisper_languages
 from conveyor.providers.openai_compatible import OpenAICompatibleProvider
 from conveyor.providers.whisper_model import resolve_model

@@ -14,10 +14,10 @@ import pytest
 from sqlalchemy import Engine
 
 from conveyor.audio.cards import transcript_of
-from conveyor.config import SpeechKitSettings
 from conveyor.errors import ConfigError
 from conveyor.pipeline import resume
 from conveyor.providers import RecognitionRequest
+from conveyor.providers.backends.speechkit import SpeechKitSettings
 from conveyor.providers.speechkit import SpeechKitProvider, iter_stream
 from conveyor.testing import FakeClock
 from tests.support.loopback import KEY, Loopback, SpeechKitState, speechkit_server

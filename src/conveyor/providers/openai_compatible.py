@@ -28,8 +28,8 @@ from typing import Any
 
 import httpx
 
-from conveyor.config import OpenAISettings
 from conveyor.files import write_atomic
+from conveyor.providers.backends.openai import OpenAISettings
 from conveyor.providers.base import (
     PollResult,
     ProviderRejected,

@@ -5,9 +5,12 @@ A provider implements :class:`~conveyor.providers.base.RecognitionProvider`; its
 ``providers/backends/`` (named as the setting names it) holds ``BACKEND``, a
 :class:`ProviderBackend` that says how to build it, which languages it accepts, the model it
 answers with, and why it cannot run on this machine (:attr:`ProviderBackend.check`, for
-start-up). Adding a provider is adding that module. The names the setting accepts are the
-modules there (:func:`names`, :func:`backend_for`); a backend module imports its provider's code
-only when the provider is built, so a process never loads a provider it does not use.
+start-up), and, when the provider has keys of its own, ``SETTINGS``: their
+:class:`~conveyor.config.ProviderSettings` model, which the settings take as the section
+``[transcription.<name>]``. Adding a provider is adding that module. The names the setting
+accepts are the modules there (:func:`names`, :func:`backend_for`); a backend module imports its
+provider's code only when the provider is built, so a process never loads a provider it does
+not use.
 """
 
 from __future__ import annotations
@@ -20,12 +23,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from conveyor.clock import Clock
-from conveyor.config import TranscriptionSettings, setting_origin
 from conveyor.errors import ConfigError
-from conveyor.providers import backends
 
 if TYPE_CHECKING:
+    from conveyor.config import TranscriptionSettings
     from conveyor.providers.base import RecognitionProvider
+
+# Neither the settings nor the backends package are imported here at first: the settings import
+# every backend module to find its own section (conveyor.config.provider_sections), and a
+# backend module imports this one for ProviderBackend.
 
 __all__ = ["ProviderBackend", "ProviderPlace", "backend_for", "names"]
 
@@ -69,6 +75,8 @@ class ProviderBackend:
 
 def names() -> list[str]:
     """The names ``[transcription] provider`` accepts: one per backend module."""
+    from conveyor.providers import backends
+
     return sorted(m.name for m in pkgutil.iter_modules(backends.__path__))
 
 
@@ -79,6 +87,8 @@ def backend_for(settings: TranscriptionSettings) -> ProviderBackend:
         ConfigError: no provider of that name, said as a settings error is (where it was set,
             the key, the names there are).
     """
+    from conveyor.config import PROVIDER_BACKENDS, setting_origin
+
     known = names()
     if settings.provider not in known:
         where = ("transcription", "provider")
@@ -86,6 +96,6 @@ def backend_for(settings: TranscriptionSettings) -> ProviderBackend:
             f"{setting_origin(where)}[transcription] provider: {settings.provider!r} is not a "
             f"provider; use one of {', '.join(known)}"
         )
-    module = importlib.import_module(f"{backends.__name__}.{settings.provider}")
+    module = importlib.import_module(f"{PROVIDER_BACKENDS}.{settings.provider}")
     backend: ProviderBackend = module.BACKEND
     return backend

@@ -30,7 +30,7 @@ from typing import Any
 import httpx
 
 from conveyor.clock import Clock, SystemClock
-from conveyor.config import SpeechKitSettings
+from conveyor.providers.backends.speechkit import SpeechKitSettings
 from conveyor.providers.base import (
     PollResult,
     ProviderBusy,

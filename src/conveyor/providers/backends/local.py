@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from conveyor.config import TranscriptionSettings
 from conveyor.providers.registry import ProviderBackend, ProviderPlace
 
 if TYPE_CHECKING:
+    from conveyor.config import TranscriptionSettings
     from conveyor.providers.base import RecognitionProvider
 
 __all__ = ["BACKEND"]
