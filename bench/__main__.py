@@ -78,7 +78,7 @@ class Report:
         self.rows.append(row)
         seconds = f"{row.seconds:.3f} s" if row.seconds is not None else "-"
         cpu = f"{row.cpu:.3f} s CPU" if row.cpu is not None else "-"
-        peak = f"{row.peak_rss_mb:.0f} MB" if row.peak_rss_mb is not None else "-"
+        peak = f"{row.peak_rss_mb:.0f} MiB" if row.peak_rss_mb is not None else "-"
         print(f"    {subject} | {method} | {seconds} | {cpu} | {peak} {note}", file=sys.stderr)
         return row
 
@@ -233,12 +233,12 @@ def _media_add(report: Report, photo: Path, args: argparse.Namespace, *, pillow:
     result = best(results)
     row = report.add("images", "hdr avif 20 MP", "conveyor media add (process)", result)
     if result is None:
-        report.target("HDR AVIF `media add` ≤ 300 MB peak RSS", "failed", False)
+        report.target("HDR AVIF `media add` ≤ 300 MiB peak RSS", "failed", False)
         return
     row.seconds = result.wall
     report.target(
-        "HDR AVIF `media add` ≤ 300 MB peak RSS",
-        f"{result.peak_rss_mb:.0f} MB",
+        "HDR AVIF `media add` ≤ 300 MiB peak RSS",
+        f"{result.peak_rss_mb:.0f} MiB",
         result.peak_rss_mb <= 300,
     )
     if pillow.seconds:
@@ -383,8 +383,8 @@ def audio(report: Report, args: argparse.Namespace) -> None:
     if rss:
         longest = max(rss)
         report.target(
-            "normalize peak RSS independent of duration, 6 h ≤ 150 MB",
-            ", ".join(f"{h:g} h: {mb:.0f} MB" for h, mb in sorted(rss)),
+            "normalize peak RSS independent of duration, 6 h ≤ 150 MiB",
+            ", ".join(f"{h:g} h: {mb:.0f} MiB" for h, mb in sorted(rss)),
             longest[1] <= 150 and max(mb for _, mb in rss) - min(mb for _, mb in rss) < 20,
         )
 
@@ -464,7 +464,7 @@ def _print(report: Report) -> None:
             section = row.section
             print(f"\n## {section}\n")
             print(
-                f"{'input':28} {'method':30} {'seconds':>9} {'CPU s':>9} {'peak RSS MB':>12}  note"
+                f"{'input':28} {'method':30} {'seconds':>9} {'CPU s':>9} {'peak RSS MiB':>12}  note"
             )
         seconds = f"{row.seconds:9.3f}" if row.seconds is not None else f"{'-':>9}"
         cpu = f"{row.cpu:9.3f}" if row.cpu is not None else f"{'-':>9}"

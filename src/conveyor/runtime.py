@@ -52,7 +52,7 @@ def default_model_cache() -> Path:
     """Where the bundled Whisper model is assembled unless ``[transcription] model_cache`` says.
 
     ``$XDG_CACHE_HOME/conveyor/models`` (``~/.cache/conveyor/models``): shared by every storage
-    root of the user, so the 145 MB model is assembled once per machine, not per installation.
+    root of the user, so the 143 MiB model is assembled once per machine, not per installation.
     """
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "conveyor" / "models"
