@@ -1,0 +1,44 @@
+"""Every revision upgrades a database made by the one before it with records in every stage of
+both domains, each kept as it was (D15): here for each revision that has no upgrade test of its
+own (``test_migration_<revision>.py``), such as one that only widens a kind's CHECK constraint
+for a new ``MediaKind``. A revision that changes or adds columns has its own test, which reads
+what it changed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine
+
+from conveyor.db.migrate import current_revision, shipped_revisions, upgrade
+from tests.support.old_database import assert_kept, database_at, fill_for_alice
+
+HERE = Path(__file__).parent
+OWN_TESTS = {p.stem.rpartition("_")[2] for p in HERE.glob("test_migration_*.py")}
+# The filled records need the columns every revision since 0003 has, and a users table (0004).
+SHIPPED = [r for r in shipped_revisions() if r >= "0005"]
+WITHOUT_OWN_TEST = [r for r in SHIPPED if r not in OWN_TESTS]
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def before(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
+    """A database at the revision before the test's ``revision``, on both databases."""
+    revision = request.getfixturevalue("revision")
+    yield from database_at(f"{int(revision) - 1:04d}", request, tmp_path)
+
+
+@pytest.mark.parametrize("revision", WITHOUT_OWN_TEST)
+def test_a_revision_without_its_own_test_keeps_every_record(revision: str, before: Engine) -> None:
+    with before.begin() as conn:
+        kept = fill_for_alice(conn)
+    upgrade(before, revision)
+    assert current_revision(before) == revision
+    assert_kept(before, kept)
+
+
+def test_the_revisions_with_tests_of_their_own_are_shipped_ones() -> None:
+    """A ``test_migration_<revision>.py`` names a revision that exists (a renamed or removed
+    revision would leave its test behind, and this test would skip the real one)."""
+    assert OWN_TESTS - {"0003", "0004"} <= set(SHIPPED)
