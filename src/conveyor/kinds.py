@@ -54,7 +54,8 @@ class MediaKind(StrEnum):
     Each member's :class:`KindTraits` (in ``_TRAITS`` below) say what is done differently for
     it; code asks the kind (``kind.plays``), it does not compare its word. A new kind is a
     member and its traits here, how intake tells it (``media.intake.probe_upload``) and a
-    revision that widens the CHECK constraint.
+    revision that widens the CHECK constraint (on SQLite the table is rebuilt with foreign keys
+    off, as revision 0018 rebuilds it: Alembic's batch mode would delete every role row).
     """
 
     PHOTO = "photo"

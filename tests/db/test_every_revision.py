@@ -1,8 +1,12 @@
 """Every revision upgrades a database made by the one before it with records in every stage of
-both domains, each kept as it was (D15): here for each revision that has no upgrade test of its
-own (``test_migration_<revision>.py``), such as one that only widens a kind's CHECK constraint
-for a new ``MediaKind``. A revision that changes or adds columns has its own test, which reads
-what it changed."""
+both domains and their items' role rows, each kept as it was (D15): here for each revision that
+has no upgrade test of its own (``test_migration_<revision>.py``), such as one that only widens a
+kind's CHECK constraint for a new ``MediaKind``. A revision that changes or adds columns has its
+own test, which reads what it changed.
+
+On SQLite a CHECK of ``media_items`` changes only by rebuilding the table, and a rebuild with
+foreign keys on (Alembic's batch mode) deletes every role row and album event that cascades from
+it: revision 0018 shows the rebuild that keeps them, and the role rows here catch the other."""
 
 from __future__ import annotations
 
@@ -10,9 +14,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine, insert, select
 
 from conveyor.db.migrate import current_revision, shipped_revisions, upgrade
+from conveyor.db.tables import media_items, media_objects
 from tests.support.old_database import assert_kept, database_at, fill_for_alice
 
 HERE = Path(__file__).parent
@@ -33,9 +38,24 @@ def before(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
 def test_a_revision_without_its_own_test_keeps_every_record(revision: str, before: Engine) -> None:
     with before.begin() as conn:
         kept = fill_for_alice(conn)
+        items = conn.execute(select(media_items.c.id)).scalars().all()
+        conn.execute(
+            insert(media_objects), [{"item_id": i, "role": "original", "file_id": 1} for i in items]
+        )
+        roles = _roles(conn)
     upgrade(before, revision)
     assert current_revision(before) == revision
     assert_kept(before, kept)
+    with before.connect() as conn:
+        # A table rebuilt with foreign keys on (SQLite) would have taken these with it.
+        assert _roles(conn) == roles, "role rows lost: a rebuild cascaded to media_objects"
+
+
+def _roles(conn: Connection) -> list[tuple[object, ...]]:
+    rows = conn.execute(
+        select(media_objects).order_by(media_objects.c.item_id, media_objects.c.role)
+    )
+    return [tuple(r) for r in rows]
 
 
 def test_the_revisions_with_tests_of_their_own_are_shipped_ones() -> None:
