@@ -666,9 +666,8 @@ def settings_problems(error: ValidationError) -> list[str]:
             likely = _likely_key(where)
             hint = ""
             if likely:
-                shown = " or ".join(
-                    f"[{k.rpartition('.')[0]}] {k.rpartition('.')[2]}" for k in likely.split(" or ")
-                )
+                # A misspelt section's likely key is a section: ``[pipeline]``, not ``[] pipeline``.
+                shown = " or ".join(setting_name(tuple(k.split("."))) for k in likely.split(" or "))
                 hint = f"; did you mean {shown}?"
             problems.append(f"{origin}{named} is not a setting{hint}")
             continue

@@ -200,6 +200,13 @@ def test_a_config_file_mistake_names_the_file_the_line_and_the_likely_key(
         in result.stderr
     )
     assert "conveyor.toml line 6: [pipeline] workers: Input should be" in result.stderr
+    (tmp_path / "conveyor.toml").write_text("[pipline]\nworkers = 2\n")
+    section = invoke("records", "list")
+    assert section.exit_code == ExitCode.USAGE
+    assert (
+        "conveyor.toml line 1: [pipline] is not a setting; did you mean [pipeline]?"
+        in section.stderr
+    )
     assert not (tmp_path / "conveyor-data").exists()
     (tmp_path / "conveyor.toml").write_text("[storage]\nroot = data\n")
     broken = invoke("records", "list")

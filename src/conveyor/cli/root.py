@@ -140,6 +140,17 @@ def _exit_for(exc: Exception) -> int:
                 ExitCode.UNAVAILABLE,
             )
             return ExitCode.UNAVAILABLE
+    if type(exc).__module__ == "sqlite3" and type(exc).__name__ == "OperationalError":
+        # The embedded database's own driver error (a commit goes to the driver directly, so
+        # SQLAlchemy does not wrap it): its disk is full or failing, not a fault of Conveyor.
+        detail = str(exc).strip().splitlines()
+        fail(
+            f"the embedded database failed: {detail[0] if detail else type(exc).__name__}; "
+            "check that its folder is writable and its disk has free space, then run the "
+            "command again",
+            ExitCode.UNAVAILABLE,
+        )
+        return ExitCode.UNAVAILABLE
     from conveyor.pipeline.redact import redact
 
     err_console.print(redact("".join(traceback.format_exception(exc))) or "", style="dim")

@@ -116,10 +116,17 @@ def close_connections() -> None:
 def database_unreachable(settings: Settings, exc: BaseException) -> typer.Exit:
     """The Exit for a database that does not answer (the URL's password never shown)."""
     detail = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+    where = describe_database(settings)
+    # An embedded file has no server to start: what fails it is its disk (full, read-only).
+    what = (
+        "that its folder is writable and its disk has free space"
+        if where.startswith("sqlite")
+        else "that the server is running"
+    )
     return fail(
-        f"cannot reach the database {describe_database(settings)}: "
+        f"cannot reach the database {where}: "
         f"{detail[0] if detail else type(exc).__name__}; check [database] url "
-        "(CONVEYOR_DATABASE__URL) and that the server is running",
+        f"(CONVEYOR_DATABASE__URL) and {what}",
         ExitCode.UNAVAILABLE,
     )
 
@@ -130,6 +137,8 @@ def check_schema(runtime: Runtime) -> None:
     Raises:
         typer.Exit: :attr:`ExitCode.UNAVAILABLE` or :attr:`ExitCode.SCHEMA`.
     """
+    import sqlite3
+
     from sqlalchemy.exc import SQLAlchemyError
 
     from conveyor.db.engine import is_postgresql
@@ -161,7 +170,9 @@ def check_schema(runtime: Runtime) -> None:
         if not is_postgresql(runtime.engine):
             runtime.migrate()  # the embedded default upgrades itself
             return
-    except SQLAlchemyError as exc:
+    except (SQLAlchemyError, sqlite3.Error) as exc:
+        # sqlite3's own errors: a revision that rebuilds tables speaks to the driver directly,
+        # so a full disk there is the driver's "database or disk is full", not SQLAlchemy's.
         raise database_unreachable(runtime.settings, exc) from None
     if current is None:
         raise fail(
