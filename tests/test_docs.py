@@ -76,14 +76,35 @@ def test_every_config_key_is_documented_with_its_default() -> None:
                 assert f"`{default}`" in text
 
 
+def _key_docstrings(model: type[BaseModel]) -> dict[str, str]:
+    """Key → the docstring under it in ``model``'s source, whitespace collapsed (as
+    ``scripts/config-table`` reads them; the settings do not load their sources at import)."""
+    import inspect
+
+    docs: dict[str, str] = {}
+    last = None
+    (tree,) = ast.parse(inspect.getsource(model)).body
+    assert isinstance(tree, ast.ClassDef)
+    for node in tree.body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            last = node.target.id
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and last:
+            docs[last] = " ".join(str(node.value.value).split())
+            last = None
+        else:
+            last = None
+    return docs
+
+
 def _provider_rows() -> list[str]:
     """The settings table's rows of every provider's own keys, as their declarations give them
     (``SETTINGS`` in each backend module: default, and the docstring under the key)."""
     rows = []
     for name, model in provider_sections().items():
+        docs = _key_docstrings(model)
         for key, field in model.model_fields.items():
             default = "unset" if field.default is None else f"`{field.default}`"
-            meaning = " ".join((field.description or "").split())
+            meaning = docs.get(key, "")
             variable = f"CONVEYOR_TRANSCRIPTION__{name.upper()}__{key.upper()}"
             rows.append(
                 f"| `[transcription.{name}] {key}` | `{variable}` | {default} | {meaning} |"
