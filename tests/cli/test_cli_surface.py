@@ -268,3 +268,25 @@ def test_an_odd_id_among_several_is_left_alone_cleanly(
         # Resuming named ids that are not halted is a conflict; deleting missing ones not found.
         assert result.exit_code in (ExitCode.NOT_FOUND, ExitCode.CONFLICT), (name, result.output)
         assert "99999999999999999999" in result.output, (name, result.output)
+
+
+def test_no_settings_model_reads_its_source_at_import() -> None:
+    """Every command imports the settings; a model with pydantic's ``use_attribute_docstrings``
+    reads its source file as it is made (``inspect.getmodule`` over ``sys.modules``), which
+    tripled the import of ``conveyor.config`` (bench/bench_cli_start.py). The docstrings
+    under the keys are read from the source by the docs test and ``scripts/config-table``."""
+    from pydantic import BaseModel
+
+    from conveyor.config import Settings
+
+    seen: list[type[BaseModel]] = []
+    models: list[type[BaseModel]] = [Settings]
+    while models:
+        model = models.pop()
+        seen.append(model)
+        for field in model.model_fields.values():
+            kind = field.annotation
+            if isinstance(kind, type) and issubclass(kind, BaseModel) and kind not in seen:
+                models.append(kind)
+    assert len(seen) > 6  # every section, and the providers' own
+    assert [m.__name__ for m in seen if m.model_config.get("use_attribute_docstrings")] == []
