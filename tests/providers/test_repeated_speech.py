@@ -1,9 +1,12 @@
-"""Speech said again is kept: jfk.wav said two and three times in a row, through the real
+"""Speech said again is kept: jfk.wav said two, three and four times in a row, through the real
 model, the recognizer and the provider's parse, gives the sentence as many times as it was said.
 
-Both ways it was lost are covered: Whisper's window-wide compression ratio failing for segments
-of real speech (the gate now judges each segment's own text), and Whisper's fallback sampling
-looping over the whole window (the looping segment is decoded again by beam search alone)."""
+All three ways it was lost are covered: Whisper's window-wide compression ratio failing for
+segments of real speech (the gate now judges each segment's own text), Whisper's fallback sampling
+looping over the whole window (the looping segment is decoded again by beam search alone), and
+Whisper's decoder jumping from one saying to the same words of the next while timing its segment
+over the speech it jumped (the third of three sayings lost its first words; speech no word was
+heard in is decoded again with the segments around it)."""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ import pytest
 
 from conveyor.config import TranscriptionSettings
 from conveyor.providers import LocalWhisperProvider, whisper_recognise
+from conveyor.providers.speech_times import pause_points, unheard_runs
 from tests.support.base_model import MODEL_CACHE, load_base_model
 from tests.support.needs import AUDIO_CORPUS
 
@@ -29,34 +33,62 @@ def model() -> Any:
     return load_base_model()
 
 
-# Said three times (36 s, past Whisper's first 30 s window), the third saying lost its first
-# words on a fresh install of this stop's dependencies, also at the commit this stop began
-# from, so it is the installed stack, not a change of ours; one release back of ctranslate2,
-# onnxruntime, PyAV, numpy, tokenizers and faster-whisper each did not bring it back.
-LOST_AT_THE_WINDOW = pytest.mark.quarantine(
-    reason="the third saying loses its first words at the 30 s window on today's dependencies"
-)
-
-
-@pytest.mark.parametrize("times", [2, pytest.param(3, marks=LOST_AT_THE_WINDOW)])
-def test_a_sentence_said_again_is_kept_every_time(model: Any, tmp_path: Path, times: int) -> None:
+def repeated(times: int, folder: Path) -> Path:
+    """jfk.wav said ``times`` times, each saying followed by a second of silence, as a WAV."""
     from faster_whisper import decode_audio
 
     jfk = decode_audio(str(AUDIO_CORPUS / "jfk.wav"), sampling_rate=16_000)
     pause = np.zeros(16_000, dtype=np.float32)
     audio = np.concatenate([part for _ in range(times) for part in (jfk, pause)])
-    path = tmp_path / f"jfk_{times}.wav"
+    path = folder / f"jfk_{times}.wav"
     with wave.open(str(path), "wb") as sink:
         sink.setnchannels(1)
         sink.setsampwidth(2)
         sink.setframerate(16_000)
         sink.writeframes((audio * 32767).astype("<i2").tobytes())
+    return path
+
+
+def sayings(model: Any, path: Path, work: Path) -> list[int]:
+    """How often the start and the end of the sentence are in the transcript of ``path``."""
     result = whisper_recognise.recognise(
         model, {"input": str(path), "language": None, "beam_size": 5}
     )
-    provider = LocalWhisperProvider(
-        TranscriptionSettings(), tmp_path / "work", model_cache_dir=MODEL_CACHE
-    )
+    provider = LocalWhisperProvider(TranscriptionSettings(), work, model_cache_dir=MODEL_CACHE)
     transcript = provider.parse(json.dumps(result).encode())
     said = " ".join("".join(c if c.isalnum() else " " for c in transcript.text.lower()).split())
-    assert [said.count(part) for part in SAYING] == [times, times], transcript.text
+    return [said.count(part) for part in SAYING]
+
+
+@pytest.mark.parametrize("times", [2, 3, 4])
+def test_a_sentence_said_again_is_kept_every_time(model: Any, tmp_path: Path, times: int) -> None:
+    assert sayings(model, repeated(times, tmp_path), tmp_path / "work") == [times, times]
+
+
+def test_a_recognizer_that_heard_it_before_keeps_every_saying(tmp_path: Path) -> None:
+    """The same recording twice through one freshly loaded (seeded) model, as a warm recognizer
+    hears recording after recording: Whisper's fallback sampling goes on from where the first
+    hearing left it. On the second hearing its decoder jumped from the second saying's "ask" to
+    the third saying's "what you can" and timed that segment from 12 s to 30 s, so the third
+    saying lost "and so my fellow Americans ask not what your" (the speech no word was heard in
+    is now decoded again, with the segment around it)."""
+    model = load_base_model()
+    path = repeated(3, tmp_path)
+    for hearing in range(2):
+        assert sayings(model, path, tmp_path / f"work{hearing}") == [3, 3], hearing
+
+
+def test_speech_no_word_was_heard_in_is_found() -> None:
+    """Pieces of speech (samples at 16 kHz) that no word's middle falls in, a second or more of
+    them in a row; a word's middle just outside a piece still hears it."""
+    second = 16_000
+    pieces = [(0, second), (2 * second, 3 * second), (3 * second + 4_000, 4 * second)]
+    # A word in the first piece only: the next two (1.75 s of speech) were skipped.
+    assert unheard_runs(pieces, [0.5], second) == [(1, 2)]
+    # One in the middle piece too: the last alone is too short to count as skipped...
+    assert unheard_runs(pieces, [0.5, 2.5], second) == []
+    # ...unless any length counts.
+    assert unheard_runs(pieces, [0.5, 2.5], 0) == [(2, 2)]
+    # A middle within 0.1 s of a piece's edge hears it.
+    assert unheard_runs(pieces, [1.05, 1.95, 3.2], second) == []
+    assert pause_points(pieces, 0, 5 * second) == [0, 24_000, 50_000, 5 * second]

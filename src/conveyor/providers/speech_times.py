@@ -35,8 +35,10 @@ __all__ = [
     "SLACK",
     "Stretch",
     "StretchMap",
+    "pause_points",
     "speech_stretches",
     "split_at_pauses",
+    "unheard_runs",
 ]
 
 RATE = 16_000
@@ -86,6 +88,47 @@ def speech_stretches(audio: npt.NDArray[np.float32]) -> list[Stretch]:
         pieces = tuple((max(c, a), min(d, b)) for c, d in runs if c < b and d > a)
         stretches.append(Stretch(start, end, a, b, pieces or ((a, b),)))
     return stretches
+
+
+def unheard_runs(
+    pieces: list[tuple[int, int]], middles: list[float], least: int
+) -> list[tuple[int, int]]:
+    """The runs of consecutive ``pieces`` of speech (samples, in order) that no word was heard
+    in, as ``(first, last)`` piece indices, for the runs holding at least ``least`` samples of
+    speech.
+
+    A piece is heard when the middle of a word (``middles``, seconds of the same audio) falls
+    in it, or within :data:`SLACK` of it. Whisper's decoder can skip speech it believes it has
+    written already (a sentence said again, where it jumps from one saying to the same words of
+    the next one) and still time the segment over the speech it skipped: that speech holds no
+    word's middle. A piece of a second or more always holds a word of real speech Whisper
+    heard, however loose its word times.
+    """
+    slack = int(SLACK * RATE)
+    heard = sorted(int(m * RATE) for m in middles)
+    runs: list[tuple[int, int]] = []
+    first: int | None = None
+    amount = 0
+    for index, (a, b) in enumerate(pieces):
+        k = bisect.bisect_left(heard, a - slack)
+        if k < len(heard) and heard[k] <= b + slack:
+            if first is not None and amount >= least:
+                runs.append((first, index - 1))
+            first, amount = None, 0
+            continue
+        if first is None:
+            first = index
+        amount += b - a
+    if first is not None and amount >= least:
+        runs.append((first, len(pieces) - 1))
+    return runs
+
+
+def pause_points(pieces: list[tuple[int, int]], start: int, end: int) -> list[int]:
+    """Where audio ``[start, end)`` holding ``pieces`` of speech (samples, in order) may be cut
+    without cutting a word: its two ends and the middle of every pause between two pieces."""
+    middles = [(pieces[i - 1][1] + pieces[i][0]) // 2 for i in range(1, len(pieces))]
+    return [start, *[m for m in middles if start < m < end], end]
 
 
 class StretchMap:

@@ -36,13 +36,21 @@ import numpy.typing as npt
 
 from conveyor.providers.gates import LOGPROB_FLOOR, decoded_speech
 from conveyor.providers.language_runs import language_runs
-from conveyor.providers.speech_times import StretchMap, speech_stretches, split_at_pauses
+from conveyor.providers.speech_times import (
+    Stretch,
+    StretchMap,
+    pause_points,
+    speech_stretches,
+    split_at_pauses,
+    unheard_runs,
+)
 
 __all__ = ["WINDOW", "recognise", "windows"]
 
 _RATE = 16_000
 WINDOW = 120  # seconds of audio read at once (a window holds up to 1.5 x this)
 _SEAM_SILENCE_MS = 300  # the shortest pause a window may be cut in
+_SKIPPED = _RATE  # a second of speech no word was heard in: speech the decoder skipped
 
 
 def recognise(model: Any, job: dict[str, Any]) -> dict[str, Any]:
@@ -75,21 +83,36 @@ def _window(
 ) -> list[tuple[list[dict[str, Any]], str, float]]:
     """One window's passes (segments with times from the window's start, language,
     probability): the ordinary single pass, or one pass per run of a language."""
+    stretches = speech_stretches(audio)
+    pieces = [piece for stretch in stretches for piece in stretch.pieces]
     # The ordinary single pass first: what calling faster-whisper directly does.
     whole = _transcribe(model, job, audio, 0, audio.size, job["language"], label)
-    passes = [whole]
+    passes = [((0, audio.size), whole)]
     if job["language"] is None:
         runs = language_runs(model, audio, whole)
         if runs is not None:
             passes = [
-                _transcribe(model, job, audio, start, end, language, label)
+                ((start, end), _transcribe(model, job, audio, start, end, language, label))
                 for start, end, language in runs
             ]
-    passes = [
-        (_recover_loops(model, job, audio, run, label), language, probability)
-        for run, language, probability in passes
+    heard = [
+        (
+            _recover_skipped(
+                model,
+                job,
+                audio,
+                _recover_loops(model, job, audio, run, label),
+                label,
+                language,
+                [(max(a, lo), min(b, hi)) for a, b in pieces if a < hi and b > lo],
+                (lo, hi),
+            ),
+            language,
+            probability,
+        )
+        for (lo, hi), (run, language, probability) in passes
     ]
-    return passes + _recover_dropped(model, job, audio, passes, label)
+    return heard + _recover_dropped(model, job, audio, heard, label, stretches)
 
 
 def _recover_dropped(
@@ -98,8 +121,9 @@ def _recover_dropped(
     audio: npt.NDArray[np.float32],
     passes: list[tuple[list[dict[str, Any]], str, float]],
     label: str | None,
+    stretches: list[Stretch],
 ) -> list[tuple[list[dict[str, Any]], str, float]]:
-    """Passes over the stretches of speech (a second or more) that no word of ``passes``
+    """Passes over the ``stretches`` of speech (a second or more) that no word of ``passes``
     falls in, each heard alone.
 
     Whisper sometimes ends a 30 s window early and never hears the speech after (a short clip
@@ -115,7 +139,7 @@ def _recover_dropped(
     ]
     language = job["language"] or (passes[0][1] if passes else None)
     again: list[tuple[list[dict[str, Any]], str, float]] = []
-    for stretch in speech_stretches(audio):
+    for stretch in stretches:
         if stretch.speech_end - stretch.speech_start < _RATE:
             continue
         start, end = stretch.start / _RATE, stretch.end / _RATE
@@ -126,6 +150,100 @@ def _recover_dropped(
         )
         again.append((_recover_loops(model, job, audio, run, label), heard, probability))
     return again
+
+
+def _recover_skipped(
+    model: Any,
+    job: dict[str, Any],
+    audio: npt.NDArray[np.float32],
+    run: list[dict[str, Any]],
+    label: str | None,
+    language: str,
+    pieces: list[tuple[int, int]],
+    bounds: tuple[int, int],
+) -> list[dict[str, Any]]:
+    """``run`` (one pass over ``audio[bounds[0]:bounds[1]]``, which holds ``pieces`` of speech,
+    samples) with the speech its decoder skipped heard again, by beam search alone.
+
+    Whisper's decoder, given a sentence said again, can jump from one saying to the same words
+    of the next (most often in its fallback sampling, which a window of repeated speech gets
+    because it compresses like a loop) and still time the segment over the audio it jumped:
+    faster-whisper then goes on after that segment's end, and the words in between are never
+    heard (the third of three sayings lost its first words). Such speech holds no word's
+    middle (see :func:`~conveyor.providers.speech_times.unheard_runs`). The segments around it
+    are decoded once more, together with it, from the middle of the pause before them to the
+    middle of the pause after (so no word is cut); the new decode replaces them only when it
+    leaves less speech unheard (counting only segments that pass the gates), so a decode that
+    hears no more costs one call and changes nothing. Costs nothing when no speech is skipped.
+    """
+    lo, hi = bounds
+    points = pause_points(pieces, lo, hi)
+    done = lo
+    while True:
+        found = [
+            (first, last)
+            for first, last in unheard_runs(pieces, _middles(run), _SKIPPED)
+            if pieces[first][0] >= done
+        ]
+        if not found:
+            return run
+        first, last = found[0]
+        i, j, start, end = _skipped_region(run, points, pieces[first][0], pieces[last][1])
+        again, _, _ = _transcribe(model, job, audio, start, end, language, label, beam_only=True)
+        around = [(a, b) for a, b in pieces if a >= start and b <= end]
+        if _unheard(around, again) < _unheard(around, run[i:j]):
+            run = run[:i] + again + run[j:]
+        done = end
+
+
+def _skipped_region(
+    run: list[dict[str, Any]], points: list[int], start: int, end: int
+) -> tuple[int, int, int, int]:
+    """The segments ``run[i:j]`` to decode again with the skipped speech ``[start, end)``
+    (samples), and the samples ``[cut_start, cut_end)`` to decode: from the pause point
+    (:func:`~conveyor.providers.speech_times.pause_points`) before the speech or the first of
+    those segments to the one after it or the last, taking in every segment a word of which
+    falls inside."""
+    i, j = len(run), 0
+    while True:
+        cut_start = max(p for p in points if p <= start)
+        cut_end = min(p for p in points if p >= end)
+        inside = [
+            k
+            for k, segment in enumerate(run)
+            if any(cut_start < m * _RATE < cut_end for m in _middles([segment]))
+        ]
+        if not inside:
+            # Nothing heard there at all: the speech goes in among the segments by its time.
+            at = sum(1 for s in run if float(s["start"]) * _RATE < start)
+            return at, at, cut_start, cut_end
+        if (inside[0], inside[-1] + 1) == (i, j):
+            return i, j, cut_start, cut_end
+        i, j = inside[0], inside[-1] + 1
+        start = min(start, int(_edges(run[i])[0] * _RATE))
+        end = max(end, int(_edges(run[j - 1])[1] * _RATE))
+
+
+def _middles(segments: list[dict[str, Any]]) -> list[float]:
+    """The middle of every word of ``segments`` (of a segment without words, its own)."""
+    middles: list[float] = []
+    for segment in segments:
+        words = segment.get("words") or [segment]
+        middles += [(float(w["start"]) + float(w["end"])) / 2 for w in words]
+    return middles
+
+
+def _edges(segment: dict[str, Any]) -> tuple[float, float]:
+    """Where a segment's speech begins and ends: its first word's start, its last word's end."""
+    words = segment.get("words") or [segment]
+    return float(words[0]["start"]), float(words[-1]["end"])
+
+
+def _unheard(pieces: list[tuple[int, int]], segments: list[dict[str, Any]]) -> int:
+    """Samples of speech in ``pieces`` that no word of the kept ``segments`` was heard in."""
+    kept = [s for s in segments if decoded_speech(s)]
+    runs = unheard_runs(pieces, _middles(kept), 0)
+    return sum(b - a for first, last in runs for a, b in pieces[first : last + 1])
 
 
 def _shifted(segment: dict[str, Any], offset: float) -> dict[str, Any]:
