@@ -378,3 +378,36 @@ def test_the_shell_user_is_made_when_first_needed(tmp_path: Path) -> None:
     assert "the shell's user" not in listed.stderr
     again = run(["tokens", "create", "me", "--json"], tmp_path)
     assert again.returncode == 0 and "created" not in again.stderr
+
+
+def test_users_passwd_me_makes_the_shell_user_only_with_a_password_it_takes(
+    tmp_path: Path,
+) -> None:
+    """``users passwd me`` makes ``me`` once a password is given and long enough: input that
+    ends first, or a short password, exits 2 and leaves no user behind."""
+
+    def passwd(given: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [CONVEYOR, "users", "passwd", "me"],
+            cwd=tmp_path,
+            env=clean_env(),
+            input=given,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+
+    def users() -> list[dict[str, Any]]:
+        listed: list[dict[str, Any]] = json.loads(run(["users", "list", "--json"], tmp_path).stdout)
+        return listed
+
+    ended = passwd("")
+    assert ended.returncode == ExitCode.USAGE, ended.stderr
+    assert "the password for 'me'" in ended.stderr and users() == []
+    short = passwd("short\nshort\n")
+    assert short.returncode == ExitCode.USAGE and "at least 8" in short.stderr
+    assert users() == []
+    made = passwd("long-enough-1\nlong-enough-1\n")
+    assert made.returncode == 0, made.stderr
+    assert "user 'me' created" in made.stderr
+    assert [(u["name"], u["password"]) for u in users()] == [("me", True)]

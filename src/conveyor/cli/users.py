@@ -37,7 +37,7 @@ def _ask_password(name: str) -> str:
         lines = [sys.stdin.readline() for _ in range(2)]
         if "" in lines:  # readline gives "" only at the end of input
             raise fail(
-                f"standard input ended before the password for {name} was given twice "
+                f"standard input ended before the password for {name!r} was given twice "
                 "(one line each); nothing was changed",
                 ExitCode.USAGE,
             )
@@ -47,7 +47,7 @@ def _ask_password(name: str) -> str:
         return first
     try:
         password: str = typer.prompt(
-            f"password for {name}", hide_input=True, confirmation_prompt=True, err=True
+            f"password for {name!r}", hide_input=True, confirmation_prompt=True, err=True
         )
     except typer.Abort:
         raise fail(
@@ -135,18 +135,21 @@ def users_passwd(
     name: Annotated[str, typer.Argument(metavar="NAME", help="Whose password.")],
 ) -> None:
     """Set a user's web sign-in password (asked twice, not shown); signs their sessions out."""
-    from conveyor.accounts import set_password
+    from conveyor.accounts import check_new_password, set_password
     from conveyor.errors import NotFound, RejectedInput
 
     runtime = make_runtime()
-    _shell_user(runtime, name)
-    if not _known_user(runtime, name.strip()):  # said before the prompt, not after
+    shell = name.strip() == SHELL_USER  # made once its password is given and acceptable
+    if not shell and not _known_user(runtime, name.strip()):  # said before the prompt
         raise fail(
             f"user {name.strip()!r} does not exist; `conveyor users list` shows every user",
             ExitCode.NOT_FOUND,
         )
     secret = _ask_password(name.strip())
     try:
+        if shell:
+            check_new_password(secret)  # a refused password leaves nothing made
+            _shell_user(runtime, name)
         set_password(runtime.engine, name, secret)
     except NotFound as exc:
         raise fail(str(exc), ExitCode.NOT_FOUND) from None
