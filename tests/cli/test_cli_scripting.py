@@ -363,11 +363,14 @@ def test_quiet_adds_print_results_only(tmp_path: Path, corpus: Path) -> None:
 def test_the_shell_user_is_made_when_first_needed(tmp_path: Path) -> None:
     """``me`` owns what the shell adds without ``--owner``; ``tokens create me`` makes its user
     row (another name must be made first), and ``users list`` then shows it; before that it
-    says how ``me`` is made."""
+    says how ``me`` is made, and ``tokens list me`` lists no tokens (not "does not exist")."""
     assert run(["albums", "create", "Trip"], tmp_path).returncode == 0
     before = run(["users", "list", "--json"], tmp_path)
     assert json.loads(before.stdout) == []
     assert "the shell's user 'me'" in before.stderr and "tokens create me" in before.stderr
+    none_yet = run(["tokens", "list", "me", "--json"], tmp_path)
+    assert none_yet.returncode == 0 and json.loads(none_yet.stdout) == []
+    assert run(["tokens", "list", "ann"], tmp_path).returncode == ExitCode.NOT_FOUND
     missing = run(["tokens", "create", "ann", "--json"], tmp_path)
     assert missing.returncode == ExitCode.NOT_FOUND and missing.stdout == ""
     made = run(["tokens", "create", "me", "--json"], tmp_path)
