@@ -104,14 +104,14 @@ def resume_command(
         raise fail(f"unknown stage {stage!r}; the stages are {known}", ExitCode.USAGE)
     if ids:
         chosen = list(dict.fromkeys(ids))
-        label = f"{len(chosen)} {noun}s named"
+        label = f"{len(chosen)} {noun}{'' if len(chosen) == 1 else 's'} named"
     else:
         try:
             chosen = halted_ids(runtime.engine, domain, reason=reason, stage=stage)
         except DeclarationError as exc:
             raise fail(str(exc), ExitCode.USAGE) from None
         where = [f"reason {reason}" if reason else "", f"stage {stage}" if stage else ""]
-        label = f"{len(chosen)} halted {noun}s" + (
+        label = f"{len(chosen)} halted {noun}{'' if len(chosen) == 1 else 's'}" + (
             f" ({', '.join(w for w in where if w)})" if filters else ""
         )
     if dry_run and as_json:

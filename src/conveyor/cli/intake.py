@@ -123,8 +123,9 @@ class Intake:
     untried: int = 0
     """Files not taken because intake ended early: a stop signal came first, or the storage
     failed (the file it failed on and those after it)."""
-    duplicates: dict[str, int] = field(default_factory=dict)
-    """Files skipped because the owner already has their bytes: shown name → existing id."""
+    duplicates: list[tuple[str, int]] = field(default_factory=list)
+    """Files skipped because the owner already has their bytes: (shown name, existing id), one
+    per file given (a file given twice is two, so the summary's counts add up to the files)."""
     stopped: bool = False
     """A stop signal ended intake early."""
 
@@ -184,7 +185,7 @@ def accept_files(
                             print_json_line({"event": "accepted", "file": name, noun: new_id})
                         continue
                 if existing is not None:
-                    intake.duplicates[name] = existing
+                    intake.duplicates.append((name, existing))
                     if as_json:
                         print_json_line({"event": "duplicate", "file": name, noun: existing})
                     err_console.print(
@@ -243,8 +244,12 @@ def summary(
     untried = f", {intake.untried} not tried" if intake.untried else ""
     there = ""
     if intake.duplicates:
-        ids = ", ".join(map(str, intake.duplicates.values()))
-        there = f", {len(intake.duplicates)} already there ({noun}s {ids})"
+        # Copies of one file name its record once: "3 already there (record 4)".
+        held = list(dict.fromkeys(held_id for _, held_id in intake.duplicates))
+        plural = "" if len(held) == 1 else "s"
+        there = (
+            f", {len(intake.duplicates)} already there ({noun}{plural} {', '.join(map(str, held))})"
+        )
     return (
         f"{given} {files}: {len(intake.ids)} accepted as {noun}s ({', '.join(parts)}), "
         f"{intake.refused} refused{there}{untried}"

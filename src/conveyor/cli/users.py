@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -240,7 +241,8 @@ def tokens_create(
         issued = create_token(runtime.engine, runtime.clock, user, label=label)
     except NotFound as exc:
         raise fail(
-            f"{exc}; add the user with `conveyor users create NAME`", ExitCode.NOT_FOUND
+            f"{exc}; add the user with `conveyor users create {shlex.quote(user)}`",
+            ExitCode.NOT_FOUND,
         ) from None
     if as_json:
         print_json({"id": issued.id, "user": issued.user, "label": label, "token": issued.token})

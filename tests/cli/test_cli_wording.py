@@ -1,0 +1,46 @@
+"""The words of counts and hints a script or a person reads: one of a thing is singular, a
+record named several times is named once, a file given twice counts twice, and a hint gives the
+command to run as written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conveyor.cli.exits import ExitCode
+from tests.support.cli_run import run
+
+NO_WORKERS = {"CONVEYOR_PIPELINE__WORKERS": "0"}
+
+
+def test_copies_of_one_file_name_its_record_once(tmp_path: Path, corpus: Path) -> None:
+    jfk = str(corpus / "audio" / "jfk.wav")
+    result = run(["records", "add", jfk, jfk, jfk], tmp_path, **NO_WORKERS)
+    assert result.returncode == 0, result.stderr
+    # The summary said "(records 1, 1)".
+    assert "3 files: 1 accepted as records" in result.stderr
+    assert ", 2 already there (record 1)" in result.stderr
+    silence = str(corpus / "audio" / "silence_1s.wav")
+    again = run(["records", "add", jfk, silence, jfk, silence], tmp_path, **NO_WORKERS)
+    assert ", 3 already there (records 1, 2)" in again.stderr, again.stderr
+    # A file given twice is two files skipped: the counts add up to the files given (it said
+    # "3 files: 1 accepted …, 1 already there", one entry per name).
+    lines = run(["records", "add", "--json", jfk, jfk], tmp_path, **NO_WORKERS).stdout
+    summary = json.loads(lines.splitlines()[-1])
+    assert summary["event"] == "summary"
+    assert (summary["files"], summary["duplicates"], summary["accepted"]) == (2, 2, 0)
+
+
+def test_one_record_to_resume_is_singular(tmp_path: Path, corpus: Path) -> None:
+    added = run(["records", "add", str(corpus / "audio" / "jfk.wav")], tmp_path, **NO_WORKERS)
+    assert added.returncode == 0, added.stderr
+    dry = run(["records", "resume", "1", "--dry-run"], tmp_path)
+    assert "1 record named would be resumed" in dry.stdout, dry.stdout + dry.stderr
+    none = run(["records", "resume", "--all", "--dry-run"], tmp_path)
+    assert "0 halted records would be resumed" in none.stdout
+
+
+def test_a_token_for_a_missing_user_says_the_command_that_makes_it(tmp_path: Path) -> None:
+    result = run(["tokens", "create", "nobody"], tmp_path)
+    assert result.returncode == ExitCode.NOT_FOUND
+    assert "add the user with `conveyor users create nobody`" in result.stderr
