@@ -44,3 +44,18 @@ def test_a_token_for_a_missing_user_says_the_command_that_makes_it(tmp_path: Pat
     result = run(["tokens", "create", "nobody"], tmp_path)
     assert result.returncode == ExitCode.NOT_FOUND
     assert "add the user with `conveyor users create nobody`" in result.stderr
+
+
+def test_the_other_command_is_given_as_the_shell_takes_it(tmp_path: Path, corpus: Path) -> None:
+    photo = (corpus / "media" / "exif-samples__DSCN0010.jpg").read_bytes()
+    (tmp_path / "my photo.jpg").write_bytes(photo)
+    (tmp_path / "-dash.jpg").write_bytes(photo)
+    result = run(["records", "add", "--", "my photo.jpg", "-dash.jpg"], tmp_path, **NO_WORKERS)
+    assert result.returncode == 1
+    # Pasted as written, the hint adds the file (it said `… ALBUM my photo.jpg`: two files).
+    assert "`conveyor media add ALBUM 'my photo.jpg'`" in result.stderr, result.stderr
+    assert "`conveyor media add ALBUM ./-dash.jpg`" in result.stderr
+    run(["albums", "create", "Trip"], tmp_path)
+    (tmp_path / "a note.wav").write_bytes((corpus / "audio" / "jfk.wav").read_bytes())
+    media = run(["media", "add", "Trip", "a note.wav"], tmp_path, CONVEYOR_MEDIA__SHORT_WORKERS="0")
+    assert "`conveyor records add 'a note.wav'`" in media.stderr, media.stderr

@@ -38,13 +38,22 @@ def _sniffed_kind(path: Path, exc: RejectedInput) -> str | None:
     return sniff(path).kind if exc.reason == "not_media" else None
 
 
+def _argument(path: Path) -> str:
+    """``path`` as the shell takes it back in a command to run: quoted when it has a space or
+    a quote (``'my photo.jpg'``), and ``./`` before a name that would read as an option."""
+    import shlex
+
+    shown = shown_name(path)
+    return shlex.quote(f"./{shown}" if shown.startswith("-") else shown)
+
+
 def audio_hint(path: Path, exc: RejectedInput) -> str | None:
     """The way forward for a file ``ingest`` refused as not audio: the other command, or PCM
     (only for bytes that look like samples; the intake's message then says so already)."""
     kind = _sniffed_kind(path, exc)
     if kind == "image":
         return (
-            f"it is a photo: add it to an album with `conveyor media add ALBUM {shown_name(path)}`"
+            f"it is a photo: add it to an album with `conveyor media add ALBUM {_argument(path)}`"
         )
     return None
 
@@ -52,7 +61,7 @@ def audio_hint(path: Path, exc: RejectedInput) -> str | None:
 def media_hint(path: Path, exc: RejectedInput) -> str | None:
     """The way forward for a file ``media add`` refused as not a photo or video."""
     if _sniffed_kind(path, exc) == "audio":
-        return f"it is audio: transcribe it with `conveyor records add {shown_name(path)}`"
+        return f"it is audio: transcribe it with `conveyor records add {_argument(path)}`"
     return None
 
 
