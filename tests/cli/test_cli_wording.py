@@ -59,3 +59,18 @@ def test_the_other_command_is_given_as_the_shell_takes_it(tmp_path: Path, corpus
     (tmp_path / "a note.wav").write_bytes((corpus / "audio" / "jfk.wav").read_bytes())
     media = run(["media", "add", "Trip", "a note.wav"], tmp_path, CONVEYOR_MEDIA__SHORT_WORKERS="0")
     assert "`conveyor records add 'a note.wav'`" in media.stderr, media.stderr
+
+
+def test_a_name_with_a_newline_keeps_its_table_row_whole(tmp_path: Path) -> None:
+    created = run(["albums", "create", "a\nb"], tmp_path)
+    assert created.returncode == 0, created.stderr
+    run(["albums", "create", "tab\there"], tmp_path)
+    listing = run(["albums", "list"], tmp_path).stdout.splitlines()
+    # It printed the newline as it is: a row 'a' and a row 'b' under the name column.
+    assert len(listing) == 3, listing
+    assert listing[1].split()[2] == "a\\nb" and listing[2].split()[2] == "tab\\there"
+    assert [len(row.split()) for row in listing[1:]] == [5, 5]
+    names = [
+        album["name"] for album in json.loads(run(["albums", "list", "--json"], tmp_path).stdout)
+    ]
+    assert names == ["a\nb", "tab\there"]  # the JSON keeps the name as it is

@@ -133,11 +133,17 @@ EMPTY = "-"
 
 
 class _Rows(Table):
-    """A table whose empty cells show :data:`EMPTY`."""
+    """A table whose empty cells show :data:`EMPTY`, and whose text cells show a newline, a tab
+    or another control character escaped (``a\\nb``), as file names are: an album name or title
+    with a newline in it would otherwise split its row in two."""
 
     def add_row(self, *cells: Any, **kwargs: Any) -> None:
+        from conveyor.names import readable
+
         shown = [
-            EMPTY if cell is None or (isinstance(cell, str) and not cell) else cell
+            (readable(cell) if isinstance(cell, str) else cell)
+            if cell is not None and cell != ""
+            else EMPTY
             for cell in cells
         ]
         shown = [Text(EMPTY) if isinstance(c, Text) and not c.plain else c for c in shown]
