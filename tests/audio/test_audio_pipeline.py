@@ -373,12 +373,12 @@ def test_collect_sees_the_local_result_at_once_whatever_the_poll_delay(
     engine: Engine, tmp_path: Path, corpus: Path
 ) -> None:
     """The local recognizer is waited on while it works (LongPolling), not polled on a timer:
-    with a poll delay of 25 s, jfk.wav moves from ``submitted`` to ``transcribed`` within a
-    second of its recognition ending, and a stopping pool is not held by the wait."""
+    with a poll delay of 60 s, jfk.wav moves from ``submitted`` to ``transcribed`` within seconds
+    of its recognition ending, and a stopping pool is not held by the wait."""
     settings = Settings(
         storage={"root": tmp_path / "data"},  # type: ignore[arg-type]
         pipeline={"workers": 2, "poll_interval": 0.1},  # type: ignore[arg-type]
-        transcription={"poll_delay": 25.0},  # type: ignore[arg-type]
+        transcription={"poll_delay": 60.0},  # type: ignore[arg-type]
     )
     runtime = Runtime(settings, engine=engine)
     pool = runtime.pool()
@@ -401,13 +401,15 @@ def test_collect_sees_the_local_result_at_once_whatever_the_poll_delay(
             }
         submitted = events[("normalized", "advanced")]
         transcribed = events[("submitted", "advanced")]
-        # jfk.wav takes a few seconds to recognise; a timer would have come back after 25 s.
-        assert transcribed - submitted < 20
+        # jfk.wav takes a few seconds to recognise; a timer would have come back after 60 s.
+        assert transcribed - submitted < 50
         log = (tmp_path / "data").rglob("slot-0.log")
         recognised = [
             float(m) for f in log for m in re.findall(r"recognised in ([\d.]+)s", f.read_text())
         ]
-        assert recognised and transcribed - submitted < recognised[-1] + 1.0
+        # The margin covers handing the result over on a loaded machine (1.2 s were seen at a
+        # load of 12 on two cores), far below the poll delay a timer would cost.
+        assert recognised and transcribed - submitted < recognised[-1] + 5.0
         # A worker waiting on a recording gives it back when the pool stops, without delay.
         second = accept_audio(
             runtime.engine,

@@ -163,14 +163,17 @@ def test_ctrl_c_during_intake_says_what_was_accepted_and_a_rerun_makes_no_second
         env=clean_env(**NO_WORKERS),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        text=True,
+        bufsize=0,  # unbuffered: communicate() reads the pipe itself, past any buffer of ours
     )
     assert process.stdout is not None
+    # Read byte by byte: a buffered readline could take later lines that communicate() then
+    # never sees (on a loaded machine the command writes several before we read).
     first = json.loads(process.stdout.readline())
     assert first["event"] == "accepted"
     process.send_signal(signal.SIGINT)
     process.send_signal(signal.SIGINT)  # a second one waits for the file in hand too
-    rest, errors = process.communicate(timeout=120)
+    rest_bytes, error_bytes = process.communicate(timeout=120)
+    rest, errors = rest_bytes.decode(), error_bytes.decode()
     assert process.returncode == ExitCode.INTERRUPTED, errors
     events = [first, *_lines(rest)]
     summary = events[-1]
