@@ -74,3 +74,21 @@ def test_a_name_with_a_newline_keeps_its_table_row_whole(tmp_path: Path) -> None
         album["name"] for album in json.loads(run(["albums", "list", "--json"], tmp_path).stdout)
     ]
     assert names == ["a\nb", "tab\there"]  # the JSON keeps the name as it is
+
+
+def test_an_owner_no_user_could_have_is_a_usage_error(tmp_path: Path, corpus: Path) -> None:
+    jfk = str(corpus / "audio" / "jfk.wav")
+    # users create refuses 'bob smith'; records add made records no token could ever reach.
+    assert run(["users", "create", "bob smith"], tmp_path).returncode == ExitCode.USAGE
+    for args in (
+        ["records", "add", "--owner", "bob smith", jfk],
+        ["albums", "create", "Trip", "--owner", "bob smith"],
+        ["media", "add", "Trip", jfk, "--owner", "bob smith"],
+        ["records", "add", "--owner", "x" * 101, jfk],
+    ):
+        result = run(args, tmp_path, **NO_WORKERS)
+        assert result.returncode == ExitCode.USAGE, (args, result.stderr)
+        assert "printable characters without spaces" in result.stderr
+    assert run(["records", "list", "--json"], tmp_path).stdout.strip() == "[]"
+    assert run(["albums", "list", "--json"], tmp_path).stdout.strip() == "[]"
+    assert run(["records", "add", "--owner", "bob", jfk], tmp_path, **NO_WORKERS).returncode == 0

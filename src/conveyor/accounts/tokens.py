@@ -73,7 +73,13 @@ def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
-def _clean_name(name: str) -> str:
+def clean_user_name(name: str) -> str:
+    """``name`` without the spaces around it, as a user row keeps it.
+
+    Raises:
+        RejectedInput: ``no_name`` when nothing is left; ``bad_name`` when it is longer than
+            100 characters or has a space or a character that is not printable.
+    """
     name = name.strip()
     if not name:
         raise RejectedInput(ErrorCode.NO_NAME, "a user needs a name")
@@ -94,7 +100,7 @@ def add_user(engine: Engine, clock: Clock, name: str) -> int:
         RejectedInput: ``no_name`` or ``bad_name`` (blank, too long, spaces).
         Conflict: a user of that name exists.
     """
-    name = _clean_name(name)
+    name = clean_user_name(name)
     try:
         with engine.begin() as conn:
             return queries.insert_user(conn, name=name, created_at=clock.now())

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from conveyor.errors import RejectedInput
 
-__all__ = ["OWNER_HELP", "KeepDuplicates", "audio_hint", "ingest", "media_hint"]
+__all__ = ["OWNER_HELP", "KeepDuplicates", "audio_hint", "check_owner", "ingest", "media_hint"]
 
 
 #: The --owner help of every command that adds or finds things by owner.
@@ -30,6 +30,26 @@ OWNER_HELP = (
     "Owner (a user name). Default `me`: what is added from the shell without --owner belongs "
     "to `me`; the HTTP API uses the token's user instead."
 )
+
+
+def check_owner(owner: str) -> None:
+    """Refuse an ``--owner`` no user could have (empty, a space, over 100 characters) with
+    exit code 2 before anything is made for it: what it owned no token or sign-in could reach.
+
+    Raises:
+        typer.Exit: :attr:`ExitCode.USAGE`.
+    """
+    from conveyor.accounts import clean_user_name
+    from conveyor.errors import RejectedInput
+
+    if not owner.strip():
+        raise fail(
+            "--owner names no user; give a user name, or leave it out for `me`", ExitCode.USAGE
+        )
+    try:
+        clean_user_name(owner)
+    except RejectedInput as exc:
+        raise fail(f"--owner {owner!r}: {exc}", ExitCode.USAGE) from None
 
 
 def _sniffed_kind(path: Path, exc: RejectedInput) -> str | None:
@@ -133,10 +153,7 @@ def ingest(
 
     setup_logging(logging.WARNING)
     # Usage mistakes exit 2 before anything is stored, as --language does.
-    if not owner.strip():
-        raise fail(
-            "--owner names no user; give a user name, or leave it out for `me`", ExitCode.USAGE
-        )
+    check_owner(owner)
     try:
         clean_hints(hints)
     except RejectedInput as exc:

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from conveyor.cli.exits import ExitCode
 from conveyor.cli.groups import CommandGroup
-from conveyor.cli.ingest import OWNER_HELP, KeepDuplicates, media_hint
+from conveyor.cli.ingest import OWNER_HELP, KeepDuplicates, check_owner, media_hint
 from conveyor.cli.intake_output import IntakeOutput
 from conveyor.cli.output import (
     JsonOption,
@@ -134,6 +134,7 @@ def albums_create(
     from conveyor.errors import Conflict, RejectedInput
     from conveyor.media import albums as album_views
 
+    check_owner(owner)
     runtime = make_runtime()
     try:
         album_id = album_views.create_album(runtime.engine, runtime.clock, owner=owner, name=name)
@@ -233,6 +234,7 @@ def media_add(
     from conveyor.media.intake import accept_media
 
     setup_logging(logging.WARNING)
+    check_owner(owner)
     runtime = make_runtime()
     with runtime.engine.connect() as conn:
         album_id = album_id_of(runtime, conn, album, owner)
