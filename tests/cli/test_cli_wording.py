@@ -7,7 +7,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+import typer
+
 from conveyor.cli.exits import ExitCode
+from conveyor.cli.intake import Intake
+from conveyor.cli.intake_output import IntakeOutput
 from tests.support.cli_run import run
 
 NO_WORKERS = {"CONVEYOR_PIPELINE__WORKERS": "0"}
@@ -92,3 +97,28 @@ def test_an_owner_no_user_could_have_is_a_usage_error(tmp_path: Path, corpus: Pa
     assert run(["records", "list", "--json"], tmp_path).stdout.strip() == "[]"
     assert run(["albums", "list", "--json"], tmp_path).stdout.strip() == "[]"
     assert run(["records", "add", "--owner", "bob", jfk], tmp_path, **NO_WORKERS).returncode == 0
+
+
+def _finish(
+    accepted: int, done: int, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, dict[str, object]]:
+    out = IntakeOutput("record", accepted, as_json=True)
+    with pytest.raises(typer.Exit) as ended:
+        out.finish(Intake(ids=list(range(1, accepted + 1))), done, 0, 0, stopped=True)
+    summary = json.loads(capsys.readouterr().out.splitlines()[-1])
+    return ended.value.exit_code, summary
+
+
+def test_a_stop_signal_after_every_record_finished_stops_nothing(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Ctrl-C while the cards were printed: it exited 130, "stopped before every record
+    # finished", beside a summary of 30 done and "stopped": false.
+    code, summary = _finish(3, 3, capsys)
+    assert code == ExitCode.OK
+    assert (summary["done"], summary["unfinished"], summary["stopped"]) == (3, 0, False)
+    # Stopped with some unfinished: exit 130, and the summary says it was stopped (it said
+    # false: only a stop during intake counted).
+    code, summary = _finish(3, 1, capsys)
+    assert code == ExitCode.INTERRUPTED
+    assert (summary["done"], summary["unfinished"], summary["stopped"]) == (1, 2, True)

@@ -127,7 +127,8 @@ class Intake:
     """Files skipped because the owner already has their bytes: (shown name, existing id), one
     per file given (a file given twice is two, so the summary's counts add up to the files)."""
     stopped: bool = False
-    """A stop signal ended intake early."""
+    """A stop signal ended the run early: during intake, or while it waited on what it
+    accepted with some of it unfinished (the summary's ``stopped``)."""
 
 
 def accept_files(

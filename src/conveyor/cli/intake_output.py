@@ -166,7 +166,13 @@ class IntakeOutput:
         """The summary and the exit code of a run that processed what it accepted.
 
         ``unfinished_ok``: what is left unfinished waits for another process by design
-        (videos' playback with ``[media] long_workers = 0``), not a failure."""
+        (videos' playback with ``[media] long_workers = 0``), not a failure. A stop signal
+        that came once every accepted thing had finished stopped nothing: the run ends as one
+        without it (it said "stopped before every record finished" and exit code 130 with
+        every record done)."""
+        unfinished = len(intake.ids) - done - halted - deleted
+        stopped = stopped and unfinished > 0
+        intake.stopped = intake.stopped or stopped
         self._summary(intake, done, halted, deleted)
         if stopped:
             err_console.print(
