@@ -1,12 +1,14 @@
 """Speech said again is kept: jfk.wav said two, three and four times in a row, through the real
-model, the recognizer and the provider's parse, gives the sentence as many times as it was said.
+model, the recognizer and the provider's parse, gives the sentence as many times as it was said;
+and speech across Whisper's first 30 s window is kept.
 
-All three ways it was lost are covered: Whisper's window-wide compression ratio failing for
-segments of real speech (the gate now judges each segment's own text), Whisper's fallback sampling
-looping over the whole window (the looping segment is decoded again by beam search alone), and
-Whisper's decoder jumping from one saying to the same words of the next while timing its segment
-over the speech it jumped (the third of three sayings lost its first words; speech no word was
-heard in is decoded again with the segments around it)."""
+The ways it was lost are covered: Whisper's window-wide compression ratio failing for segments of
+real speech (the gate now judges each segment's own text), Whisper's fallback sampling looping
+over the whole window (the looping segment is decoded again by beam search alone), Whisper's
+decoder jumping from one saying to the same words of the next while timing its segment over the
+speech it jumped (the third of three sayings lost its first words), and the fallback sampling
+decoding a window below the log-probability floor and closing it before the word at its edge
+(speech no kept word was heard in is decoded again with the segments around it)."""
 
 from __future__ import annotations
 
@@ -92,3 +94,48 @@ def test_speech_no_word_was_heard_in_is_found() -> None:
     # A middle within 0.1 s of a piece's edge hears it.
     assert unheard_runs(pieces, [1.05, 1.95, 3.2], second) == []
     assert pause_points(pieces, 0, 5 * second) == [0, 24_000, 50_000, 5 * second]
+
+
+def test_speech_across_the_first_window_edge_after_a_pause_is_kept(tmp_path: Path) -> None:
+    """The corpus's short clips, 0.7 s apart (three of them said again, in turn), for 29 s, a
+    pause, then jfk.wav across Whisper's first 30 s window. Whisper's fallback sampling decoded
+    that window below its log-probability floor (all of it dropped by the gate: 29 s of speech)
+    and closed its last segment before "ask", so faster-whisper went on at 30 s and "ask" was
+    never heard either; now the window, with the segment after it, is decoded again."""
+    from faster_whisper import decode_audio
+
+    def clip(name: str) -> Any:
+        return decode_audio(str(AUDIO_CORPUS / name), sampling_rate=16_000)
+
+    fillers = [
+        clip(n) for n in ("sense_and_sensibility_0880.wav", "cards_005.wav", "LDC93S1_8k_mono.wav")
+    ]
+    gap = np.zeros(int(16_000 * 0.7), dtype=np.float32)
+    parts: list[Any] = []
+    seconds = 0.0
+    while seconds + fillers[len(parts) // 2 % 3].size / 16_000 + 0.7 <= 28.0:
+        filler = fillers[len(parts) // 2 % 3]
+        parts += [filler, gap]
+        seconds += filler.size / 16_000 + 0.7
+    parts += [np.zeros(int(16_000 * (29.0 - seconds)), dtype=np.float32), clip("jfk.wav")]
+    parts += [np.zeros(8_000, dtype=np.float32), fillers[0]]
+    audio = np.concatenate(parts)
+    path = tmp_path / "edge.wav"
+    with wave.open(str(path), "wb") as sink:
+        sink.setnchannels(1)
+        sink.setsampwidth(2)
+        sink.setframerate(16_000)
+        sink.writeframes((np.clip(audio, -1, 1) * 32767).astype("<i2").tobytes())
+    result = whisper_recognise.recognise(
+        load_base_model(), {"input": str(path), "language": None, "beam_size": 5}
+    )
+    provider = LocalWhisperProvider(
+        TranscriptionSettings(), tmp_path / "work", model_cache_dir=MODEL_CACHE
+    )
+    text = provider.parse(json.dumps(result).encode()).text
+    said = " ".join("".join(c if c.isalnum() else " " for c in text.lower()).split())
+    sentence = (
+        "and so my fellow americans ask not what your country can do for you "
+        "ask what you can do for your country"
+    )
+    assert sentence in said and said.count("spades") == 2, text

@@ -163,18 +163,21 @@ def _recover_skipped(
     bounds: tuple[int, int],
 ) -> list[dict[str, Any]]:
     """``run`` (one pass over ``audio[bounds[0]:bounds[1]]``, which holds ``pieces`` of speech,
-    samples) with the speech its decoder skipped heard again, by beam search alone.
+    samples) with the speech it lost heard again, by beam search alone.
 
     Whisper's decoder, given a sentence said again, can jump from one saying to the same words
     of the next (most often in its fallback sampling, which a window of repeated speech gets
     because it compresses like a loop) and still time the segment over the audio it jumped:
     faster-whisper then goes on after that segment's end, and the words in between are never
-    heard (the third of three sayings lost its first words). Such speech holds no word's
-    middle (see :func:`~conveyor.providers.speech_times.unheard_runs`). The segments around it
-    are decoded once more, together with it, from the middle of the pause before them to the
-    middle of the pause after (so no word is cut); the new decode replaces them only when it
-    leaves less speech unheard (counting only segments that pass the gates), so a decode that
-    hears no more costs one call and changes nothing. Costs nothing when no speech is skipped.
+    heard (the third of three sayings lost its first words). The same sampling can decode a
+    whole window of real speech below the log-probability floor, so the gate drops all of it,
+    and close the window's last segment early, so the word at its edge is never decoded. Such
+    speech holds no middle of a word the gates keep (see
+    :func:`~conveyor.providers.speech_times.unheard_runs`). The segments around it are decoded
+    once more, together with it (see :func:`_skipped_region`); the new decode replaces them
+    only when it leaves less speech unheard (counting only segments that pass the gates), so a
+    decode that hears no more costs one call and changes nothing. Costs nothing when no speech
+    is lost.
     """
     lo, hi = bounds
     points = pause_points(pieces, lo, hi)
@@ -182,7 +185,9 @@ def _recover_skipped(
     while True:
         found = [
             (first, last)
-            for first, last in unheard_runs(pieces, _middles(run), _SKIPPED)
+            for first, last in unheard_runs(
+                pieces, _middles([s for s in run if decoded_speech(s)]), _SKIPPED
+            )
             if pieces[first][0] >= done
         ]
         if not found:
@@ -200,28 +205,40 @@ def _skipped_region(
     run: list[dict[str, Any]], points: list[int], start: int, end: int
 ) -> tuple[int, int, int, int]:
     """The segments ``run[i:j]`` to decode again with the skipped speech ``[start, end)``
-    (samples), and the samples ``[cut_start, cut_end)`` to decode: from the pause point
-    (:func:`~conveyor.providers.speech_times.pause_points`) before the speech or the first of
-    those segments to the one after it or the last, taking in every segment a word of which
-    falls inside."""
-    i, j = len(run), 0
-    while True:
-        cut_start = max(p for p in points if p <= start)
-        cut_end = min(p for p in points if p >= end)
-        inside = [
+    (samples), and the samples ``[cut_start, cut_end)`` to decode: the segments a word of which
+    falls in the speech, and the one on either side of them, from the pause point
+    (:func:`~conveyor.providers.speech_times.pause_points`) before them to the one after,
+    taking in every further segment a word of which falls inside.
+
+    The neighbours go too because the decoder that skipped speech often skipped a word next to
+    it that the piece of speech it is in does not show: a window that ended early (Whisper
+    closing its last segment before speech it never decoded) goes on at the next 30 s, and the
+    word at the edge is lost with the speech before it."""
+
+    def within(low: int, high: int) -> list[int]:
+        return [
             k
             for k, segment in enumerate(run)
-            if any(cut_start < m * _RATE < cut_end for m in _middles([segment]))
+            if any(low < m * _RATE < high for m in _middles([segment]))
         ]
-        if not inside:
-            # Nothing heard there at all: the speech goes in among the segments by its time.
-            at = sum(1 for s in run if float(s["start"]) * _RATE < start)
-            return at, at, cut_start, cut_end
-        if (inside[0], inside[-1] + 1) == (i, j):
-            return i, j, cut_start, cut_end
-        i, j = inside[0], inside[-1] + 1
+
+    cut_start = max(p for p in points if p <= start)
+    cut_end = min(p for p in points if p >= end)
+    inside = within(cut_start, cut_end)
+    at = sum(1 for s in run if float(s["start"]) * _RATE < start)
+    i = max(0, (inside[0] if inside else at) - 1)
+    j = min(len(run), (inside[-1] + 1 if inside else at) + 1)
+    while i < j:
         start = min(start, int(_edges(run[i])[0] * _RATE))
         end = max(end, int(_edges(run[j - 1])[1] * _RATE))
+        cut_start = max(p for p in points if p <= start)
+        cut_end = min(p for p in points if p >= end)
+        inside = within(cut_start, cut_end)
+        grown = min(i, inside[0]), max(j, inside[-1] + 1)
+        if grown == (i, j):
+            break
+        i, j = grown
+    return i, j, cut_start, cut_end
 
 
 def _middles(segments: list[dict[str, Any]]) -> list[float]:
