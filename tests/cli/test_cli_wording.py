@@ -4,7 +4,11 @@ command to run as written."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import pty
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,7 +17,7 @@ import typer
 from conveyor.cli.exits import ExitCode
 from conveyor.cli.intake import Intake
 from conveyor.cli.intake_output import IntakeOutput
-from tests.support.cli_run import run
+from tests.support.cli_run import CONVEYOR, clean_env, run
 
 NO_WORKERS = {"CONVEYOR_PIPELINE__WORKERS": "0"}
 
@@ -122,3 +126,36 @@ def test_a_stop_signal_after_every_record_finished_stops_nothing(
     code, summary = _finish(3, 1, capsys)
     assert code == ExitCode.INTERRUPTED
     assert (summary["done"], summary["unfinished"], summary["stopped"]) == (1, 2, True)
+
+
+def test_end_of_input_at_a_terminal_prompt_is_exit_2(tmp_path: Path) -> None:
+    # Ctrl-D at the terminal's password prompt is the end of input docs/cli.md gives exit
+    # code 2 for; it was exit 130, "stopped at the password prompt", as for a Ctrl-C.
+    assert run(["users", "create", "alice"], tmp_path).returncode == 0
+    terminal, side = pty.openpty()
+    asking = subprocess.Popen(
+        [CONVEYOR, "users", "passwd", "alice"],
+        cwd=tmp_path,
+        env=clean_env(),
+        stdin=side,
+        stdout=subprocess.PIPE,
+        stderr=side,
+    )
+    os.close(side)
+    said = b""
+    while b"password for 'alice'" not in said:
+        said += os.read(terminal, 1024)
+    # Ctrl-D, again until it ends: the prompt flushes what was typed before it turned echo off.
+    for _ in range(100):
+        os.write(terminal, b"\x04")
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            asking.wait(timeout=0.5)
+        if asking.returncode is not None:
+            break
+    assert asking.returncode == ExitCode.USAGE
+    while b"nothing was changed" not in said:
+        said += os.read(terminal, 1024)
+    os.close(terminal)
+    assert b"standard input ended before the password for 'alice' was given twice" in said
+    listing = json.loads(run(["users", "list", "--json"], tmp_path).stdout)
+    assert [user["password"] for user in listing] == [False]

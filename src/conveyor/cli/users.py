@@ -29,8 +29,9 @@ def _ask_password(name: str) -> str:
     warning, no prompt on stdout).
 
     Raises:
-        typer.Exit: :attr:`ExitCode.USAGE` when standard input ends first or the two differ;
-            :attr:`ExitCode.INTERRUPTED` when the prompt is interrupted. Nothing is changed.
+        typer.Exit: :attr:`ExitCode.USAGE` when standard input ends first (a closed pipe, or
+            Ctrl-D at the terminal's prompt) or the two differ. Nothing is changed. (Ctrl-C
+            ends the command with exit code 130 from the signal handler.)
     """
     import sys
 
@@ -51,8 +52,12 @@ def _ask_password(name: str) -> str:
             f"password for {name!r}", hide_input=True, confirmation_prompt=True, err=True
         )
     except typer.Abort:
+        # Click's prompt turns an end of input (Ctrl-D) into Abort; a Ctrl-C never gets here
+        # (the SIGINT handler ends the command with 130), so this is the end of input.
         raise fail(
-            "stopped at the password prompt; nothing was changed", ExitCode.INTERRUPTED
+            f"standard input ended before the password for {name!r} was given twice; "
+            "nothing was changed",
+            ExitCode.USAGE,
         ) from None
     return password
 
