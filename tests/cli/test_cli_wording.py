@@ -159,3 +159,18 @@ def test_end_of_input_at_a_terminal_prompt_is_exit_2(tmp_path: Path) -> None:
     assert b"standard input ended before the password for 'alice' was given twice" in said
     listing = json.loads(run(["users", "list", "--json"], tmp_path).stdout)
     assert [user["password"] for user in listing] == [False]
+
+
+def test_empty_lists_say_whose_and_how_to_add_as_the_shell_takes_it(tmp_path: Path) -> None:
+    assert run(["albums", "create", "My Trip"], tmp_path).returncode == 0
+    # Another owner's albums exist: it said "no albums yet" for --owner nobody.
+    none = run(["albums", "list", "--owner", "nobody"], tmp_path)
+    assert "no albums of owner 'nobody'; create one with" in none.stderr, none.stderr
+    assert "`conveyor albums create NAME --owner nobody`" in none.stderr
+    # It said `conveyor media add My Trip FILE…`: two arguments when pasted.
+    empty = run(["media", "list", "My Trip"], tmp_path)
+    assert "album 1 has no items yet; add some with `conveyor media add 1 FILE…`" in empty.stderr
+    run(["users", "create", "bob"], tmp_path)
+    run(["albums", "create", "Work", "--owner", "bob"], tmp_path)
+    theirs = run(["media", "list", "Work", "--owner", "bob"], tmp_path)
+    assert "`conveyor media add 2 FILE… --owner bob`" in theirs.stderr, theirs.stderr

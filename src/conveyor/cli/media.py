@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import shlex
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -29,6 +30,7 @@ from conveyor.cli.output import (
 )
 from conveyor.cli.settings import make_runtime
 from conveyor.cli.signals import stop_on_signals
+from conveyor.kinds import SHELL_USER
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
@@ -176,7 +178,12 @@ def albums_list(
             ]
         )
         return
-    if not rows:
+    if not rows and owner is not None:  # others may have albums: say whose there are none of
+        note(
+            f"no albums of owner {owner!r}; create one with `conveyor albums create NAME "
+            f"--owner {shlex.quote(owner)}`"
+        )
+    elif not rows:
         note("no albums yet; create one with `conveyor albums create NAME`")
         return
     out = table("id", "owner", "name", "items", "created")
@@ -384,7 +391,12 @@ def media_list(album: AlbumRef, owner: Owner = "me", as_json: JsonOption = False
         print_json(views)
         return
     if not views:
-        note(f"album {album_id} has no items yet; add some with `conveyor media add {album} FILE…`")
+        # By id: a name with a space or a newline would not paste back as one argument.
+        whose = f" --owner {shlex.quote(owner)}" if owner != SHELL_USER else ""
+        note(
+            f"album {album_id} has no items yet; add some with "
+            f"`conveyor media add {album_id} FILE…{whose}`"
+        )
         return
     out = table("id", "kind", "name", "state", "roles", "uploaded")
     for view in views:
