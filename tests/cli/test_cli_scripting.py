@@ -417,3 +417,59 @@ def test_users_passwd_me_makes_the_shell_user_only_with_a_password_it_takes(
     assert made.returncode == 0, made.stderr
     assert "user 'me' created" in made.stderr
     assert [(u["name"], u["password"]) for u in users()] == [("me", True)]
+
+
+#: A Ctrl-C whose handler runs inside a finalizer: Python prints "Exception ignored in …" and
+#: drops the handler's SystemExit, as it can during a command's start (an import, a collected
+#: object). What happens next is printed for the test to read.
+_SWALLOWED_CTRL_C = """
+import os, signal, sys
+from conveyor.cli.signals import interrupt_exits, stop_on_signals
+
+interrupt_exits()
+
+
+class Finalized:
+    def __del__(self) -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(100_000):  # the handler runs in here; its SystemExit is ignored
+            pass
+
+
+Finalized()
+print("went on", flush=True)
+stop = stop_on_signals()
+print("stop set" if stop.is_set() else "stop not set", flush=True)
+"""
+
+
+def test_a_ctrl_c_whose_exit_was_swallowed_at_start_still_stops_the_command() -> None:
+    """A SIGINT during the start whose ``SystemExit`` a finalizer swallowed is not forgotten:
+    the long command's graceful stop starts set, so intake takes nothing more (issue 23:
+    Ctrl-C at any moment)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _SWALLOWED_CTRL_C],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=clean_env(),
+    )
+    assert "Exception ignored" in done.stderr, done.stderr  # the exit really was swallowed
+    assert done.stdout.splitlines() == ["went on", "stop set"], done.stderr
+    assert "SIGINT: stopping" in done.stderr
+
+
+def test_a_command_that_ran_on_past_a_swallowed_ctrl_c_exits_130() -> None:
+    """A short command that finished although a Ctrl-C came during its start (its exit
+    swallowed by a finalizer) exits 130, so a script learns it was interrupted."""
+    script = _SWALLOWED_CTRL_C.replace(
+        'stop = stop_on_signals()\nprint("stop set" if stop.is_set() else "stop not set", '
+        "flush=True)\n",
+        'sys.argv = ["conveyor", "version"]\nfrom conveyor.cli.root import main\nmain()\n',
+    )
+    assert "main()" in script
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=clean_env()
+    )
+    assert "Exception ignored" in done.stderr, done.stderr
+    assert done.returncode == ExitCode.INTERRUPTED, (done.stdout, done.stderr)

@@ -170,11 +170,17 @@ def _is_connection(exc: Exception) -> bool:
 def main() -> None:
     """Console-script entry point: run the command and map what escaped it to an exit code."""
     from conveyor.cli.settings import close_connections
-    from conveyor.cli.signals import interrupt_exits
+    from conveyor.cli.signals import interrupt_exits, interrupted_early
 
     interrupt_exits()  # until a long command installs its graceful stop
     try:
         app_for(sys.argv[1:])()
+    except SystemExit as exc:
+        if exc.code in (0, None) and interrupted_early():
+            # The Ctrl-C's own exit was swallowed (raised in a finalizer); a script still
+            # learns the command was interrupted.
+            sys.exit(ExitCode.INTERRUPTED)
+        raise
     except BrokenPipeError:
         # The reader of a pipe went away (``conveyor records list | head``): not an error.
         sys.stderr.close()

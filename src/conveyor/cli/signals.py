@@ -16,7 +16,13 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["holding_interrupts", "interrupt_exits", "interrupt_pending", "stop_on_signals"]
+__all__ = [
+    "holding_interrupts",
+    "interrupt_exits",
+    "interrupt_pending",
+    "interrupted_early",
+    "stop_on_signals",
+]
 
 #: The exit code of a command stopped by a signal (``ExitCode.INTERRUPTED``).
 _INTERRUPTED = 130
@@ -28,6 +34,10 @@ class _Held:
 
     depth = 0
     pending = False
+    #: A SIGINT reached :func:`interrupt_exits`'s handler. Its ``SystemExit`` can be swallowed
+    #: when it is raised inside a finalizer (``__del__``, a weakref callback: "Exception ignored
+    #: in …"), so what comes after asks this too.
+    early = False
 
 
 def _say(text: str) -> None:
@@ -43,10 +53,17 @@ def interrupt_exits() -> None:
     with :func:`stop_on_signals`; before that it has stored nothing."""
 
     def handler(_signum: int, _frame: Any) -> None:
+        _Held.early = True
         _say("SIGINT: interrupted\n")
         raise SystemExit(_INTERRUPTED)
 
     signal.signal(signal.SIGINT, handler)
+
+
+def interrupted_early() -> bool:
+    """True when a SIGINT reached :func:`interrupt_exits`'s handler, whether or not its
+    ``SystemExit`` ended the command (one raised inside a finalizer is swallowed)."""
+    return _Held.early
 
 
 def stop_on_signals() -> threading.Event:
@@ -67,6 +84,9 @@ def stop_on_signals() -> threading.Event:
 
     signal.signal(signal.SIGINT, handler)
     signal.signal(signal.SIGTERM, handler)
+    if _Held.early:  # a Ctrl-C during the start that did not end it still stops the command
+        stop.set()
+        _say("SIGINT: stopping…\n")
     return stop
 
 
