@@ -174,3 +174,18 @@ def test_empty_lists_say_whose_and_how_to_add_as_the_shell_takes_it(tmp_path: Pa
     run(["albums", "create", "Work", "--owner", "bob"], tmp_path)
     theirs = run(["media", "list", "Work", "--owner", "bob"], tmp_path)
     assert "`conveyor media add 2 FILE… --owner bob`" in theirs.stderr, theirs.stderr
+
+
+def test_a_title_with_a_newline_keeps_the_card_one_line_a_field(
+    tmp_path: Path, corpus: Path
+) -> None:
+    added = run(
+        ["records", "add", str(corpus / "audio" / "jfk.wav"), "--title", "first\nsecond\tpart"],
+        tmp_path,
+        CONVEYOR_PIPELINE__WORKERS="0",
+    )
+    assert added.returncode == 0, added.stderr
+    shown = run(["records", "show", "1"], tmp_path).stdout.splitlines()
+    assert "  title      first\\nsecond\\tpart" in shown, shown
+    card = json.loads(run(["records", "show", "1", "--json"], tmp_path).stdout)
+    assert card["title"] == "first\nsecond\tpart"  # the JSON keeps the title as it is

@@ -69,13 +69,14 @@ def print_card(card: dict[str, Any], transcript: str | None, status: str | None 
     """
     from conveyor.audio.stages import AUDIO
     from conveyor.halts import way_forward
+    from conveyor.names import readable  # a newline in a title would split its line in two
 
     console.print(
         Text.assemble((f"record {card['id']}", "bold"), f"  {card['original_name'] or ''}")
     )
     console.print(f"  owner      {card['owner']}")
     if card["title"]:
-        console.print(f"  title      {card['title']}")
+        console.print(f"  title      {readable(card['title'])}")
     if card["halted"]:
         console.print(
             Text.assemble(
