@@ -55,6 +55,7 @@ from conveyor.pipeline.stages import Domain, Stage
 __all__ = [
     "CLOCK_STEP_TOLERANCE",
     "NO_SORT",
+    "any_lapsed",
     "backlog",
     "claim_and_read",
     "claim_and_read_statement",
@@ -558,6 +559,13 @@ def next_hold_end(
         )
     ).scalar()
     return None if found is None else max(0.0, float(found))
+
+
+def any_lapsed(conn: Connection, domain: Domain, now: ColumnElement[float]) -> bool:
+    """Whether any claim of ``domain`` is :func:`lapsed`: a read that locks nothing, for the
+    rescuer's look every poll (almost always: none)."""
+    table = domain.table
+    return conn.execute(select(table.c.id).where(lapsed(domain, now)).limit(1)).first() is not None
 
 
 def lapsed_claims(
