@@ -91,7 +91,8 @@ def test_another_owners_album_hints_at_owner_and_empty_lists_say_how_to_add(
     assert other.exit_code == ExitCode.NOT_FOUND
     assert "does not exist for owner 'me'" in other.stderr and "--owner bob" in other.stderr
     empty = cli("media", "list", "Work", "--owner", "bob")
-    assert empty.exit_code == 0 and "conveyor media add Work" in empty.stderr
+    # By id, which pastes as one argument whatever the album's name.
+    assert empty.exit_code == 0 and "conveyor media add 1 FILE… --owner bob" in empty.stderr
     none = cli("media", "list", "Holidays")
     assert none.exit_code == ExitCode.NOT_FOUND and "conveyor albums create" in none.stderr
     users = cli("users", "list")

@@ -70,6 +70,13 @@ def test_one_photo_costs_the_worker_at_most_ten_database_round_trips(
         claims = LaneClaims(domain, SHORT_LANE, now_of(clock))
         executor = Executor(engine, clock, PIPELINE, held=Held())
         with engine.connect() as conn:
+            if engine.dialect.name == "postgresql":
+                # The budget is a running worker's: its table has statistics (autovacuum's first
+                # ANALYZE; until then each claim pays a transaction of its own, three round
+                # trips more, docs/lifecycle.md) and its claims have looked them up once.
+                with conn.begin():
+                    conn.exec_driver_sql("ANALYZE media_items")
+                assert not claims.needs_no_sort(conn)
             with trips.phase("claim"):
                 (job,) = claim_jobs(conn, claims, 4, started=not prefetched, holder="host:1")
             with trips.phase("step"):
