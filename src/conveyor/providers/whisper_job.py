@@ -40,11 +40,21 @@ __all__ = ["load_model", "main", "run_job", "serve"]
 
 
 def load_model(job: dict[str, Any]) -> Any:
-    """Load the job's Whisper model (offline), seeded so a rerun gives the same text."""
+    """The job's Whisper model (``job``: ``model``, ``device``, ``compute_type``, ``threads``),
+    from local files only, with CTranslate2's random seed set to 0.
+
+    The seed matters only where Whisper's temperature fallback samples (decoding at
+    temperature 0 draws nothing at random). CTranslate2 seeds a thread's generator once, when
+    that thread first samples, and a model's threads are its own, so the seed fixes the draws
+    of the first job after each load: a one-shot job (``run_job``) samples alike when rerun with
+    the same settings on the same machine. A warm recognizer's later jobs draw on from where
+    the earlier ones left off, so a job that falls back to sampling there may give other text
+    than the same recording gave before.
+    """
     import ctranslate2
     from faster_whisper import WhisperModel
 
-    # Whisper's temperature fallback samples; a fixed seed makes a rerun give the same text.
+    # Only the first job after this load starts from it (a generator per thread, seeded once).
     ctranslate2.set_random_seed(0)
     return WhisperModel(
         job["model"],
