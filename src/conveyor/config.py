@@ -45,6 +45,7 @@ from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
+    SettingsError,
     TomlConfigSettingsSource,
 )
 
@@ -623,16 +624,21 @@ def _likely_key(where: tuple[str, ...]) -> str | None:
 
 
 def _from_environment(where: tuple[str, ...]) -> str | None:
-    """The ``CONVEYOR_*`` variable that set ``where``, if one did (it wins over the file)."""
-    name = "CONVEYOR_" + "__".join(part.upper() for part in where)
-    for variable in os.environ:
-        if variable.upper() == name:
-            return variable
+    """The ``CONVEYOR_*`` variable that set ``where``, if one did (it wins over the file): the
+    key's own, else one that set a table holding it as JSON (``CONVEYOR_STORAGE='{...}'``)."""
+    for length in range(len(where), 0, -1):
+        name = "CONVEYOR_" + "__".join(part.upper() for part in where[:length])
+        for variable in os.environ:
+            if variable.upper() == name:
+                return variable
     return None
 
 
 def setting_name(where: tuple[str, ...]) -> str:
-    """A key as people read it: ``("storage", "root")`` is ``[storage] root``."""
+    """A key as people read it: ``("storage", "root")`` is ``[storage] root``; a table is its
+    header (``("transcription", "openai")`` is ``[transcription.openai]``)."""
+    if len(where) > 1 and _section_model(where) is not None:
+        return f"[{'.'.join(where)}]"
     section, key = ".".join(where[:-1]), where[-1] if where else ""
     return f"[{section}] {key}" if section else f"[{key}]"
 
@@ -653,16 +659,128 @@ def setting_origin(where: tuple[str, ...]) -> str:
     return ""
 
 
+#: What a key of each kind takes, in plain words, by pydantic's error type: a wrong type in any
+#: key is said as the other mistakes are, not as pydantic's "Input should be a valid ...".
+_KINDS = {
+    "string_type": "text in quotes",
+    "path_type": "a path in quotes",
+    "int_type": "a whole number",
+    "int_parsing": "a whole number",
+    "int_from_float": "a whole number",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "list_type": "a list in square brackets",
+    "dict_type": "a table of keys",
+    "model_type": "a table of keys",
+    "model_attributes_type": "a table of keys",
+}
+
+#: The same kinds as an environment variable spells them (its value is always text).
+_ENV_KINDS = {
+    "string_type": "text",
+    "path_type": "a path",
+    "list_type": "a JSON list",
+    "dict_type": "a JSON object",
+    "model_type": "a JSON object",
+    "model_attributes_type": "a JSON object",
+}
+
+#: Range refusals, by pydantic's error type and the bound its context names.
+_BOUNDS = {
+    "greater_than": ("gt", "more than"),
+    "greater_than_equal": ("ge", "at least"),
+    "less_than": ("lt", "less than"),
+    "less_than_equal": ("le", "at most"),
+}
+
+
+def _toml_value(value: Any) -> str:
+    """``value`` as a TOML file writes it (``"data"``, ``true``, ``[1, 2]``, ``{x = 1}``)."""
+    import json
+
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str | Path):
+        return json.dumps(str(value), ensure_ascii=False)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + "}"
+    isoformat = getattr(value, "isoformat", None)  # TOML dates and times
+    return str(isoformat()) if callable(isoformat) else repr(value)
+
+
+def _default_of(where: tuple[str, ...]) -> Any:
+    """The default of the key ``where``, or None (no key there, a table, a secret, unset)."""
+    model = _section_model(where[:-1]) if where else None
+    field = model.model_fields.get(where[-1]) if model is not None else None
+    if field is None or field.default_factory is not None or _SECRET_KEY.search(where[-1]):
+        return None
+    default = field.default
+    if default is None or isinstance(default, BaseModel) or default == []:
+        return None
+    return default
+
+
+def _example(where: tuple[str, ...], variable: str | None) -> str:
+    """``, e.g. workers = 2`` (or ``, e.g. CONVEYOR_PIPELINE__WORKERS=2``): the key with its
+    default, as where it was set spells it; empty when the key has no default to show."""
+    import json
+
+    default = _default_of(where)
+    if default is None:
+        return ""
+    if variable is None:
+        return f", e.g. {where[-1]} = {_toml_value(default)}"
+    if isinstance(default, bool):
+        shown = "true" if default else "false"
+    elif isinstance(default, list):
+        shown = "'" + json.dumps(default) + "'"
+    else:
+        shown = str(default)
+    return f", e.g. CONVEYOR_{'__'.join(part.upper() for part in where)}={shown}"
+
+
+def _what_is_wrong(item: Any, where: tuple[str, ...], variable: str | None) -> str:
+    """What the key ``where`` takes, for pydantic's error ``item``, in plain words."""
+    kind = item["type"]
+    context = item.get("ctx") or {}
+    if kind in _KINDS:
+        wanted = (_ENV_KINDS if variable is not None else {}).get(kind, _KINDS[kind])
+        return f"must be {wanted}{_example(where, variable)}"
+    if kind in _BOUNDS:
+        bound, words = _BOUNDS[kind]
+        return f"must be {words} {context.get(bound)}"
+    if kind == "literal_error":
+        return f"must be one of {context.get('expected')}"
+    if kind in {"value_error", "assertion_error"} and "error" in context:
+        return str(context["error"])  # our own validators' sentence, without pydantic's prefix
+    if kind == "missing":
+        return "is required"
+    message = str(item["msg"])
+    return re.sub(r"^Input should be ", "must be ", message)
+
+
 def settings_problems(error: ValidationError) -> list[str]:
     """One sentence per invalid setting of ``error``: where it was set (the environment
-    variable, or the config file and line), the key, what is wrong and, for an unknown key, the
-    likely one. A secret's value is never repeated (D16).
+    variable, or the config file and line), the key, what is wrong in plain words (what the key
+    takes, with an example) and, for an unknown key, the likely one. A secret's value is never
+    repeated (D16).
 
-    ``conveyor.toml line 4: [storage] roots is not a setting; did you mean [storage] root?``
+    ``conveyor.toml line 4: [storage] roots is not a setting; did you mean [storage] root?``,
+    ``conveyor.toml line 2: [storage] root: must be a path in quotes, e.g. root =
+    "conveyor-data" (got 5)``
     """
     problems = []
     for item in error.errors():
-        where = tuple(str(part) for part in item["loc"])
+        # A list's item is named by its key and its place (``trusted_proxies`` item 1).
+        parts = [part for part in item["loc"] if not isinstance(part, int)]
+        indices = [part for part in item["loc"] if isinstance(part, int)]
+        where = tuple(str(part) for part in parts)
         origin, named = setting_origin(where), setting_name(where)
         if item["type"] == "extra_forbidden":
             likely = _likely_key(where)
@@ -673,9 +791,45 @@ def settings_problems(error: ValidationError) -> list[str]:
                 hint = f"; did you mean {shown}?"
             problems.append(f"{origin}{named} is not a setting{hint}")
             continue
-        shown = "***" if _SECRET_KEY.search(".".join(where)) else repr(item["input"])
+        place = "".join(f" item {index + 1}" for index in indices)
+        wrong = _what_is_wrong(item, where, _from_environment(where))
+        shown = "***" if _SECRET_KEY.search(".".join(where)) else _toml_value(item["input"])
         got = f" (got {shown})" if item["type"] != "missing" else ""
-        problems.append(f"{origin}{named}: {item['msg']}{got}")
+        problems.append(f"{origin}{named}{place}: {wrong}{got}")
+    return problems
+
+
+def _json_problems() -> list[str]:
+    """One sentence per ``CONVEYOR_*`` variable that sets a list or a table with text that is
+    not JSON (pydantic-settings refuses it with no word of the variable)."""
+    import json
+
+    problems = []
+    for variable, value in sorted(os.environ.items()):
+        upper = variable.upper()
+        if not upper.startswith("CONVEYOR_") or upper in _OTHER_VARIABLES:
+            continue
+        where = tuple(part.lower() for part in upper.removeprefix("CONVEYOR_").split("__"))
+        model = _section_model(where[:-1])
+        field = model.model_fields.get(where[-1]) if model is not None else None
+        if field is None:
+            continue
+        annotation = field.annotation
+        table = isinstance(annotation, type) and issubclass(annotation, BaseModel)
+        if not table and getattr(annotation, "__origin__", None) is not list:
+            continue
+        try:
+            json.loads(value)
+        except ValueError:
+            wanted = (
+                f"a JSON object of its keys (or set one key as {variable}__KEY)"
+                if table
+                else 'a JSON list, e.g. \'["first", "second"]\''
+            )
+            problems.append(
+                f"environment variable {variable}: {setting_name(where)}: must be {wanted} "
+                f"(got {_toml_value(value)})"
+            )
     return problems
 
 
@@ -689,8 +843,10 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     Raises:
         ConfigError: a ``CONVEYOR_*`` variable is not a setting (the message names the likely
             key); the config file is missing or not TOML (the message names the file and the
-            line); a key is unknown or a value out of range (one line per setting: where it was
-            set, the key, and for an unknown key the likely one; see :func:`settings_problems`).
+            line); a key is unknown, or a value of the wrong type or out of range (one line per
+            setting: where it was set, the key, what it takes in plain words, and for an unknown
+            key the likely one; see :func:`settings_problems`); a variable sets a list or a
+            table with text that is not JSON.
     """
     import tomllib
 
@@ -708,3 +864,6 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         raise ConfigError(f"{config_file()}: not UTF-8 text: {exc}") from None
     except ValidationError as exc:
         raise ConfigError("\n".join(settings_problems(exc))) from None
+    except SettingsError as exc:
+        # A list or a table set by an environment variable as text that is not JSON.
+        raise ConfigError("\n".join(_json_problems()) or str(exc)) from None

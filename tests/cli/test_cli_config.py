@@ -199,7 +199,10 @@ def test_a_config_file_mistake_names_the_file_the_line_and_the_likely_key(
         "line 5: [pipeline] short_workers is not a setting; did you mean [media] short_workers?"
         in result.stderr
     )
-    assert "conveyor.toml line 6: [pipeline] workers: Input should be" in result.stderr
+    assert (
+        "conveyor.toml line 6: [pipeline] workers: must be a whole number, e.g. workers = 2 "
+        '(got "many")' in result.stderr
+    )
     (tmp_path / "conveyor.toml").write_text("[pipline]\nworkers = 2\n")
     section = invoke("records", "list")
     assert section.exit_code == ExitCode.USAGE
@@ -212,6 +215,112 @@ def test_a_config_file_mistake_names_the_file_the_line_and_the_likely_key(
     broken = invoke("records", "list")
     assert broken.exit_code == ExitCode.USAGE
     assert "conveyor.toml: not valid TOML" in broken.stderr and "line 2" in broken.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        (
+            "[storage]\nroot = 5\n",
+            "conveyor.toml line 2: [storage] root: must be a path in quotes, "
+            'e.g. root = "conveyor-data" (got 5)',
+        ),
+        (
+            '[storage]\nurl = "file:"\npath_style = "maybe"\n',
+            "conveyor.toml line 3: [storage] path_style: must be true or false, "
+            'e.g. path_style = false (got "maybe")',
+        ),
+        (
+            "[pipeline]\nretry_base = 1979-05-27\n",
+            "conveyor.toml line 2: [pipeline] retry_base: must be a number, e.g. retry_base = 2.0 "
+            "(got 1979-05-27)",
+        ),
+        (
+            '[api]\ntrusted_proxies = "10.0.0.1"\n',
+            "conveyor.toml line 2: [api] trusted_proxies: must be a list in square brackets "
+            '(got "10.0.0.1")',
+        ),
+        (
+            '[api]\ntrusted_proxies = ["10.0.0.1", 5]\n',
+            "conveyor.toml line 2: [api] trusted_proxies item 2: must be text in quotes (got 5)",
+        ),
+        ("pipeline = 4\n", "conveyor.toml line 1: [pipeline]: must be a table of keys (got 4)"),
+        (
+            "[transcription]\nopenai = 5\n",
+            "conveyor.toml line 2: [transcription.openai]: must be a table of keys (got 5)",
+        ),
+        (
+            '[transcription]\ndevice = "gpu"\n',
+            "conveyor.toml line 2: [transcription] device: must be one of 'cpu', 'cuda' or 'auto' "
+            '(got "gpu")',
+        ),
+        (
+            "[pipeline]\nworkers = -1\n",
+            "conveyor.toml line 2: [pipeline] workers: must be at least 0 (got -1)",
+        ),
+        (
+            '[database]\nurl = "mysql://db"\n',
+            "conveyor.toml line 2: [database] url: must start with sqlite:/// (a file) or "
+            "postgresql://",
+        ),
+        (
+            f'[storage]\nsecret_access_key = ["{SECRET}"]\n',
+            "conveyor.toml line 2: [storage] secret_access_key: must be text in quotes (got ***)",
+        ),
+    ],
+)
+def test_a_wrong_type_in_the_config_file_is_said_in_plain_words(
+    tmp_path: Path, text: str, said: str
+) -> None:
+    """A wrong type in any key names the file, the line and the key, and says what the key
+    takes, as the other mistakes do: no pydantic wording ("Input should be", class names)."""
+    (tmp_path / "conveyor.toml").write_text(text)
+    result = invoke("records", "list")
+    assert result.exit_code == ExitCode.USAGE, result.stderr
+    assert f"error: invalid configuration: {said}" in result.stderr
+    for pydantic_words in ("Input should", "Input is", "<class", "Value error", "Settings"):
+        assert pydantic_words not in result.stderr
+    assert SECRET not in result.stderr
+    assert not (tmp_path / "conveyor-data").exists()
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "said"),
+    [
+        (
+            "CONVEYOR_PIPELINE__WORKERS",
+            "many",
+            "environment variable CONVEYOR_PIPELINE__WORKERS: [pipeline] workers: must be a "
+            'whole number, e.g. CONVEYOR_PIPELINE__WORKERS=2 (got "many")',
+        ),
+        (
+            "CONVEYOR_API__TRUSTED_PROXIES",
+            "10.0.0.1",
+            "environment variable CONVEYOR_API__TRUSTED_PROXIES: [api] trusted_proxies: must be "
+            "a JSON list",
+        ),
+        (
+            "CONVEYOR_STORAGE",
+            "{root",
+            "environment variable CONVEYOR_STORAGE: [storage]: must be a JSON object of its keys",
+        ),
+        (
+            "CONVEYOR_STORAGE",
+            '{"root": 5}',
+            "environment variable CONVEYOR_STORAGE: [storage] root: must be a path",
+        ),
+    ],
+)
+def test_a_wrong_type_in_an_environment_variable_names_the_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, variable: str, value: str, said: str
+) -> None:
+    """A list or a table set as text that is not JSON is a usage error naming the variable,
+    not pydantic-settings' traceback (exit 70)."""
+    monkeypatch.setenv(variable, value)
+    result = invoke("records", "list")
+    assert result.exit_code == ExitCode.USAGE, result.stderr
+    assert f"error: invalid configuration: {said}" in result.stderr
+    assert "Traceback" not in result.stderr and "SettingsError" not in result.stderr
 
 
 @pytest.mark.parametrize(
