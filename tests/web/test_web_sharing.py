@@ -25,6 +25,7 @@ from conveyor.accounts.passwords import set_password
 from conveyor.kinds import ShareRole
 from conveyor.media import sharing
 from conveyor.testing import FakeClock
+from conveyor.web import views
 from conveyor.web.words import halt_words
 from tests.support.api import SseReader, upload_media, wait_for
 from tests.support.servers import LiveServer
@@ -484,6 +485,44 @@ def test_a_link_holder_sees_that_an_item_halted_but_not_why(
         owners_event = halted_event(alice, f"/albums/{album}/events")
         assert owners_event["payload"]["error"] == error
         assert owners_event["payload"]["reason"] == reason
+
+
+def test_what_a_link_holder_is_not_told_is_one_rule_for_its_pages_and_its_stream(
+    make_site: MakeSite, corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pages and the album's stream hide from a link's holder what ``views.LINK_HIDDEN``
+    names, and nothing else: with the error text alone named, the holder reads why the photo
+    halted (the reason's words on the grid, the tile and the viewer; the reason in the
+    ``item.halted`` event) and the error text nowhere. A second list of what to hide, for the
+    pages or for the stream, fails here."""
+    monkeypatch.setattr(views, "LINK_HIDDEN", frozenset({"error"}))
+    site = make_site(run_workers=True, media={"short_workers": 1, "long_workers": 1})
+    bearer = {"Authorization": f"Bearer {site.tokens['alice']}"}
+    with LiveServer(site.app) as server, server.client(bearer) as api, server.client() as holder:
+        album = api.post("/api/albums", json={"name": "Trip"}).json()["id"]
+        link = sharing.create_link(site.runtime.engine, site.runtime.clock, album, owner="alice")
+        broken = corpus / "media" / "pillow__truncated_jpeg.jpg"
+        item = upload_media(api, album, broken)["id"]
+        view = wait_for(
+            lambda: (v := api.get(f"/api/items/{item}").json())["halted"] and v, 120, "the halt"
+        )
+        reason, error = view["halt_reason"], view["halt_error"]
+        assert reason == "undecodable" and broken.name in error, view
+
+        base = f"/s/{link.token}"
+        for url in (base, f"{base}/items/{item}", f"{base}/items/{item}/tile"):
+            page = holder.get(url, headers=HTML)
+            assert page.status_code == 200, (url, page.text)
+            assert halt_words(reason) in page.text and error not in page.text, url
+        with holder.stream("GET", f"{base}/events", params={"last_event_id": 0}) as response:
+            event = SseReader(response).next_event(30)
+        assert event["event"] == "item.halted", event
+        assert event["payload"] == {
+            "item_id": item,
+            "kind": "photo",
+            "stage": "uploaded",
+            "reason": reason,
+        }
 
 
 def test_pages_name_the_shell_user_as_a_name_and_tell_a_viewer_what_they_may_not_do(

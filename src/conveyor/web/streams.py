@@ -34,10 +34,10 @@ from conveyor.db.notify import Notifier
 from conveyor.error_codes import ErrorCode
 from conveyor.media.broadcast import AlbumBroadcast
 from conveyor.web import queries
+from conveyor.web.views import link_shown
 from conveyor.web.words import event_words
 
 __all__ = [
-    "LINK_HIDDEN",
     "album_reader",
     "journal_reader",
     "page_stream",
@@ -78,23 +78,14 @@ def journal_reader(engine: Engine, owner: str, record_id: int | None) -> Reader:
     return read
 
 
-#: What a link's holder is not sent of an event's payload: why an item halted (``item.halted``'s
-#: reason and error text, which can carry file names and provider errors), as its pages say
-#: only that it halted.
-LINK_HIDDEN = frozenset({"reason", "error"})
-
-
 def album_reader(broadcast: AlbumBroadcast, album_id: int, *, link: bool = False) -> Reader:
     """The album's outbox events as the API's stream formats them (``link``: for a link's
-    holder, each payload without :data:`LINK_HIDDEN`)."""
+    holder, each payload as :func:`~conveyor.web.views.link_shown` leaves it, as its pages are)."""
 
     def read(after: int) -> list[tuple[int, str]]:
         events = broadcast.events_after(album_id, after, _BATCH)
         if link:
-            events = [
-                replace(e, payload={k: v for k, v in e.payload.items() if k not in LINK_HIDDEN})
-                for e in events
-            ]
+            events = [replace(e, payload=link_shown(e.payload)) for e in events]
         return [(e.id, format_event(e)) for e in events]
 
     return read

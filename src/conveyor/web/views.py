@@ -4,7 +4,7 @@ queue (or that it is being worked on, or waits to retry)."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, RowMapping
@@ -22,14 +22,44 @@ from conveyor.pipeline.status import RecordState, status_of
 from conveyor.web import queries
 from conveyor.web.words import duration_words, halt_words, resume_helps, stage_words
 
-__all__ = ["item_status", "item_statuses", "record_status", "record_statuses"]
+__all__ = [
+    "LINK_HIDDEN",
+    "item_status",
+    "item_statuses",
+    "link_shown",
+    "record_status",
+    "record_statuses",
+]
+
+#: What a link's holder is not told, on its pages and in its album's stream alike (both through
+#: :func:`link_shown`): why an item halted. Its reason and error text can carry file names and
+#: provider errors, and the reason's words speak to the owner; the holder sees that it halted.
+#: Named as an ``item.halted`` event's payload names them (a row's ``halt_reason`` and
+#: ``halt_error``).
+LINK_HIDDEN = frozenset({"reason", "error"})
+
+
+def link_shown(detail: Mapping[str, Any]) -> dict[str, Any]:
+    """``detail`` as a link's holder is told it: without the keys :data:`LINK_HIDDEN` names.
+
+    Args:
+        detail: an album event's payload, or a halt's ``reason`` and ``error``.
+    """
+    return {key: value for key, value in detail.items() if key not in LINK_HIDDEN}
 
 
 def _progress(
-    conn: Connection, row: RowMapping, domain: Domain, now: float, *, count_place: bool = True
+    conn: Connection,
+    row: RowMapping,
+    domain: Domain,
+    now: float,
+    *,
+    count_place: bool = True,
+    link: bool = False,
 ) -> dict[str, Any]:
     """Stage, halt, time in stage and place in its lane's queue of a record or item row
-    (``count_place=False``: the place is left for :func:`_fill_places`)."""
+    (``count_place=False``: the place is left for :func:`_fill_places`; ``link``: for a link's
+    holder, the halt's words those of what :func:`link_shown` leaves of it)."""
     status = status_of(row, domain, now)
     halted, done = status.state is RecordState.HALTED, status.terminal
     working, retrying = status.state is RecordState.WORKING, status.state is RecordState.RETRYING
@@ -39,15 +69,19 @@ def _progress(
     if waiting and count_place:
         place = queries.place_in_queue(conn, domain, row, now)
     entered = float(row["state_entered_at"])
+    halt = {"reason": row["halt_reason"], "error": row["halt_error"]}
+    if link:
+        halt = link_shown(halt)
+    reason = halt.get("reason")
     return {
         "stage": row["stage"],
         "stage_words": stage_words(domain.name, str(row["stage"])),
         "done": done,
         "halted": halted,
-        "halt_reason": row["halt_reason"],
-        "halt_words": halt_words(row["halt_reason"]) if halted else "",
-        "resume_helps": resume_helps(row["halt_reason"]) if halted else True,
-        "halt_error": row["halt_error"],
+        "halt_reason": reason,
+        "halt_words": halt_words(reason) if halted else "",
+        "resume_helps": resume_helps(reason) if halted else True,
+        "halt_error": halt.get("error"),
         "working": working,
         "waiting": waiting,
         "place": place,
@@ -83,21 +117,6 @@ def record_status(conn: Connection, domain: Domain, row: RowMapping, now: float)
     return {**_record(conn, domain, row, now), "provider_wait": provider_wait(conn, row)}
 
 
-def _without_halt_detail(it: dict[str, Any]) -> dict[str, Any]:
-    """``it`` as a link's holder sees it: the item and its state (halted or not), not why it
-    halted. The reason and the error text can carry file names and provider errors, and the
-    reason's words speak to the owner; the halt is said in the words of no reason."""
-    if it["halted"]:
-        return {
-            **it,
-            "halt_reason": None,
-            "halt_error": None,
-            "halt_words": halt_words(None),
-            "resume_helps": True,
-        }
-    return {**it, "halt_reason": None, "halt_error": None}
-
-
 def _item(
     conn: Connection,
     domain: Domain,
@@ -112,7 +131,7 @@ def _item(
     # The API's item view (one function for both), from a row already read.
     view = album_views.view_of(row, roles)
     kind = MediaKind(row["kind"])
-    it = {
+    return {
         **view,
         # What the templates do differently for its kind, asked of the kind (kinds.KindTraits).
         "noun": kind.noun,
@@ -124,9 +143,8 @@ def _item(
         "captured_words": local_words(row["captured_at"], row["captured_offset"]),
         # The grid's order (media.queries.TAKEN_AT), for placing a tile that arrives live.
         "taken_at": row["captured_at"] if row["captured_at"] is not None else row["uploaded_at"],
-        **_progress(conn, row, domain, now, count_place=count_place),
+        **_progress(conn, row, domain, now, count_place=count_place, link=link),
     }
-    return _without_halt_detail(it) if link else it
 
 
 def item_status(
@@ -145,7 +163,8 @@ def item_status(
         owner: only an item of this owner (None: the caller checked who may see it).
         base: the prefix of its file URLs (a link's pages: ``/s/<token>``).
         link: for a link's holder (no account): whether it is halted, not why
-            (``halt_reason`` and ``halt_error`` None, ``halt_words`` those of no reason).
+            (:data:`LINK_HIDDEN`: ``halt_reason`` and ``halt_error`` None, ``halt_words``
+            those of no reason).
 
     Raises:
         NotFound: no such item of ``owner``.
