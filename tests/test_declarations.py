@@ -100,3 +100,43 @@ def test_d11_every_declared_stage_has_plain_words_on_the_web() -> None:
         for stage in declaration.stages:
             assert stage.words, f"{declaration.name} stage {stage.name} has no words"
             assert stage_words(declaration.name, stage.name) == stage.words
+
+
+def test_d11_a_recordings_activity_says_what_its_declared_stage_says() -> None:
+    """The activity list's words for a step that moved a record on, or postponed it, are its
+    stage's declared ``advanced_words`` and ``postponed_words``: a declaration that says other
+    words at the audio domain's stage names is read as it says them (a second table of words
+    by stage name fails here), and a stage without them has the general words."""
+    from conveyor.web.words import event_words
+
+    said = {s.name: event_words(AUDIO, s.name, "advanced") for s in AUDIO.stages[:-1]}
+    assert said == {
+        "uploaded": "prepared for speech recognition",
+        "normalized": "sent to speech recognition",
+        "submitted": "speech recognised",
+        "transcribed": "transcript written",
+    }
+    assert event_words(AUDIO, "submitted", "postponed") == "still being recognised"
+    assert event_words(AUDIO, "normalized", "postponed") == "waiting a little"
+    assert (
+        event_words(AUDIO, "from_a_newer_version", "advanced")
+        == "moved on from from_a_newer_version"
+    )
+
+    other = Declaration(
+        name="other",
+        table=AUDIO.table,
+        stages=[
+            Stage("uploaded", lane="l", advanced_words="looked at"),
+            Stage("submitted", lane="l", postponed_words="asked again later"),
+            Stage("done"),
+        ],
+        lanes=[Lane("l", lambda s: s.pipeline.workers)],
+        order_by=[AUDIO.table.c.id],
+        owned_fields=frozenset(),
+    )
+    assert event_words(other, "uploaded", "advanced") == "looked at"
+    assert event_words(other, "submitted", "advanced") == "moved on from submitted"
+    assert event_words(other, "submitted", "postponed") == "asked again later"
+    assert event_words(other, "uploaded", "postponed") == "waiting a little"
+    assert event_words(other, "uploaded", "failed") == "a try failed; it will be tried again"

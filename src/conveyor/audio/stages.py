@@ -45,6 +45,7 @@ AUDIO = Declaration(
             lease=120,
             heartbeat=True,
             words="Uploaded; waiting to be prepared",
+            advanced_words="prepared for speech recognition",
         ),
         Stage(
             "normalized",
@@ -52,6 +53,7 @@ AUDIO = Declaration(
             work="own",
             lease=120,
             words="Prepared; waiting for speech recognition",
+            advanced_words="sent to speech recognition",
         ),
         Stage(
             "submitted",
@@ -59,6 +61,8 @@ AUDIO = Declaration(
             work="foreign",
             lease=120,
             words="Speech recognition is running",
+            advanced_words="speech recognised",
+            postponed_words="still being recognised",
         ),
         Stage(
             "transcribed",
@@ -66,6 +70,7 @@ AUDIO = Declaration(
             work="own",
             lease=120,
             words="Recognised; the transcript is being written",
+            advanced_words="transcript written",
         ),
         Stage("done", words="Done"),
     ],

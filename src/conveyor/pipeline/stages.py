@@ -43,6 +43,11 @@ class Stage:
         heartbeat: the executor extends the lease every ``lease / 3`` seconds while the step
             runs (long steps, M8).
         words: the stage as a person would say it, for the web pages (the name when empty).
+        advanced_words: what its step did once it moved a record on, as a record's activity
+            list on the web pages says it (``speech recognised``; ``moved on from <name>``
+            when empty).
+        postponed_words: what a record its step postponed is waiting for, as the activity
+            list says it (``still being recognised``; ``waiting a little`` when empty).
     """
 
     name: str
@@ -52,6 +57,8 @@ class Stage:
     lease: float = 300.0
     heartbeat: bool = False
     words: str = ""
+    advanced_words: str = ""
+    postponed_words: str = ""
 
     @property
     def terminal(self) -> bool:

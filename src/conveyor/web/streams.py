@@ -29,6 +29,7 @@ from conveyor.api.headers import last_event_id
 from conveyor.api.live import READS
 from conveyor.api.sse import format_event
 from conveyor.api.state import ApiState
+from conveyor.audio.stages import AUDIO
 from conveyor.clock import iso_utc
 from conveyor.db.notify import Notifier
 from conveyor.error_codes import ErrorCode
@@ -68,7 +69,7 @@ def journal_reader(engine: Engine, owner: str, record_id: int | None) -> Reader:
                 "stage": r["stage"],
                 "outcome": r["outcome"],
                 "outcome_text": r["outcome_text"],
-                "words": event_words(str(r["stage"]), str(r["outcome"])),
+                "words": event_words(AUDIO, str(r["stage"]), str(r["outcome"])),
                 "created_at": iso_utc(r["created_at"]),
             }
             block = f"id: {r['id']}\nevent: record\ndata: {json.dumps(data)}\n\n"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from conveyor.halts import known
 from conveyor.kinds import SHELL_USER
+from conveyor.pipeline import Declaration, Stage
 from conveyor.runtime import DECLARATIONS, halt_reasons
 
 __all__ = [
@@ -17,13 +18,18 @@ __all__ = [
 ]
 
 
+def _declared(declaration: Declaration, stage: str) -> Stage | None:
+    """``declaration``'s stage called ``stage`` (None: one this version does not declare)."""
+    return next((s for s in declaration.stages if s.name == stage), None)
+
+
 def stage_words(domain: str, stage: str) -> str:
     """A stage as a person would say it (``audio``/``media``): its declared words."""
     for declaration in DECLARATIONS:
         if declaration.name == domain:
-            for declared in declaration.stages:
-                if declared.name == stage:
-                    return declared.words or stage
+            declared = _declared(declaration, stage)
+            if declared is not None:
+                return declared.words or stage
     return stage
 
 
@@ -77,24 +83,19 @@ def size_words(size: int) -> str:
     return f"{size} bytes"
 
 
-# What a step that finished at a stage did, as the activity list says it.
-_DONE_AT = {
-    "uploaded": "prepared for speech recognition",
-    "normalized": "sent to speech recognition",
-    "submitted": "speech recognised",
-    "transcribed": "transcript written",
-}
-
-
-def event_words(stage: str, outcome: str) -> str:
-    """A recording's journal event in plain words (``accepted`` → "uploaded", ``advanced`` at
-    ``submitted`` → "speech recognised", ``failed`` → "a try failed; it will be tried again")."""
+def event_words(declaration: Declaration, stage: str, outcome: str) -> str:
+    """A journal event of one of ``declaration``'s records in plain words (``accepted`` →
+    "uploaded", ``failed`` → "a try failed; it will be tried again"); ``advanced`` and
+    ``postponed`` at a stage say the stage's declared :attr:`~Stage.advanced_words` and
+    :attr:`~Stage.postponed_words` (an audio record's ``advanced`` at ``submitted`` → "speech
+    recognised")."""
+    declared = _declared(declaration, stage)
     if outcome == "accepted":
         return "uploaded"
     if outcome == "advanced":
-        return _DONE_AT.get(stage, f"moved on from {stage}")
+        return (declared and declared.advanced_words) or f"moved on from {stage}"
     if outcome == "postponed":
-        return "still being recognised" if stage == "submitted" else "waiting a little"
+        return (declared and declared.postponed_words) or "waiting a little"
     if outcome == "failed":
         return "a try failed; it will be tried again"
     if outcome == "halted":
