@@ -225,7 +225,7 @@ def test_a_trickling_upload_below_the_minimum_rate_gets_408(
                 sock.sendall(wav[sent : sent + 1])
                 sent += 1
         assert data.startswith(b"HTTP/1.1 408"), data
-        assert b"minimum of 1024 bytes/s" in data
+        assert b"minimum of 1 KiB/s" in data
         assert stored_objects(api) == []
         assert counts(api.runtime.engine) == (0, 0, 0, 0)
 

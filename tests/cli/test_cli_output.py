@@ -97,3 +97,16 @@ def test_another_owners_album_hints_at_owner_and_empty_lists_say_how_to_add(
     assert none.exit_code == ExitCode.NOT_FOUND and "conveyor albums create" in none.stderr
     users = cli("users", "list")
     assert "conveyor users create NAME" in users.stderr
+
+
+def test_an_accepted_files_size_is_said_in_binary_units(tmp_path: Path, corpus: Path) -> None:
+    """The event text of an accepted file gives its size as people read sizes (``KiB``), not
+    ``352078 bytes``."""
+    jfk = corpus / "audio" / "jfk.wav"
+    added = run(["records", "add", str(jfk)], tmp_path, CONVEYOR_PIPELINE__WORKERS="0")
+    assert added.returncode == 0, added.stderr
+    events = run(["records", "events", "1", "--json"], tmp_path)
+    (accepted,) = json.loads(events.stdout)
+    size = jfk.stat().st_size
+    assert accepted["text"] == f"jfk.wav: {size / 1024:.1f} KiB, audio/wav"
+    assert "bytes" not in run(["records", "events", "1"], tmp_path).stdout

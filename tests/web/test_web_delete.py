@@ -66,7 +66,7 @@ def test_a_recording_is_deleted_after_a_page_that_names_it(
         assert confirm.status_code == 200
         text = html.unescape(confirm.text)
         assert "Delete the recording “Board meeting <b>.wav”?" in text
-        assert "352.1 kB" in text and "cannot be undone" in text
+        assert "343.8 KiB" in text and "cannot be undone" in text
         assert "<b>.wav" not in confirm.text  # escaped
         assert _count(site, audio_records) == 1  # asking deletes nothing
         refused = client.post(f"/records/{record_id}/delete", data={}, headers=HTML)

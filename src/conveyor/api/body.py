@@ -23,6 +23,7 @@ from starlette.types import Message
 from conveyor.api.errors import ApiError
 from conveyor.error_codes import ErrorCode
 from conveyor.errors import RejectedInput
+from conveyor.sizes import human_size
 
 __all__ = ["BodyChunks"]
 
@@ -74,9 +75,9 @@ class BodyChunks:
         if self._window_bytes < wanted:
             raise ApiError(
                 ErrorCode.UPLOAD_TIMEOUT,
-                f"the upload sent {self._window_bytes} bytes in {now - self._window_start:.0f} s, "
-                f"below the minimum of {self._min_rate:g} bytes/s; nothing was kept, send it "
-                "again",
+                f"the upload sent {human_size(self._window_bytes)} in "
+                f"{now - self._window_start:.0f} s, below the minimum of "
+                f"{human_size(round(self._min_rate))}/s; nothing was kept, send it again",
                 headers={"Connection": "close"},
             )
         self._window_start, self._window_bytes = now, 0
@@ -137,7 +138,8 @@ class BodyChunks:
             # The intake bounds the file; this bounds what surrounds it (multipart parts).
             if self._seen > self._limit:
                 raise RejectedInput(
-                    ErrorCode.TOO_LARGE, f"the request body is larger than {self._limit} bytes"
+                    ErrorCode.TOO_LARGE,
+                    f"the request body is larger than {human_size(self._limit)}",
                 )
             if chunk:
                 yield chunk

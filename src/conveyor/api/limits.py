@@ -19,6 +19,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from conveyor.api.errors import error_response
 from conveyor.api.headers import header_int
 from conveyor.error_codes import ErrorCode
+from conveyor.sizes import human_size
 
 __all__ = ["MAX_BODY_BYTES", "BodyLimitMiddleware", "is_upload"]
 
@@ -41,7 +42,7 @@ def is_upload(method: str, path: str) -> bool:
 
 
 def _too_large(limit: int) -> str:
-    return f"the request body is larger than {limit} bytes (only uploads may be larger)"
+    return f"the request body is larger than {human_size(limit)} (only uploads may be larger)"
 
 
 class BodyLimitMiddleware:

@@ -52,6 +52,7 @@ from conveyor.error_codes import ErrorCode
 from conveyor.errors import RejectedInput
 from conveyor.names import kept_name
 from conveyor.objects.outage import STORAGE
+from conveyor.sizes import human_size
 
 __all__ = [
     "KEEP_DUPLICATE",
@@ -147,7 +148,7 @@ def check_length(request: Request, max_bytes: int) -> None:
     allowed = max_bytes + (_MULTIPART_OVERHEAD if _is_multipart(request) else 0)
     if length > allowed:
         raise RejectedInput(
-            ErrorCode.TOO_LARGE, f"the upload is larger than the limit of {max_bytes} bytes"
+            ErrorCode.TOO_LARGE, f"the upload is larger than the limit of {human_size(max_bytes)}"
         )
 
 

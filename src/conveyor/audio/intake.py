@@ -25,6 +25,7 @@ from conveyor.objects.sniff import (
     sniff_object,
 )
 from conveyor.pipeline.lifecycle import admit, database_now
+from conveyor.sizes import human_size
 
 __all__ = [
     "CHANNEL_CHOICES",
@@ -155,7 +156,7 @@ def accept_audio(
                     "channels": channels,
                 },
                 clock=clock,
-                note=f"{original_name or 'upload'}: {stored.size} bytes, {sniffed.mime}",
+                note=f"{original_name or 'upload'}: {human_size(stored.size)}, {sniffed.mime}",
             )
             if on_insert is not None:
                 on_insert(conn, record_id)

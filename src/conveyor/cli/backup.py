@@ -10,7 +10,8 @@ from typing import Annotated
 import typer
 
 from conveyor.cli.exits import ExitCode
-from conveyor.cli.output import console, fail, human_size, note, print_json
+from conveyor.cli.output import console, fail, note, print_json
+from conveyor.sizes import human_size
 
 __all__ = ["backup", "restore"]
 

@@ -19,7 +19,6 @@ from conveyor.cli.output import (
     JsonOption,
     console,
     fail,
-    human_size,
     no_such_id,
     note,
     print_json,
@@ -31,6 +30,7 @@ from conveyor.cli.output import (
 from conveyor.cli.settings import make_runtime
 from conveyor.cli.signals import stop_on_signals
 from conveyor.kinds import SHELL_USER
+from conveyor.sizes import human_size
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
@@ -90,7 +90,8 @@ def print_item(view: dict[str, Any]) -> None:
     roles = table("    role", "type", "pixels", "size")
     for role, obj in view["roles"].items():
         pixels = f"{obj['width']}×{obj['height']}" if obj["width"] else None
-        roles.add_row(f"    {role}", obj["mime_type"], pixels, human_size(obj["size"]))
+        size = human_size(obj["size"]) if obj["size"] is not None else None
+        roles.add_row(f"    {role}", obj["mime_type"], pixels, size)
     console.print(roles)
 
 

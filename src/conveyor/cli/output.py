@@ -35,7 +35,6 @@ __all__ = [
     "console",
     "err_console",
     "fail",
-    "human_size",
     "no_such_id",
     "note",
     "print_json",
@@ -154,20 +153,6 @@ def table(*headers: str) -> Table:
     """The one table style: plain columns, bold headers, no box lines (greppable in a pipe);
     an empty cell shows ``-``."""
     return _Rows(*headers, box=None, header_style="bold", pad_edge=False, padding=(0, 2, 0, 0))
-
-
-def human_size(size: int | None) -> str:
-    """Bytes for a person: ``912 B``, ``14.2 KiB``, ``3.1 MiB``, ``1.2 GiB`` (binary units)."""
-    if size is None:
-        return ""
-    if size < 1024:
-        return f"{size} B"
-    value = float(size)
-    for unit in ("KiB", "MiB", "GiB"):
-        value /= 1024
-        if value < 1024 or unit == "GiB":
-            return f"{value:.1f} {unit}"
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def no_such_id(noun: str, value: int) -> typer.Exit | None:

@@ -9,8 +9,9 @@ import typer
 
 from conveyor.cli.exits import ExitCode
 from conveyor.cli.groups import CommandGroup
-from conveyor.cli.output import console, fail, human_size, note, print_json
+from conveyor.cli.output import console, fail, note, print_json
 from conveyor.cli.settings import make_runtime
+from conveyor.sizes import human_size
 
 if TYPE_CHECKING:
     from conveyor.objects.reconcile import StorageReport

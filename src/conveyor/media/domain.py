@@ -81,6 +81,7 @@ from conveyor.objects import (
 from conveyor.pipeline import Advance, Domain, Halt, StepContext
 from conveyor.pipeline.lifecycle import reopen
 from conveyor.pipeline.outcomes import Outcome, Writes
+from conveyor.sizes import human_size
 
 __all__ = [
     "IMAGE_ROLES",
@@ -237,7 +238,7 @@ class MediaSteps:
         if result.deinterlaced:
             how += " (interlaced source, deinterlaced)"
         what = "motion clip" if obj.role == Role.MOTION else "playback"
-        note = f"{what} {how}: {result.width}×{result.height}, {result.size} bytes"
+        note = f"{what} {how}: {result.width}×{result.height}, {human_size(result.size)}"
         fields: dict[str, Any] = {}
         declared = ctx.record["duration"]
         if declared is not None and _cut_short(float(declared), result.duration):

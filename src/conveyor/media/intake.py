@@ -50,6 +50,7 @@ from conveyor.objects import ObjectStore, put_file_row
 from conveyor.objects.sniff import OCTET_STREAM, SNIFF_BYTES, raw_format, sniff
 from conveyor.pipeline.lifecycle import admit, database_now, reopen
 from conveyor.pipeline.queries import insert_event, now_of
+from conveyor.sizes import human_size
 
 __all__ = ["Probed", "accept_media", "item_holding", "owner_message", "probe_upload"]
 
@@ -293,7 +294,7 @@ def accept_media(
                 },
                 clock=clock,
                 note=(
-                    f"{original_name or 'upload'}: {probed.kind}, {stored.size} bytes, "
+                    f"{original_name or 'upload'}: {probed.kind}, {human_size(stored.size)}, "
                     f"{probed.mime_type}, {probed.width}×{probed.height}"
                 ),
             )

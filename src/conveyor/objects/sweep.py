@@ -30,6 +30,7 @@ from conveyor.objects.keys import OBJECT_PREFIXES
 from conveyor.objects.queries import journaled_keys
 from conveyor.objects.store import ObjectStore
 from conveyor.periodic import Periodic
+from conveyor.sizes import human_size
 
 __all__ = [
     "FIRST_SWEEP",
@@ -145,9 +146,9 @@ class Sweeper(Periodic):
         report = sweep_orphans(self.engine, self.store, grace=self.grace, now=time.time())
         if report.removed or report.aborted:
             log.info(
-                "object sweep removed %d objects without a journal row (%d bytes) and "
+                "object sweep removed %d objects without a journal row (%s) and "
                 "aborted %d unfinished writes",
                 len(report.removed),
-                report.removed_bytes,
+                human_size(report.removed_bytes),
                 report.aborted,
             )

@@ -30,6 +30,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from conveyor.api.errors import error_response
 from conveyor.api.limits import is_upload
 from conveyor.error_codes import ErrorCode
+from conveyor.sizes import human_size
 from conveyor.web.auth import current_viewer
 
 __all__ = ["FORM_READ_TIMEOUT", "MAX_HEADERS", "MAX_HEADER_BYTES", "WebGate"]
@@ -66,7 +67,7 @@ class WebGate:
         if len(headers) > MAX_HEADERS or size > MAX_HEADER_BYTES:
             response = error_response(
                 ErrorCode.HEADERS_TOO_LARGE,
-                f"the request's headers are larger than {MAX_HEADER_BYTES} bytes or more "
+                f"the request's headers are larger than {human_size(MAX_HEADER_BYTES)} or more "
                 f"than {MAX_HEADERS} lines",
                 headers=_CLOSE,
             )

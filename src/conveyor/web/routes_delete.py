@@ -28,10 +28,10 @@ from conveyor.kinds import MediaKind, kind_words
 from conveyor.media import queries as media_queries
 from conveyor.media.deletion import delete_album, delete_item
 from conveyor.media.sharing import Access, item_access, may_delete
+from conveyor.sizes import human_size
 from conveyor.web import queries
 from conveyor.web.auth import Csrf, Viewer
 from conveyor.web.pages import render
-from conveyor.web.words import size_words
 
 __all__ = ["MAX_SELECTED", "router"]
 
@@ -89,7 +89,7 @@ def record_delete_page(request: Request, state: State, viewer: Viewer, record_id
         if k in kinds
     ]
     lines = [
-        f"The recording and its files ({size_words(size)}: the upload and the audio made from it).",
+        f"The recording and its files ({human_size(size)}: the upload and the audio made from it).",
         *([f"{' and '.join(texts).capitalize()}."] if texts else []),
         "Its title, brief, topics and history.",
     ]
@@ -149,7 +149,7 @@ def item_delete_page(request: Request, state: State, viewer: Viewer, item_id: Id
         title=f"Delete the {kind} “{_item_name(row)}”?",
         lines=[
             f"It leaves the album “{album_name}”, with its original and the smaller versions "
-            f"made from it ({size_words(size)})."
+            f"made from it ({human_size(size)})."
         ],
         action=f"/items/{item_id}/delete",
         back=f"/items/{item_id}",
@@ -207,7 +207,7 @@ async def items_delete(request: Request, state: State, viewer: Csrf, album_id: I
         return _confirm(
             request,
             title=f"Delete {kind_words(r['kind'] for r in rows)}?",
-            lines=[f"With their originals and smaller versions ({size_words(size)}):"],
+            lines=[f"With their originals and smaller versions ({human_size(size)}):"],
             names=[_item_name(r) for r in rows],
             action=f"/albums/{album_id}/items/delete",
             back=f"/albums/{album_id}",
@@ -237,7 +237,7 @@ def album_delete_page(request: Request, state: State, viewer: Viewer, album_id: 
         size = queries.items_size(conn, [int(i["id"]) for i in items])
     lines = [
         f"Every item in it: {kind_words(i['kind'] for i in items)}, with their originals "
-        f"and smaller versions ({size_words(size)})."
+        f"and smaller versions ({human_size(size)})."
         if items
         else "It is empty."
     ]

@@ -56,6 +56,7 @@ from conveyor.errors import Duplicate, NotFound, RejectedInput
 from conveyor.media.intake import accept_media
 from conveyor.media.sharing import ADD, album_access, contributable
 from conveyor.names import kept_name
+from conveyor.sizes import human_size
 from conveyor.web.auth import CsrfHeader
 from conveyor.web.routes_records import UPLOAD_FIELDS
 
@@ -193,7 +194,7 @@ async def tus_create(request: Request, state: State, viewer: CsrfHeader) -> Resp
     length = int(length_header)
     if length > limit:
         raise RejectedInput(
-            ErrorCode.TOO_LARGE, f"the upload is larger than the limit of {limit} bytes"
+            ErrorCode.TOO_LARGE, f"the upload is larger than the limit of {human_size(limit)}"
         )
     if length == 0:
         raise RejectedInput(ErrorCode.EMPTY_FILE, "the file is empty")

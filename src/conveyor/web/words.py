@@ -1,4 +1,4 @@
-"""What the pages say: stages and halt reasons in plain words, durations, sizes."""
+"""What the pages say: stages and halt reasons in plain words, durations."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ __all__ = [
     "halt_words",
     "person_words",
     "resume_helps",
-    "size_words",
     "stage_words",
 ]
 
@@ -71,16 +70,6 @@ def duration_words(seconds: float | None) -> str:
         return f"{h} h {m} min" if m else f"{h} h"
     d, h = divmod(s // 3600, 24)
     return f"{d} d {h} h" if h else f"{d} d"
-
-
-def size_words(size: int) -> str:
-    """``512 bytes``, ``3.4 MB``, ``1.2 GB`` (decimal units, as phones and file managers say)."""
-    if size < 1000:
-        return f"{size} bytes"
-    for unit, scale in (("kB", 1e3), ("MB", 1e6), ("GB", 1e9)):
-        if size < scale * 1000 or unit == "GB":
-            return f"{size / scale:.1f} {unit}"
-    return f"{size} bytes"
 
 
 def event_words(declaration: Declaration, stage: str, outcome: str) -> str:

@@ -32,6 +32,7 @@ from conveyor.objects.store import (
     verify,
 )
 from conveyor.objects.work import WorkFolder
+from conveyor.sizes import human_size
 
 __all__ = ["SETTINGS_HINT", "LocalStore", "from_settings"]
 
@@ -113,7 +114,7 @@ class LocalStore(WorkingCopies):
                     if max_bytes is not None and written > max_bytes:
                         raise RejectedInput(
                             ErrorCode.TOO_LARGE,
-                            f"the upload is larger than the limit of {max_bytes} bytes",
+                            f"the upload is larger than the limit of {human_size(max_bytes)}",
                         )
                     digest.update(chunk)
                     out.write(chunk)

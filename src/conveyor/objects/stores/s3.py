@@ -48,6 +48,7 @@ from conveyor.objects.store import (
     verify,
 )
 from conveyor.objects.work import WorkFolder
+from conveyor.sizes import human_size
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -121,7 +122,9 @@ class S3Store(WorkingCopies):
     ) -> None:
         self.bucket, self.prefix = parse_s3_url(url)
         if part_size < MIN_PART_SIZE:
-            raise ValueError(f"part_size must be at least {MIN_PART_SIZE} bytes")
+            raise ValueError(
+                f"part_size must be at least {MIN_PART_SIZE} bytes ({human_size(MIN_PART_SIZE)})"
+            )
         self.work = work
         self.endpoint = endpoint
         self.region = region or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
@@ -234,7 +237,7 @@ class S3Store(WorkingCopies):
                 if max_bytes is not None and written > max_bytes:
                     raise RejectedInput(
                         ErrorCode.TOO_LARGE,
-                        f"the upload is larger than the limit of {max_bytes} bytes",
+                        f"the upload is larger than the limit of {human_size(max_bytes)}",
                     )
                 digest.update(chunk)
                 buffer += chunk
