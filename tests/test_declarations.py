@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import get_args
 
 import pytest
@@ -140,3 +142,24 @@ def test_d11_a_recordings_activity_says_what_its_declared_stage_says() -> None:
     assert event_words(other, "submitted", "postponed") == "asked again later"
     assert event_words(other, "uploaded", "postponed") == "waiting a little"
     assert event_words(other, "uploaded", "failed") == "a try failed; it will be tried again"
+
+
+@pytest.mark.parametrize("name", ["openai", "speechkit"])
+def test_a_provider_backend_imports_without_the_settings_which_take_its_own_model(
+    name: str,
+) -> None:
+    """A backend module's ``SETTINGS`` subclasses :mod:`conveyor.provider_settings`' model, so
+    the module imports without the settings (no cycle with ``conveyor.config``, which imports
+    the backends), and the settings imported after it take that very model as its section.
+    In a fresh interpreter, so that nothing has imported either yet."""
+    code = f"""
+import sys
+import conveyor.providers.backends.{name} as backend
+assert "conveyor.config" not in sys.modules, "the backend imported the settings"
+from conveyor import config, provider_settings
+assert config.provider_sections()["{name}"] is backend.SETTINGS
+assert config.TranscriptionSettings.model_fields["{name}"].annotation is backend.SETTINGS
+assert config.ProviderSettings is provider_settings.ProviderSettings
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

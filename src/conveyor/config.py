@@ -29,7 +29,7 @@ import pkgutil
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -50,6 +50,7 @@ from pydantic_settings import (
 )
 
 from conveyor.errors import ConfigError
+from conveyor.provider_settings import ProviderSettings
 
 __all__ = [
     "PROVIDER_BACKENDS",
@@ -206,40 +207,10 @@ class PipelineSettings(_Section):
     free (fast steps); such a claim holds its record about a second until its step starts."""
 
 
-class ProviderSettings(_Section):
-    """A recognition provider's own keys, ``[transcription.<name>]``: a provider with keys of
-    its own declares their model as ``SETTINGS`` in its backend module
-    (``conveyor/providers/backends/<name>.py``), and :class:`TranscriptionSettings` takes each
-    as the section named as the module, as ``[transcription] provider`` names it. Environment
-    variables (``CONVEYOR_TRANSCRIPTION__<NAME>__<KEY>``), the config file's keys, the "did you
-    mean" hints, relative paths (a ``Path`` key is relative to the config file's folder) and the
-    hiding of secrets follow from the model, as for every other section.
-
-    The docstring under each key is its documentation (``docs/operations.md`` has it, held by
-    ``tests/test_docs.py``, which reads it from the source as ``scripts/config-table`` does).
-    """
-
-    # Not use_attribute_docstrings: pydantic would read each model's source file at import
-    # (inspect.getmodule walks sys.modules), a third of a command's own start (~0.03 s).
-    model_config = ConfigDict(extra="forbid")
-
-    @classmethod
-    def section(cls) -> str:
-        """The section's name: its backend module's (``openai`` for ``backends/openai.py``)."""
-        return cls.__module__.rpartition(".")[2]
-
-    @classmethod
-    def of(cls, settings: _TranscriptionKeys) -> Self:
-        """This provider's section of ``settings`` (``[transcription]``)."""
-        section = getattr(settings, cls.section())
-        if not isinstance(section, cls):
-            raise TypeError(f"[transcription.{cls.section()}] is not {cls.__name__}")
-        return section
-
-
 #: The package of the provider backends, one module per ``[transcription] provider`` name
 #: (:mod:`conveyor.providers.registry`). Read by name: the settings are below the providers'
-#: layer, so their sections are found as plug-ins are, not imported.
+#: layer, so their sections are found as plug-ins are, not imported; a backend module imports
+#: only :mod:`conveyor.provider_settings` of them, so importing it needs no settings.
 PROVIDER_BACKENDS = "conveyor.providers.backends"
 
 

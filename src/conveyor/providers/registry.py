@@ -6,8 +6,8 @@ A provider implements :class:`~conveyor.providers.base.RecognitionProvider`; its
 :class:`ProviderBackend` that says how to build it, which languages it accepts, the model it
 answers with, and why it cannot run on this machine (:attr:`ProviderBackend.check`, for
 start-up), and, when the provider has keys of its own, ``SETTINGS``: their
-:class:`~conveyor.config.ProviderSettings` model, which the settings take as the section
-``[transcription.<name>]``. Adding a provider is adding that module. The names the setting
+:class:`~conveyor.provider_settings.ProviderSettings` model, which the settings take as the
+section ``[transcription.<name>]``. Adding a provider is adding that module. The names the setting
 accepts are the modules there (:func:`names`, :func:`backend_for`); a backend module imports its
 provider's code only when the provider is built, so a process never loads a provider it does
 not use.

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from conveyor.config import ProviderSettings
+from conveyor.provider_settings import ProviderSettings
 from conveyor.providers.registry import ProviderBackend, ProviderPlace
 
 if TYPE_CHECKING:
