@@ -284,6 +284,23 @@ def test_raw_pcm_uploads_that_are_compressed_audio_are_refused(
     assert stored_objects(api) == []
 
 
+def test_raw_pcm_on_a_recording_already_held_is_refused_not_answered_as_it(
+    api: Api, client: TestClient, corpus: Path
+) -> None:
+    """The file's refusal comes before "already there": a WAV sent with raw_pcm=true is 415
+    even when the owner holds it; sent as it is, it answers the record that holds it."""
+    wav = (corpus / "audio" / "jfk.wav").read_bytes()
+    first = client.post("/api/records?name=jfk.wav", content=wav, headers=api.alice)
+    assert first.status_code == 201, first.text
+    stored = stored_objects(api)
+    raw = client.post("/api/records?raw_pcm=true", content=wav, headers=api.alice)
+    error = assert_error(raw, 415, "not_media")
+    assert "this file is WAV audio, not headerless PCM" in error["message"]
+    assert stored_objects(api) == stored
+    again = client.post("/api/records", content=wav, headers=api.alice)
+    assert again.status_code == 200 and again.json()["duplicate"] is True
+
+
 def test_headerless_pcm_without_raw_pcm_is_refused_with_the_hint(
     api: Api, client: TestClient, corpus: Path
 ) -> None:

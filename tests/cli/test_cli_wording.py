@@ -189,3 +189,20 @@ def test_a_title_with_a_newline_keeps_the_card_one_line_a_field(
     assert "  title      first\\nsecond\\tpart" in shown, shown
     card = json.loads(run(["records", "show", "1", "--json"], tmp_path).stdout)
     assert card["title"] == "first\nsecond\tpart"  # the JSON keeps the title as it is
+
+
+def test_a_wav_given_as_raw_pcm_is_refused_before_already_there(
+    tmp_path: Path, corpus: Path
+) -> None:
+    """``--raw-pcm`` on a file already ingested says what is wrong with the option (exit 1,
+    nothing kept), not that the file is already there; without it the file is."""
+    jfk = str(corpus / "audio" / "jfk.wav")
+    assert run(["ingest", jfk], tmp_path, **NO_WORKERS).returncode == 0
+    raw = run(["ingest", "--raw-pcm", jfk], tmp_path, **NO_WORKERS)
+    assert raw.returncode == ExitCode.HALTED, raw.stderr
+    assert f"{jfk}: refused (not_media): this file is WAV audio, not headerless PCM" in raw.stderr
+    assert "already there" not in raw.stderr
+    assert "1 file: 0 accepted as records (0 done, 0 halted), 1 refused" in raw.stderr
+    again = run(["ingest", jfk], tmp_path, **NO_WORKERS)
+    assert again.returncode == 0, again.stderr
+    assert f"{jfk}: already there as record 1; skipped" in again.stderr

@@ -18,10 +18,12 @@ from conveyor.kinds import TextKind
 from conveyor.objects import ObjectStore, put_file_row
 from conveyor.objects.sniff import (
     OCTET_STREAM,
+    SNIFF_BYTES,
     Sniffed,
     container_signature,
     is_document,
     looks_like_pcm,
+    sniff,
     sniff_object,
 )
 from conveyor.pipeline.lifecycle import admit, database_now
@@ -93,9 +95,12 @@ def accept_audio(
     Raises:
         RejectedInput: ``empty_file`` (zero bytes), ``too_large``, ``no_owner``,
             ``unknown_language``, ``bad_hints``, ``bad_channels`` (checked before anything is
-            stored).
-        UnsupportedMedia: with ``strict``, content that is not audio or video.
-        Duplicate: the owner holds this content already (not with ``keep_duplicate``).
+            stored; an empty stream once it is read).
+        UnsupportedMedia: with ``strict``, content that is not audio or video, or not the
+            headerless PCM ``raw_pcm`` says (a local file: before anything is stored).
+        Duplicate: the owner holds this content already (not with ``keep_duplicate``); said
+            only of a file no refusal above applies to, so a WAV sent as raw PCM is refused as
+            one even when the owner holds it.
     """
     if not owner or not owner.strip():
         raise RejectedInput(ErrorCode.NO_OWNER, "every record needs an owner")
@@ -114,8 +119,17 @@ def accept_audio(
             f"channels must be one of {', '.join(CHANNEL_CHOICES)}, not {channels!r}",
         )
     key = AUDIO_KEYS.upload()
+    # A refusal of the file as given (empty, not a recording, not the headerless PCM --raw-pcm
+    # says) comes before "already there", as the options' refusals do: the owner learns what
+    # is wrong with what they sent, not that the same bytes were once sent another way.
     if isinstance(source, Path):
         original_name = original_name or source.name
+        with source.open("rb") as file:
+            head = file.read(SNIFF_BYTES)
+        if not head:
+            raise RejectedInput(ErrorCode.EMPTY_FILE, "the upload is empty (0 bytes)")
+        if strict:
+            _check_content(head, sniff(source), raw_pcm=raw_pcm)
         if not keep_duplicate:
             held = record_holding(engine, owner, source)
             if held is not None:
@@ -124,14 +138,14 @@ def accept_audio(
     try:
         if stored.size == 0:
             raise RejectedInput(ErrorCode.EMPTY_FILE, "the upload is empty (0 bytes)")
+        sniffed, head = sniff_object(store, key)
+        if strict:
+            _check_content(head, sniffed, raw_pcm=raw_pcm)
         if not keep_duplicate:
             with engine.connect() as conn:
                 held = queries.record_with_content(conn, owner, stored.sha256)
             if held is not None:
                 raise Duplicate(held, "record", original_name)
-        sniffed, head = sniff_object(store, key)
-        if strict:
-            _check_content(head, sniffed, raw_pcm=raw_pcm)
         with engine.begin() as conn:
             now = database_now(conn, clock)  # D17: the record's sort time is the database's
             file_id = put_file_row(
