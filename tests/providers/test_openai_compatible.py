@@ -94,6 +94,8 @@ def test_d2_d16_happy_path_drops_segments_flagged_by_the_response(
     assert text is not None and text["body"] == "Chunk of 11.0 seconds."
     (attempt,) = attempts(runtime, rid)
     assert attempt["state"] == "done" and attempt["raw_response_file_id"] is not None
+    # Marked submitted with what the answer named, as an asynchronous provider's attempt is.
+    assert attempt["source_url"] == "inline" and attempt["operation_id"].startswith(f"rec{rid}-")
     assert KEY not in everything_stored(runtime)
 
 

@@ -147,17 +147,6 @@ class RecognitionSteps:
         except ProviderRejected as exc:
             self._mark(ctx, attempt_id, state="failed", error=str(exc))
             return Halt(exc.reason, f"{provider.name} refused the recording: {exc}")
-        if submission.raw is None:
-            self._mark(
-                ctx,
-                attempt_id,
-                state="submitted",
-                operation_id=submission.operation_id,
-                source_url=submission.source_url,
-                finished_at=None,
-            )
-            return then
-        # A synchronous provider answered with the transcript: keep it before anything else (D2).
         self._mark(
             ctx,
             attempt_id,
@@ -166,6 +155,9 @@ class RecognitionSteps:
             source_url=submission.source_url,
             finished_at=None,
         )
+        if submission.raw is None:
+            return then
+        # A synchronous provider answered with the transcript: keep it before anything else (D2).
         keep = self._keep_raw(ctx, attempt_id, submission.raw, submission.content_type)
         return Advance(to="transcribed", writes=keep, note=f"recognised by {provider.name}")
 
