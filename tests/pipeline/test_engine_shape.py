@@ -21,7 +21,7 @@ from sqlalchemy import Engine, select, update
 from conveyor.clock import SystemClock
 from conveyor.config import PipelineSettings
 from conveyor.db.tables import record_events
-from conveyor.pipeline import Advance, Domain, Executor, StepContext, WorkerPool, queries
+from conveyor.pipeline import Advance, Domain, Executor, StepContext, WorkerPool, producer, queries
 from conveyor.pipeline.halts import EngineHalt
 from conveyor.pipeline.outcomes import Halt, Outcome
 from conveyor.pipeline.producer import LaneClaims, claim_jobs
@@ -231,6 +231,66 @@ def test_stop_saves_finished_outcomes_releases_unstarted_claims_and_lets_steps_f
         # Every step that ran was saved once; none ran twice.
         expected = [("advanced", "new → waiting")] if r["stage"] == "waiting" else []
         assert events(db, r["id"]) == expected
+
+
+def test_claims_released_on_stop_wake_another_pool_at_once(
+    db: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pool stops holding a prefetched record, a step that sees the stop, and a step that
+    outlives the grace: each claim, once released, is taken by another pool at once, not at
+    that pool's next poll (a minute here) or when a prefetch hold would have lapsed."""
+    monkeypatch.setattr(producer, "PREFETCH_HOLD", 60.0)  # only a wake-up can bring B in time
+    gate = threading.Event()
+    entered: set[str] = set()
+
+    def held(ctx: StepContext) -> Outcome:
+        entered.add(str(ctx.record["title"]))
+        if ctx.record["title"] == "job 0":
+            assert gate.wait(WAIT)  # outlives the grace
+        else:
+            while True:  # sees the stop and gives its claim back
+                ctx.check()
+                gate.wait(0.01)
+        return Advance()
+
+    ran: list[int] = []
+
+    def other(ctx: StepContext) -> Outcome:
+        ran.append(ctx.claim.record_id)
+        return Advance()
+
+    ids = add_jobs(db, 3, time.time())
+    a = WorkerPool(
+        db,
+        [only_new(held)],
+        {"default": 2},
+        clock=SystemClock(),
+        settings=real_settings(prefetch=1),
+    )
+    b = WorkerPool(
+        db,
+        [only_new(other)],
+        {"default": 3},
+        clock=SystemClock(),
+        settings=real_settings(poll_interval=60.0),
+    )
+    a.start()
+    try:
+        wait_until(
+            lambda: entered == {"job 0", "job 1"} and claimed(db) == 3, "two steps, a prefetch"
+        )
+        b.start()
+        stopper = threading.Thread(target=a.stop, args=(0.5,))
+        stopper.start()
+        wait_until(lambda: sorted(ran) == ids, "the released records run in the other pool")
+        assert not gate.is_set()  # job 0's first step is still running in the stopped pool
+        stopper.join(WAIT)
+    finally:
+        gate.set()
+        a.stop(0)
+        b.stop()
+    assert stages(db, ids) == ["waiting"] * 3
+    assert all(events(db, i) == [("advanced", "new → waiting")] for i in ids)
 
 
 def test_d18_a_lapsed_claim_on_a_started_step_is_a_failed_attempt_then_exhausts(

@@ -1,9 +1,10 @@
 """Wake-ups for idle workers: in-process always, plus LISTEN/NOTIFY across processes on PostgreSQL.
 
 Whoever makes work claimable says so once, with :func:`announce_work` in its transaction
-(admission, resume, a hand-off between lanes): the notifiers of this process built on the same
-engine wake when that transaction's connection goes back to the pool (after the commit, so the
-woken worker sees the work), and on PostgreSQL every listening process hears it at commit.
+(admission, resume, a hand-off between lanes, a claim given back on stop): the notifiers of
+this process built on the same engine wake when that transaction's connection goes back to the
+pool (after the commit, so the woken worker sees the work), and on PostgreSQL every listening
+process hears it at commit.
 Callers never publish by hand after an intake or a resume.
 
 SQLite has no cross-process signal, so there a worker in another process finds new work on its

@@ -24,6 +24,7 @@ from sqlalchemy import Connection, Engine
 from conveyor.clock import Clock
 from conveyor.config import PipelineSettings
 from conveyor.db.engine import autocommit
+from conveyor.db.notify import announce_work
 from conveyor.errors import ClaimLost, Unprocessable
 from conveyor.pipeline import queries
 from conveyor.pipeline.claims import Claim, Held
@@ -226,7 +227,8 @@ class Executor:
 
     def _release(self, domain: Domain, claim: Claim) -> None:
         with self.engine.begin() as conn:
-            queries.release_claim(conn, domain, claim, self.now)
+            if queries.release_claim(conn, domain, claim, self.now):
+                announce_work(conn)  # another worker takes it now, not at its next poll
         self._forget(domain, claim)
         log.info("%s %s released on stop", domain.noun, claim.record_id)
 

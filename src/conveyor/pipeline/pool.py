@@ -30,7 +30,7 @@ from sqlalchemy import Engine
 
 from conveyor.clock import Clock
 from conveyor.config import PipelineSettings
-from conveyor.db.notify import Notifier
+from conveyor.db.notify import Notifier, announce_work
 from conveyor.pipeline import queries
 from conveyor.pipeline.claims import Held, mint_token
 from conveyor.pipeline.completer import Completer
@@ -176,7 +176,8 @@ class WorkerPool:
             self._rescuer.join(1.0)
         for domain, claim in self.held.all():
             with self.engine.begin() as conn:
-                queries.release_claim(conn, domain, claim, self.now)
+                if queries.release_claim(conn, domain, claim, self.now):
+                    announce_work(conn)  # another worker takes it now, not at its next poll
             self.held.drop(domain, [claim])
             log.info("%s %s released on stop", domain.noun, claim.record_id)
         self.notifier.close()

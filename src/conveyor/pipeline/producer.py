@@ -32,7 +32,7 @@ from sqlalchemy.sql import ColumnElement
 
 from conveyor.db import outage
 from conveyor.db.engine import autocommit
-from conveyor.db.notify import Notifier
+from conveyor.db.notify import Notifier, announce_work
 from conveyor.pipeline import queries
 from conveyor.pipeline.claims import Claim, Held
 from conveyor.pipeline.stages import Domain
@@ -403,14 +403,20 @@ class Producer:
 def release_jobs(
     engine: Engine, now: ColumnElement[float], held: Held, jobs: Sequence[Job]
 ) -> None:
-    """Give back the claims of ``jobs`` (one statement per domain), so others take them now."""
+    """Give back the claims of ``jobs`` (one statement per domain), so others take them now:
+    the release wakes every worker (:func:`~conveyor.db.notify.announce_work`), which would
+    otherwise find these records at its next poll."""
     by_domain: dict[str, list[Job]] = {}
     for job in jobs:
         by_domain.setdefault(job.domain.name, []).append(job)
     try:
         with engine.begin() as conn:
-            for group in by_domain.values():
+            released = sum(
                 queries.release_claims(conn, group[0].domain, [j.claim for j in group], now)
+                for group in by_domain.values()
+            )
+            if released:
+                announce_work(conn)
     except Exception as exc:  # their short holds lapse on their own
         if not outage.DATABASE.failed(exc, "release on stop"):
             log.warning("could not release unstarted claims", exc_info=True)
