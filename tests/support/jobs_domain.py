@@ -20,6 +20,7 @@ from sqlalchemy import (
     text,
 )
 
+from conveyor.db.outage import Outage
 from conveyor.db.tables import queue_columns, record_events
 from conveyor.halts import Guide, HaltReason
 from conveyor.pipeline import Domain, Stage, StepContext
@@ -79,6 +80,7 @@ def make_domain(
     waiting_lane: str = "default",
     heartbeat: bool = False,
     order_by: Sequence[ColumnElement[Any]] | None = None,
+    outages: Sequence[Outage] = (),
 ) -> Domain:
     """The test domain with the given steps (callables looked up at call time)."""
     return Domain(
@@ -91,6 +93,7 @@ def make_domain(
         ],
         order_by=[jobs.c.sort_value] if order_by is None else order_by,
         owned_fields=frozenset({"result", "waited"}),
+        outages=outages,
     )
 
 

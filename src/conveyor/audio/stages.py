@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from conveyor.audio.halts import AudioHalt
 from conveyor.db.tables import audio_records
 from conveyor.objects.keys import KeyLayout
+from conveyor.objects.outage import STORAGE
 from conveyor.pipeline import Declaration, Domain, Lane, Stage
 from conveyor.providers.halts import ProviderHalt
 
@@ -76,6 +77,7 @@ AUDIO = Declaration(
     ],
     lanes=[Lane(AUDIO_LANE, lambda s: s.pipeline.workers)],
     halts=(AudioHalt, ProviderHalt),
+    outages=(STORAGE,),
     order_by=[audio_records.c.created_at],
     owned_fields=OWNED_FIELDS,
 )

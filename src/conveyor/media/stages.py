@@ -14,6 +14,7 @@ from __future__ import annotations
 from conveyor.db.tables import media_items
 from conveyor.media.halts import MediaHalt
 from conveyor.objects.keys import KeyLayout
+from conveyor.objects.outage import STORAGE
 from conveyor.pipeline import Declaration, Lane, Stage
 
 __all__ = [
@@ -66,6 +67,7 @@ MEDIA = Declaration(
         Lane(LONG_LANE, lambda s: s.media.long_workers),
     ],
     halts=(MediaHalt,),
+    outages=(STORAGE,),
     # Newest upload first, then the newer id among equal upload times (M6); the id here is
     # the engine's tie-break too (P5).
     order_by=[media_items.c.uploaded_at.desc(), media_items.c.id.desc()],

@@ -39,7 +39,7 @@ from conveyor.pipeline.context import Heartbeat, StepContext, StopRequested
 from conveyor.pipeline.halts import EngineHalt
 from conveyor.pipeline.lifecycle import Applied
 from conveyor.pipeline.metrics import STEP_SECONDS
-from conveyor.pipeline.outcomes import Fail, Halt, Outcome
+from conveyor.pipeline.outcomes import Fail, Halt, Outcome, Postpone
 from conveyor.pipeline.producer import Job, LaneClaims, claim_jobs, records_of
 from conveyor.pipeline.redact import redact
 from conveyor.pipeline.stages import Domain, Stage
@@ -87,6 +87,9 @@ class Executor:
         )
         self._lanes: dict[tuple[str, str], LaneClaims | None] = {}
         self._timers: dict[tuple[str, str], Any] = {}
+        # The records told (journaled) to wait for each outage: (service, its start) → ids.
+        self._waiting: dict[tuple[int, float], set[int]] = {}
+        self._waiting_lock = threading.Lock()
 
     def stuck_limit(self, stage: Stage) -> float:
         """The time-in-stage limit of ``stage``: own or foreign work (D3)."""
@@ -101,6 +104,14 @@ class Executor:
 
         A prefetched job is started first (its full lease from now, D18); if its claim is gone
         by then (it lapsed and another worker took the record), nothing runs.
+
+        A step that raises what one of its domain's :attr:`~conveyor.pipeline.Domain.outages`
+        counts as that service's outage (the object store refusing, timing out, answering
+        5xx) is not a failure of the record: it is postponed (D6: no attempt counted) with a
+        pause that grows with the outage, half of its length so far, between
+        ``[pipeline] retry_base`` and ``retry_max`` seconds. Its journal says once per outage
+        that it waits, and why; the process logs the outage once (:mod:`conveyor.db.outage`).
+        The stuck watchdog (D3) still bounds the wait: postpones keep the countdown.
 
         Returns:
             The outcome to save, or None when there is nothing to save (released or lost).
@@ -174,6 +185,10 @@ class Executor:
                 beat.start()
             outcome = stage.step(ctx)
             handed_on = True
+            if ctx.produced:
+                # It stored an object: the store answers (part of ending an outage of it).
+                for service in domain.outages:
+                    service.succeeded()
         except ClaimLost:
             self._forget(domain, claim)
             log_lost(domain, stage.name, claim)
@@ -186,17 +201,21 @@ class Executor:
             outcome = Halt(exc.reason, exc.message)
             handed_on = True
         except Exception as exc:
-            # D16: the message may quote credentials, so it is logged only redacted.
-            log.error(
-                "%s %s: step %s failed: %s",
-                domain.noun,
-                claim.record_id,
-                stage.name,
-                redact(f"{type(exc).__name__}: {exc}"),
-            )
-            if log.isEnabledFor(logging.DEBUG):
-                log.debug("%s", redact("".join(traceback.format_exception(exc))))
-            outcome = Fail(f"{type(exc).__name__}: {exc}")
+            waits = self._outage_wait(domain, claim, exc)
+            if waits is not None:
+                outcome = waits
+            else:
+                # D16: the message may quote credentials, so it is logged only redacted.
+                log.error(
+                    "%s %s: step %s failed: %s",
+                    domain.noun,
+                    claim.record_id,
+                    stage.name,
+                    redact(f"{type(exc).__name__}: {exc}"),
+                )
+                if log.isEnabledFor(logging.DEBUG):
+                    log.debug("%s", redact("".join(traceback.format_exception(exc))))
+                outcome = Fail(f"{type(exc).__name__}: {exc}")
             handed_on = True
         finally:
             if beat and not handed_on:
@@ -218,6 +237,27 @@ class Executor:
         finished.produced = ctx.produced
         finished.beat = beat
         return finished
+
+    def _outage_wait(self, domain: Domain, claim: Claim, exc: Exception) -> Postpone | None:
+        """The postpone of a step that met an outage of a service its domain depends on, or
+        None when ``exc`` is no such outage (see :meth:`execute`)."""
+        for service in domain.outages:
+            if not service.failed(exc, f"{domain.noun} step"):
+                continue
+            since = service.since
+            lasted = 0.0 if since is None else max(0.0, service.clock() - since)
+            delay = min(self.settings.retry_max, max(self.settings.retry_base, lasted / 2))
+            key = (id(service), -1.0 if since is None else since)
+            with self._waiting_lock:
+                for old in [k for k in self._waiting if k[0] == key[0] and k != key]:
+                    del self._waiting[old]  # an outage that has ended
+                told = self._waiting.setdefault(key, set())
+                first = claim.record_id not in told
+                told.add(claim.record_id)
+            cause = redact(f"{type(exc).__name__}: {exc}".splitlines()[0])
+            note = f"waiting for the {service.service}, which does not answer: {cause}"
+            return Postpone(delay, note=note if first else None)
+        return None
 
     def _finished(
         self, domain: Domain, stage: Stage, claim: Claim, outcome: Outcome, attempts: int

@@ -20,6 +20,7 @@ from conveyor.halts import HaltReason
 from conveyor.pipeline.halts import EngineHalt
 
 if TYPE_CHECKING:
+    from conveyor.db.outage import Outage
     from conveyor.pipeline.context import StepContext
     from conveyor.pipeline.outcomes import Outcome
 
@@ -81,6 +82,11 @@ class Domain:
             hands it what a step produced (:meth:`StepContext.produced_object`) when the step's
             record halted or was deleted while it ran, so no object outlives its step
             without a row.
+        outages: the services its steps depend on (the object store's
+            :data:`~conveyor.objects.STORAGE`): a step that raises what one of them counts as
+            its outage waits for the service instead of failing (see
+            :meth:`~conveyor.pipeline.Executor.execute`), so an outage longer than the retry
+            pauses spends no attempt.
 
     Raises:
         DeclarationError: duplicate stage names, a non-terminal stage without a step, a
@@ -94,6 +100,7 @@ class Domain:
     owned_fields: frozenset[str]
     noun: str = "record"
     discard: Callable[[Engine, Sequence[str]], object] | None = None
+    outages: Sequence[Outage] = ()
     _by_name: dict[str, Stage] = field(init=False, repr=False, compare=False)
     _index: dict[str, int] = field(init=False, repr=False, compare=False)
 
@@ -199,6 +206,8 @@ class Declaration:
         owned_fields: the only columns steps may write (P7).
         halts: the halt reason enums its steps halt with (:mod:`conveyor.halts`); the engine's
             own (:class:`~conveyor.pipeline.halts.EngineHalt`) apply to every domain.
+        outages: the services its steps depend on, whose outage makes a step wait rather than
+            fail (:attr:`Domain.outages`).
 
     Raises:
         DeclarationError: a stage names a lane that is not declared.
@@ -212,6 +221,7 @@ class Declaration:
     owned_fields: frozenset[str]
     noun: str = "record"
     halts: Sequence[type[HaltReason]] = ()
+    outages: Sequence[Outage] = ()
 
     def __post_init__(self) -> None:
         declared = {lane.name for lane in self.lanes}
@@ -269,4 +279,5 @@ class Declaration:
             order_by=self.order_by,
             owned_fields=self.owned_fields,
             discard=discard,
+            outages=self.outages,
         )

@@ -1,0 +1,123 @@
+"""A step that meets an outage of a service its domain depends on waits for it, on SQLite and
+PostgreSQL: no attempt is spent however long the outage lasts (D6), the journal says once why
+the record waits, the pause follows the outage's length, the stuck watchdog (D3) still bounds
+the wait, and any other error is still a failed attempt."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import Engine
+
+from conveyor.config import PipelineSettings
+from conveyor.db.outage import Outage
+from conveyor.objects import StorageUnavailable
+from conveyor.pipeline import Advance, Executor, StepContext
+from conveyor.pipeline.outcomes import Outcome
+from conveyor.testing import FakeClock
+from tests.support.jobs_domain import add_jobs, events_of, job, make_domain
+
+
+def storage_of(clock: FakeClock) -> Outage:
+    """A storage outage state of its own (the process's one is left alone), on ``clock``."""
+    return Outage(
+        "storage",
+        lambda exc: isinstance(exc, StorageUnavailable),
+        logging.getLogger("tests.storage"),
+        clock=clock.now,
+    )
+
+
+def test_a_step_meeting_a_storage_outage_waits_and_spends_no_attempt(
+    db: Engine, clock: FakeClock, settings: PipelineSettings, caplog: pytest.LogCaptureFixture
+) -> None:
+    storage = storage_of(clock)
+    down = settings.max_attempts * 3  # far more tries than a failing record gets
+
+    def stores(ctx: StepContext) -> Outcome:
+        if down_for[0] > 0:
+            down_for[0] -= 1
+            raise StorageUnavailable("the bucket's endpoint answered 503 Slow Down")
+        ctx.produced_object("uploads/1")
+        return Advance()
+
+    down_for = [down]
+    domain = make_domain(new=stores, outages=(storage,))
+    (jid,) = add_jobs(db, 1, clock.now())
+    entered = job(db, jid)["state_entered_at"]
+    executor = Executor(db, clock, settings)
+    pauses = []
+    with caplog.at_level(logging.INFO, logger="tests.storage"):
+        for _ in range(down):
+            assert executor.run_once(domain, "default")
+            row = job(db, jid)
+            assert row["halted_at"] is None, row["halt_error"]
+            assert (row["stage"], row["attempts"], row["state_entered_at"]) == ("new", 0, entered)
+            assert row["claim_token"] is None
+            pause = row["retry_at"] - clock.now()
+            pauses.append(pause)
+            assert not executor.run_once(domain, "default")  # the pause holds
+            clock.advance(pause)
+        # The pause follows the outage: the retry base at first, half its length later on.
+        assert pauses[0] == pytest.approx(settings.retry_base)
+        assert pauses[-1] > pauses[0]
+        assert max(pauses) <= settings.retry_max
+        assert executor.run_once(domain, "default")
+    assert job(db, jid)["stage"] == "waiting"
+    # Told once: one journal row of the wait, one log line of the outage.
+    waits = [e for e in events_of(db, jid) if e["outcome"] == "postponed"]
+    assert len(waits) == 1
+    assert waits[0]["outcome_text"].startswith("waiting for the storage, which does not answer")
+    assert "503 Slow Down" in waits[0]["outcome_text"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "tests.storage"]
+    assert len([m for m in lines if "storage unreachable" in m]) == 1, lines
+    assert storage.failures == down
+
+
+def test_an_outage_longer_than_the_stage_allows_halts_stuck(
+    db: Engine, clock: FakeClock, settings: PipelineSettings
+) -> None:
+    """D3 bounds the wait: postpones keep the stuck countdown, so an outage that outlasts
+    ``own_work_limit`` halts the record ``stuck`` (a person resumes it), not sooner."""
+    storage = storage_of(clock)
+
+    def down(_ctx: StepContext) -> Outcome:
+        raise StorageUnavailable("connection refused")
+
+    domain = make_domain(new=down, outages=(storage,))
+    (jid,) = add_jobs(db, 1, clock.now())
+    entered = job(db, jid)["state_entered_at"]
+    executor = Executor(db, clock, settings)
+    for _ in range(1000):
+        assert executor.run_once(domain, "default")
+        row = job(db, jid)
+        if row["halted_at"] is not None:
+            break
+        assert row["attempts"] == 0
+        clock.advance(row["retry_at"] - clock.now())
+    assert row["halt_reason"] == "stuck"
+    assert clock.now() - entered > settings.own_work_limit
+
+
+def test_other_errors_and_other_domains_still_fail(
+    db: Engine, clock: FakeClock, settings: PipelineSettings
+) -> None:
+    storage = storage_of(clock)
+    errors: Iterator[Exception] = iter([ValueError("bad frame"), StorageUnavailable("503")])
+
+    def raises(_ctx: StepContext) -> Outcome:
+        raise next(errors)
+
+    (first, other) = add_jobs(db, 2, clock.now())
+    executor = Executor(db, clock, settings)
+    # A step's own error is a failed attempt even in a domain that waits for the storage.
+    assert executor.run_once(make_domain(new=raises, outages=(storage,)), "default")
+    assert job(db, first)["attempts"] == 1
+    # A domain that declares no dependency on the storage fails on its outage as before.
+    clock.advance(settings.retry_max)
+    assert executor.run_once(make_domain(new=raises), "default")
+    assert job(db, first)["attempts"] == 2
+    assert job(db, other)["attempts"] == 0
+    assert not storage.down
