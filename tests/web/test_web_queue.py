@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import insert
 
@@ -300,3 +301,61 @@ def test_a_record_refused_by_its_provider_says_why_on_its_page(make_site: MakeSi
         page = client.get("/records/1", headers=HTML).text
     assert "openai is unreachable (ConnectError: try 3) (3 tries so far; next at" in page
     assert "retrying in <time" in page and ">8 s</time>" in page
+
+
+@pytest.mark.parametrize(
+    ("reason", "resume_helps"), [("undecodable", False), ("original_missing", True)]
+)
+def test_a_halted_record_and_a_halted_item_offer_their_owner_the_same_ways_out(
+    make_site: MakeSite, reason: str, resume_helps: bool
+) -> None:
+    """The record's status box and the item's viewer, halted for the same reason, give their
+    owner the same controls at their own address: the error's details, Resume (and Delete),
+    or, where resuming cannot help, why, Delete first and Resume anyway."""
+    clock = FakeClock()
+    site = make_site(clock=clock)
+    now = clock.now()
+    halt = {"halted_at": now - 1, "halt_reason": reason, "halt_error": "no stream in the file"}
+    engine = site.runtime.engine
+    with engine.begin() as conn:
+        conn.execute(
+            insert(files).values(
+                id=1, key="u/1", mime_type="audio/wav", size=1, state="stored", created_at=now
+            )
+        )
+        conn.execute(insert(audio_records), [_record(7, now - 60, "uploaded", **halt)])
+        conn.execute(insert(albums).values(id=1, owner="alice", name="A", created_at=now))
+        conn.execute(
+            insert(media_items),
+            [
+                {
+                    "id": 9,
+                    "owner": "alice",
+                    "album_id": 1,
+                    "kind": "photo",
+                    "original_name": "i9.jpg",
+                    "uploaded_at": now - 60,
+                    "stage": "uploaded",
+                    "state_entered_at": now - 60,
+                    "attempts": 0,
+                    "updated_at": now - 60,
+                    **halt,
+                }
+            ],
+        )
+    with TestClient(site.app) as client:
+        sign_in(client, "alice")
+        record = client.get("/records/7/status", headers=HTML).text
+        item = client.get("/items/9/view", headers=HTML).text
+
+    def ways_out(page: str, path: str) -> str:
+        found = re.search(r"<details>.*</form>", page, re.S)
+        assert found is not None, page
+        return found.group(0).replace(path, "PATH")
+
+    offered = ways_out(record, "/records/7")
+    assert offered == ways_out(item, "/items/9")
+    assert "no stream in the file" in offered and 'action="PATH/resume"' in offered
+    assert 'href="PATH/delete"' in offered
+    assert ("Resuming will not help" in offered) is not resume_helps
+    assert ("Resume anyway" in offered) is not resume_helps
