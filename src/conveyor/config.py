@@ -27,7 +27,7 @@ import ipaddress
 import os
 import pkgutil
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -746,8 +746,13 @@ def settings_problems(error: ValidationError) -> list[str]:
     ``conveyor.toml line 2: [storage] root: must be a path in quotes, e.g. root =
     "conveyor-data" (got 5)``
     """
+    return _problems(error.errors())
+
+
+def _problems(items: Iterable[Any]) -> list[str]:
+    """:func:`settings_problems` for pydantic's error items."""
     problems = []
-    for item in error.errors():
+    for item in items:
         # A list's item is named by its key and its place (``trusted_proxies`` item 1).
         parts = [part for part in item["loc"] if not isinstance(part, int)]
         indices = [part for part in item["loc"] if isinstance(part, int)]
@@ -804,6 +809,48 @@ def _json_problems() -> list[str]:
     return problems
 
 
+def _where(item: Any) -> tuple[str, ...]:
+    return tuple(str(part) for part in item["loc"] if not isinstance(part, int))
+
+
+def _file_type_errors() -> list[Any]:
+    """pydantic's error items for the config file's values of the wrong TOML type.
+
+    A TOML value has its own type, so the file is read strictly: ``workers = "2"`` (text),
+    ``short_workers = true`` (a boolean) or ``workers = 2.0`` are mistakes there, which the lax
+    validation every source shares would take as ``2``, ``1`` and ``2`` without a word (an
+    environment variable is text and is parsed as such). A key an environment variable sets is
+    left out: that value is not read from the file. Empty when there is no file or it is not
+    TOML (:func:`load_settings` says so).
+    """
+    import json
+    import tomllib
+
+    file = config_file()
+    if file is None or not file.is_file():
+        return []
+    try:
+        data = tomllib.loads(file.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return []
+    found = []
+    for section, field in Settings.model_fields.items():
+        model, table = field.annotation, data.get(section)
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            continue
+        if not isinstance(table, dict):
+            continue  # not a table: the lax validation says so
+        try:
+            # JSON input, strict: a path is text, a float may be written as an integer.
+            model.model_validate_json(json.dumps(table, default=str), strict=True)
+        except ValidationError as exc:
+            for item in exc.errors():
+                where = (section, *_where(item))
+                if item["type"] in _KINDS and _from_environment(where) is None:
+                    found.append({**item, "loc": (section, *item["loc"])})
+    return found
+
+
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     """Read settings from the environment and ``conveyor.toml``.
 
@@ -827,14 +874,21 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     named = os.environ.get("CONVEYOR_CONFIG")
     if named and not Path(named).is_file():
         raise ConfigError(f"CONVEYOR_CONFIG names {named}, which is not a file")
+    strict = _file_type_errors()
     try:
-        return Settings()
+        settings = Settings()
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{config_file()}: not valid TOML: {exc}") from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{config_file()}: not UTF-8 text: {exc}") from None
     except ValidationError as exc:
-        raise ConfigError("\n".join(settings_problems(exc))) from None
+        items = exc.errors()
+        said = {_where(item) for item in items}
+        items += [item for item in strict if _where(item) not in said]
+        raise ConfigError("\n".join(_problems(items))) from None
     except SettingsError as exc:
         # A list or a table set by an environment variable as text that is not JSON.
         raise ConfigError("\n".join(_json_problems()) or str(exc)) from None
+    if strict:
+        raise ConfigError("\n".join(_problems(strict)))
+    return settings

@@ -264,6 +264,26 @@ def test_a_config_file_mistake_names_the_file_the_line_and_the_likely_key(
             "postgresql://",
         ),
         (
+            "[media]\nshort_workers = true\n",
+            "conveyor.toml line 2: [media] short_workers: must be a whole number, "
+            "e.g. short_workers = 2 (got true)",
+        ),
+        (
+            '[pipeline]\nworkers = "2"\n',
+            "conveyor.toml line 2: [pipeline] workers: must be a whole number, e.g. workers = 2 "
+            '(got "2")',
+        ),
+        (
+            "[pipeline]\nworkers = 2.0\n",
+            "conveyor.toml line 2: [pipeline] workers: must be a whole number, e.g. workers = 2 "
+            "(got 2.0)",
+        ),
+        (
+            "[storage]\npath_style = 1\n",
+            "conveyor.toml line 2: [storage] path_style: must be true or false, "
+            "e.g. path_style = false (got 1)",
+        ),
+        (
             f'[storage]\nsecret_access_key = ["{SECRET}"]\n',
             "conveyor.toml line 2: [storage] secret_access_key: must be text in quotes (got ***)",
         ),
@@ -282,6 +302,25 @@ def test_a_wrong_type_in_the_config_file_is_said_in_plain_words(
         assert pydantic_words not in result.stderr
     assert SECRET not in result.stderr
     assert not (tmp_path / "conveyor-data").exists()
+
+
+def test_a_file_of_the_right_types_is_taken_and_a_variable_is_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The file's strict reading refuses no value of the right TOML type (a float key written as
+    an integer is one), and a variable that sets a key wins over the file's value of it, so that
+    value is not refused."""
+    (tmp_path / "conveyor.toml").write_text(
+        '[storage]\nroot = "data"\npath_style = true\npresign_expires = 30\n'
+        '[pipeline]\nworkers = 0\nretry_base = 3\n[api]\ntrusted_proxies = ["10.0.0.0/8"]\n'
+        '[transcription]\nlanguage = "EN"\n[transcription.openai]\nmodel = "whisper-1"\n'
+    )
+    settings = load_settings()
+    assert settings.pipeline.workers == 0 and settings.pipeline.retry_base == 3.0
+    assert settings.storage.path_style is True and settings.transcription.language == "en"
+    (tmp_path / "conveyor.toml").write_text('[pipeline]\nworkers = "2"\n')
+    monkeypatch.setenv("CONVEYOR_PIPELINE__WORKERS", "3")
+    assert load_settings().pipeline.workers == 3
 
 
 @pytest.mark.parametrize(
