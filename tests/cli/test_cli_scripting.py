@@ -473,3 +473,89 @@ def test_a_command_that_ran_on_past_a_swallowed_ctrl_c_exits_130() -> None:
     )
     assert "Exception ignored" in done.stderr, done.stderr
     assert done.returncode == ExitCode.INTERRUPTED, (done.stdout, done.stderr)
+
+
+def test_a_hangup_during_intake_stops_it_as_ctrl_c_does_leaving_no_temporary(
+    tmp_path: Path, corpus: Path
+) -> None:
+    """SIGHUP (the terminal closed, the SSH session dropped) is a stop signal: the file in hand
+    is finished, the summary said, exit 130; it used to end the process mid-write and leave the
+    object's temporary file in the storage folder."""
+    voice = (corpus / "audio" / "LDC93S1.opus").read_bytes()
+    files = []
+    for number in range(200):
+        path = tmp_path / f"take-{number:03d}.ogg"
+        path.write_bytes(voice + f"take {number}".encode() + bytes(256 * 1024))
+        files.append(str(path))
+    process = subprocess.Popen(
+        [CONVEYOR, "records", "add", *files, "--json"],
+        cwd=tmp_path,
+        env=clean_env(**NO_WORKERS),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        bufsize=0,
+    )
+    assert process.stdout is not None
+    first = json.loads(process.stdout.readline())
+    assert first["event"] == "accepted"
+    process.send_signal(signal.SIGHUP)
+    rest, errors = process.communicate(timeout=120)
+    assert process.returncode == ExitCode.INTERRUPTED, errors.decode()
+    assert "SIGHUP: stopping" in errors.decode()
+    events = [first, *_lines(rest.decode())]
+    assert events[-1]["event"] == "summary" and events[-1]["stopped"] is True
+    accepted = [e for e in events if e["event"] == "accepted"]
+    stored = [p for p in (tmp_path / "conveyor-data").rglob("*") if p.is_file()]
+    assert [p for p in stored if p.name.endswith(".part")] == []
+    assert len([p for p in stored if "uploads" in p.parts]) == len(accepted)
+
+
+def test_a_short_command_ended_by_sigterm_runs_its_cleanup(tmp_path: Path) -> None:
+    """Before a command installs its graceful stop, SIGTERM and SIGHUP end it at once with the
+    signal's own exit code, through SystemExit: its ``finally`` blocks (a temporary file's
+    removal) and exit handlers (the work folder's) run, as they do not when the signal kills."""
+    script = (
+        "import os, signal, sys\n"
+        "from conveyor.cli.signals import interrupt_exits\n"
+        "interrupt_exits()\n"
+        "temp = sys.argv[1]\n"
+        "open(temp, 'w').close()\n"
+        "try:\n"
+        "    os.kill(os.getpid(), getattr(signal, sys.argv[2]))\n"
+        "    signal.pause()\n"
+        "finally:\n"
+        "    os.unlink(temp)\n"
+    )
+    for name, code in (("SIGTERM", 143), ("SIGHUP", 129)):
+        temp = tmp_path / f"{name}.part"
+        result = subprocess.run(
+            [sys.executable, "-c", script, str(temp), name],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == code, result.stderr
+        assert f"{name}: stopped" in result.stderr
+        assert not temp.exists()
+
+
+def test_a_dead_processs_work_folder_goes_with_the_next_command(tmp_path: Path) -> None:
+    """A killed command's or step's work folder is removed by the next command that uses the
+    storage, even one that needs no folder itself (``records list``), not only by the next
+    worker; a running process's folder and another host's are left."""
+    import socket
+
+    host = socket.gethostname().replace("-", "_") or "host"
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    work = tmp_path / "conveyor-data" / "work"
+    dead = work / f"{host}-{ended.pid}-0123abcd"
+    running = work / f"{host}-{os.getpid()}-4567cdef"
+    elsewhere = work / f"other_host-{ended.pid}-89abcdef"
+    for folder in (dead, running, elsewhere):
+        (folder / "copy").mkdir(parents=True)
+        (folder / "copy" / "original.wav").write_bytes(b"RIFF")
+    result = run(["records", "list"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert not dead.exists()
+    assert running.is_dir() and elsewhere.is_dir()

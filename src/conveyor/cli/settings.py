@@ -75,7 +75,7 @@ def make_runtime(*, schema: bool = True) -> Runtime:
     """
     settings = _load_settings()
     from conveyor.config import config_file
-    from conveyor.objects import settings_hint
+    from conveyor.objects import settings_hint, work_folder
     from conveyor.runtime import Runtime
 
     file = config_file()
@@ -87,6 +87,9 @@ def make_runtime(*, schema: bool = True) -> Runtime:
         # The store says where it is (a folder, a bucket and its endpoint; never a key, D16).
         note(f"{where}, storage {store.describe_location()}")
         store.check()
+        # What a killed command or step left in its work folder goes now, not at the next
+        # worker's start: a command that never needs a folder still clears the dead ones.
+        work_folder(settings.storage).remove_dead()
     except ValueError as exc:  # the URL's backend refuses the rest of it
         raise fail(f"invalid configuration: {exc}", ExitCode.USAGE) from None
     except OSError as exc:

@@ -1,10 +1,15 @@
-"""Stop signals: SIGINT or SIGTERM asks a long command to stop gracefully.
+"""Stop signals: SIGINT, SIGTERM or SIGHUP asks a long command to stop gracefully.
 
 The first signal sets the command's stop event; it finishes what is in hand and says what it
-did. A second SIGINT ends the command at once (exit code 130; ``finally`` blocks still run),
-except inside :func:`holding_interrupts`, where it waits for the block to end (then as
+did. SIGHUP (the terminal closed, an SSH session dropped) is one too, unless the command was
+started with it ignored (``nohup``); by default it would end the process where it stands,
+leaving the half-written temporary file of the file being stored. A second SIGINT ends the
+command at once (exit code 130; ``finally`` blocks still run), except inside
+:func:`holding_interrupts`, where it waits for the block to end (then as
 ``KeyboardInterrupt``, which intake takes as "stop now"): a file being stored is finished with
-its record, never left half-done.
+its record, never left half-done. A short command ends at once on any of the three, but
+through ``SystemExit``, so its ``finally`` blocks and exit handlers still remove what it was
+writing (a temporary object, its work folder).
 """
 
 from __future__ import annotations
@@ -47,17 +52,32 @@ def _say(text: str) -> None:
         os.write(2, text.encode())
 
 
+def _stop_signals() -> list[signal.Signals]:
+    """SIGINT, SIGTERM, and SIGHUP unless it is ignored (``nohup``: the command goes on)."""
+    found = [signal.SIGINT, signal.SIGTERM]
+    hangup = getattr(signal, "SIGHUP", None)
+    if hangup is not None and signal.getsignal(hangup) is not signal.SIG_IGN:
+        found.append(hangup)
+    return found
+
+
 def interrupt_exits() -> None:
     """SIGINT (Ctrl-C) ends the command at once with exit code 130 and says so, instead of
-    Click's "Aborted!" and exit code 1. A command that has something to finish replaces this
-    with :func:`stop_on_signals`; before that it has stored nothing."""
+    Click's "Aborted!" and exit code 1; SIGTERM and SIGHUP end it at once too (exit code 143
+    and 129, as the signal itself would), but with its ``finally`` blocks and exit handlers run.
+    A command that has something to finish replaces this with :func:`stop_on_signals`; before
+    that it has stored nothing."""
 
-    def handler(_signum: int, _frame: Any) -> None:
-        _Held.early = True
-        _say("SIGINT: interrupted\n")
-        raise SystemExit(_INTERRUPTED)
+    def handler(signum: int, _frame: Any) -> None:
+        if signum == signal.SIGINT:
+            _Held.early = True
+            _say("SIGINT: interrupted\n")
+            raise SystemExit(_INTERRUPTED)
+        _say(f"{signal.Signals(signum).name}: stopped\n")
+        raise SystemExit(128 + signum)
 
-    signal.signal(signal.SIGINT, handler)
+    for signum in _stop_signals():
+        signal.signal(signum, handler)
 
 
 def interrupted_early() -> bool:
@@ -67,8 +87,8 @@ def interrupted_early() -> bool:
 
 
 def stop_on_signals() -> threading.Event:
-    """An event set by SIGINT or SIGTERM (graceful stop); a second SIGINT ends the command at
-    once with exit code 130."""
+    """An event set by SIGINT, SIGTERM or SIGHUP (graceful stop; SIGHUP unless ignored); a
+    second SIGINT ends the command at once with exit code 130."""
     stop = threading.Event()
 
     def handler(signum: int, _frame: Any) -> None:
@@ -82,8 +102,8 @@ def stop_on_signals() -> threading.Event:
         stop.set()
         _say(f"{signal.Signals(signum).name}: stopping…\n")
 
-    signal.signal(signal.SIGINT, handler)
-    signal.signal(signal.SIGTERM, handler)
+    for signum in _stop_signals():
+        signal.signal(signum, handler)
     if _Held.early:  # a Ctrl-C during the start that did not end it still stops the command
         stop.set()
         _say("SIGINT: stopping…\n")

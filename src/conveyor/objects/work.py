@@ -2,7 +2,8 @@
 
 Each process gets its own subfolder ``<work_dir>/<host>-<pid>-<random>`` of ``[storage]
 work_dir``, so processes sharing a disk never touch each other's files. Folders left by a
-process of this host that no longer runs (killed) are removed when the next one starts.
+process of this host that no longer runs (killed) are removed by the next command that uses
+the storage (:meth:`WorkFolder.remove_dead`), whether or not it needs a folder itself.
 """
 
 from __future__ import annotations
@@ -49,20 +50,30 @@ class WorkFolder:
         if self._path is None or self._pid != os.getpid():
             self._pid = os.getpid()
             self.base.mkdir(parents=True, exist_ok=True)
-            self._remove_dead()
+            self.remove_dead()
             path = self.base / f"{self._host}-{self._pid}-{uuid.uuid4().hex[:8]}"
             path.mkdir()
             self._path = path
             atexit.register(self.cleanup)
         return self._path
 
-    def _remove_dead(self) -> None:
-        for child in self.base.iterdir():
+    def remove_dead(self) -> int:
+        """Remove the folders of this host's processes that no longer run (a killed step's or
+        command's copies and scratch files); the count removed. Nothing when ``base`` is not
+        there. Another host's folders and a running process's are left."""
+        try:
+            children = list(self.base.iterdir())
+        except OSError:  # not there yet, or not readable: the command that needs it says so
+            return 0
+        removed = 0
+        for child in children:
             host, _, rest = child.name.partition("-")
             pid = rest.partition("-")[0]
             ours = host == self._host and pid.isdigit() and int(pid) != self._pid
             if ours and not _alive(int(pid)):
                 shutil.rmtree(child, ignore_errors=True)
+                removed += 1
+        return removed
 
     @contextmanager
     def folder(self) -> Iterator[Path]:
