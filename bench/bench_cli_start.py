@@ -62,8 +62,8 @@ _LIBRARIES = {
         "import typer, rich.console, rich.table, pydantic_settings, sqlalchemy\n"
         "sqlalchemy.create_engine('sqlite://').connect().close()"
     ),
-    # The tables' partial indexes carry postgresql_where, which SQLAlchemy checks against the
-    # PostgreSQL dialect: any command that imports the tables loads it, even on SQLite.
+    # What a command on PostgreSQL loads besides; one on SQLite no longer does (the tables
+    # attach their indexes' postgresql_* options only as a schema is made).
     "+the postgresql dialect": (
         "import typer, rich.console, rich.table, pydantic_settings, sqlalchemy\n"
         "import sqlalchemy.dialects.postgresql\n"

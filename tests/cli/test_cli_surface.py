@@ -159,6 +159,16 @@ def test_listing_records_loads_only_what_it_uses(tmp_path: Path) -> None:
     assert _loaded(["records", "stats", "--json"], tmp_path, HEAVY) == []
 
 
+def test_a_sqlite_read_loads_no_postgresql_dialect(tmp_path: Path) -> None:
+    """On the embedded database, ``records list`` and ``records stats`` do not load SQLAlchemy's
+    PostgreSQL dialect (a tenth of their start): the tables name no PostgreSQL type or option at
+    import (``conveyor.db.tables``)."""
+    assert run(["db", "upgrade"], tmp_path).returncode == 0
+    postgresql = ["sqlalchemy.dialects.postgresql", "psycopg"]
+    for args in (["records", "list"], ["records", "stats"]):
+        assert _loaded(args, tmp_path, postgresql) == [], args
+
+
 def test_the_domains_as_queues_read_as_the_running_domains(tmp_path: Path) -> None:
     """``Runtime.queues`` (what ``records stats`` reads) has the table, stages, lanes, leases
     and terminal stages of the domains the workers run, so its backlog is theirs."""
