@@ -319,3 +319,21 @@ def test_a_405_names_every_method_the_path_takes(api: Api, client: TestClient) -
     assert set(response.headers["allow"].split(", ")) >= {"GET", "PATCH", "DELETE"}
     response = client.delete("/api/albums", headers=api.alice)
     assert set(response.headers["allow"].split(", ")) >= {"GET", "POST"}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"name": "caf\xe9"}',  # Latin-1, not UTF-8
+        b'{"name": "\xff\xfe"}',
+        b"[" * 200_000 + b"]" * 200_000,  # past the parser's depth
+        b'{"name": ' + b"1" * 5000 + b"}",  # past Python's integer digit limit
+    ],
+    ids=["latin1", "bad-bytes", "deep", "long-integer"],
+)
+def test_every_unparsable_json_body_is_bad_json(api: Api, client: TestClient, body: bytes) -> None:
+    for method, path in (("POST", "/api/albums"), ("PUT", "/api/vocabulary")):
+        response = client.request(
+            method, path, content=body, headers={**api.alice, "Content-Type": "application/json"}
+        )
+        assert_error(response, 400, "bad_json")

@@ -159,6 +159,16 @@ def _allowed_methods(request: Request) -> str:
     return ", ".join(sorted(methods))
 
 
+# What json.loads raises for a body it cannot parse besides JSONDecodeError (a ValueError too):
+# UnicodeDecodeError, the integer digit limit's ValueError, RecursionError for deep nesting.
+_JSON_FAILURES = (ValueError, RecursionError)
+
+
+def _is_form(request: Request) -> bool:
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    return kind in ("multipart/form-data", "application/x-www-form-urlencoded")
+
+
 async def _on_http(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     if exc.status_code == 405:
@@ -169,6 +179,11 @@ async def _on_http(request: Request, exc: Exception) -> JSONResponse:
             headers={"Allow": allowed},
         )
     status = exc.status_code
+    if status == 400 and isinstance(exc.__cause__, _JSON_FAILURES) and not _is_form(request):
+        # FastAPI answers only a JSONDecodeError as invalid JSON; bytes that are not UTF-8, an
+        # integer of too many digits or nesting past the parser's depth are a body that does
+        # not parse as much.
+        return error_response(ErrorCode.BAD_JSON, "the request body is not valid JSON")
     code = _BY_STATUS.get(status, ErrorCode.BAD_REQUEST if status < 500 else ErrorCode.INTERNAL)
     message = exc.detail if isinstance(exc.detail, str) else code.value
     if status == 404 and message == "Not Found":
