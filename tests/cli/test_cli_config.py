@@ -429,3 +429,28 @@ def test_a_providers_own_keys_are_settings_like_every_other(
         f"{etc / 'conveyor.toml'} line 3: [transcription.openai] modle is not a setting; "
         "did you mean [transcription.openai] model?" in str(refused.value)
     )
+
+
+def test_config_mistakes_found_after_loading_name_the_file_and_line(
+    tmp_path: Path, corpus: Path
+) -> None:
+    """A store URL the backend refuses and a language the recognizer does not know are config
+    mistakes too: named with the file and line like the others, exit 2, nothing stored (the
+    language even when no worker runs here)."""
+    (tmp_path / "conveyor.toml").write_text('[storage]\nroot = "data"\nurl = "ftp://x"\n')
+    store = invoke("records", "list")
+    assert store.exit_code == ExitCode.USAGE, store.stderr
+    assert (
+        "invalid configuration: conveyor.toml line 3: [storage] url 'ftp://x': no store for 'ftp'"
+        in store.stderr
+    )
+    (tmp_path / "conveyor.toml").write_text('[transcription]\nlanguage = "xx"\n')
+    jfk = str(corpus / "audio" / "jfk.wav")
+    for workers in ("0", "1"):
+        added = invoke("records", "add", jfk, CONVEYOR_PIPELINE__WORKERS=workers)
+        assert added.exit_code == ExitCode.USAGE, added.stderr
+        assert (
+            "invalid configuration: conveyor.toml line 2: [transcription] language: 'xx' is not "
+            "a language code the recognizer knows" in added.stderr
+        )
+    assert not (tmp_path / "conveyor-data" / "uploads").exists()

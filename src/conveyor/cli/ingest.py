@@ -148,7 +148,7 @@ def ingest(
     from conveyor.audio.intake import accept_audio, clean_hints, clean_language
     from conveyor.audio.stages import AUDIO
     from conveyor.cli.records import print_card, state_of
-    from conveyor.cli.startup import check_recognizer
+    from conveyor.cli.startup import check_language, check_recognizer
     from conveyor.errors import RejectedInput
 
     setup_logging(logging.WARNING)
@@ -168,6 +168,7 @@ def ingest(
             "ISO 639-1 code such as en, de or ru, or leave it out to detect the language",
             ExitCode.USAGE,
         )
+    check_language(runtime)
     workers = runtime.settings.pipeline.workers
     if workers > 0:
         check_recognizer(runtime)

@@ -61,6 +61,17 @@ def _load_settings() -> Settings:
         raise fail(f"invalid configuration: {shown}", ExitCode.USAGE) from None
 
 
+def _storage_origin(exc: ValueError) -> str:
+    """Where the ``[storage]`` key a store's refusal names was set (``conveyor.toml line 3: ``),
+    as the settings' own refusals say it; empty when the message names no key."""
+    import re
+
+    from conveyor.config import setting_origin
+
+    key = re.match(r"\[storage\] (\w+)", str(exc))
+    return setting_origin(("storage", key.group(1))) if key else ""
+
+
 def make_runtime(*, schema: bool = True) -> Runtime:
     """Read settings once, say which database and storage are used, and build the runtime.
 
@@ -91,7 +102,7 @@ def make_runtime(*, schema: bool = True) -> Runtime:
         # worker's start: a command that never needs a folder still clears the dead ones.
         work_folder(settings.storage).remove_dead()
     except ValueError as exc:  # the URL's backend refuses the rest of it
-        raise fail(f"invalid configuration: {exc}", ExitCode.USAGE) from None
+        raise fail(f"invalid configuration: {_storage_origin(exc)}{exc}", ExitCode.USAGE) from None
     except OSError as exc:
         reason = str(exc)
         if exc.strerror:  # the folder could not be made: the system's words and the path

@@ -117,9 +117,12 @@ class LocalWhisperProvider:
         )
         self.languages = whisper_languages()
         if settings.language is not None and settings.language not in self.languages:
+            from conveyor.config import setting_origin
+
             raise ConfigError(
-                f"[transcription] language = {settings.language!r} is not a language code "
-                "Whisper knows; use an ISO 639-1 code such as en, de, ru, or leave it unset"
+                f"{setting_origin(('transcription', 'language'))}[transcription] language: "
+                f"{settings.language!r} is not a language code Whisper knows; use an ISO 639-1 "
+                "code such as en, de, ru, or leave it unset"
             )
         self._supervisor = RecognizerSupervisor(settings, work_dir, hang_after)
         self._queue_seen: tuple[float, int, dict[str, int]] | None = None

@@ -123,7 +123,8 @@ class S3Store(WorkingCopies):
         self.bucket, self.prefix = parse_s3_url(url)
         if part_size < MIN_PART_SIZE:
             raise ValueError(
-                f"part_size must be at least {MIN_PART_SIZE} bytes ({human_size(MIN_PART_SIZE)})"
+                f"[storage] part_size must be at least {MIN_PART_SIZE} bytes "
+                f"({human_size(MIN_PART_SIZE)})"
             )
         self.work = work
         self.endpoint = endpoint
