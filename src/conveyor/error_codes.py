@@ -75,6 +75,7 @@ class ErrorCode(StrEnum):
     UNAVAILABLE = "unavailable", 503
     DATABASE_UNAVAILABLE = "database_unavailable", 503
     STORAGE_UNAVAILABLE = "storage_unavailable", 503
+    STORAGE_FULL = "storage_full", 507
     SHUTTING_DOWN = "shutting_down", 503
     TRANSCRIPTION_FAILED = "transcription_failed", 502
     TRANSCRIPTION_PENDING = "transcription_pending", 504

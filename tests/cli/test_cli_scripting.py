@@ -270,7 +270,10 @@ def test_a_storage_that_cannot_take_a_file_is_exit_5_not_a_refusal(
     )
     assert result.returncode == ExitCode.UNAVAILABLE, result.stderr
     storage = (tmp_path / "conveyor-data").resolve()
-    assert f"cannot store {big}: the storage {storage} failed: File too large" in result.stderr
+    assert (
+        f"cannot store {big}: the storage folder {storage} cannot take a file this large "
+        "(File too large); store it elsewhere" in result.stderr
+    )
     assert "cannot be read" not in result.stderr
     assert "accepted records 1" in result.stderr
     # The summary's counts add up to the files given: the file the storage failed on and the

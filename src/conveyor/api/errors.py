@@ -23,6 +23,8 @@ where there is one); ``message`` is a sentence for people; 422 validation errors
 503    the database does not answer (``database_unavailable``, with ``Retry-After``; ``/healthz``
        says ``unavailable``); the object store does not answer (``storage_unavailable``, with
        ``Retry-After``); an upload cut off by a server stop (``shutting_down``)
+507    the storage has no room for an upload (``storage_full``: its disk or quota is full, or
+       it cannot take a file this large)
 =====  ==========================================================================
 """
 
@@ -44,12 +46,14 @@ from conveyor.db import outage
 from conveyor.error_codes import ErrorCode
 from conveyor.errors import Conflict, NotFound, RejectedInput
 from conveyor.objects.outage import STORAGE
+from conveyor.objects.store import StorageFull, full_storage
 
 __all__ = [
     "RETRY_AFTER_OUTAGE",
     "ApiError",
     "error_response",
     "install_error_handlers",
+    "storage_full_response",
     "storage_unavailable_response",
     "unavailable_response",
 ]
@@ -227,9 +231,29 @@ def storage_unavailable_response() -> JSONResponse:
     )
 
 
+def storage_full_response(full: StorageFull) -> JSONResponse:
+    """507 ``storage_full``: the storage has no room for the upload (RFC 4918: the server
+    cannot store what the request needs; temporary). No ``Retry-After``: space comes back when
+    the operator frees it, not in seconds. The path is not said: it is the operator's."""
+    if full.no_room:
+        message = (
+            "the storage is full: it has no space left for this upload; nothing was kept, "
+            "send it again once the operator has freed space"
+        )
+    else:
+        message = "the storage cannot take a file this large; nothing was kept"
+    return error_response(ErrorCode.STORAGE_FULL, message)
+
+
 async def _on_storage_error(request: Request, exc: Exception) -> JSONResponse:
     # A bucket outage is the operator's to fix, not a fault of ours: one log line per outage
     # (conveyor.objects.outage) and 503, never a traceback per request.
+    full = full_storage(exc)
+    if full is not None:
+        # A full disk is an outage, logged once; a file too large for the folder is not one.
+        if not STORAGE.failed(exc, "API"):
+            log.warning("%s %s: %s", request.method, request.url.path, full)
+        return storage_full_response(full)
     if STORAGE.failed(exc, "API"):
         return storage_unavailable_response()
     return await _on_unexpected(request, exc)

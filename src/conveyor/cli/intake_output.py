@@ -36,6 +36,7 @@ from conveyor.cli.intake import (
     summary_event,
 )
 from conveyor.cli.output import StageLines, err_console, fail, note, print_json_line, voice
+from conveyor.objects.store import full_storage
 
 if TYPE_CHECKING:
     from conveyor.errors import RejectedInput
@@ -81,6 +82,13 @@ class IntakeOutput:
         except StorageFailed as exc:
             self._accepted_so_far(exc.intake, "`conveyor worker` processes them")
             self._summary(exc.intake, 0, 0, 0)
+            full = full_storage(exc.error)
+            if full is not None:
+                then = "free space there" if full.no_room else "store it elsewhere"
+                raise fail(
+                    f"cannot store {exc.file}: {full}; {then}, then run the command again",
+                    ExitCode.UNAVAILABLE,
+                ) from None
             raise fail(
                 f"cannot store {exc.file}: the storage {runtime.store.describe_location()} "
                 f"failed: {exc}; free space there (or fix the bucket's access), then run the "

@@ -16,9 +16,11 @@ from conveyor.objects.store import (
     ObjectMismatch,
     ObjectStore,
     Readable,
+    StorageFull,
     StorageUnavailable,
     StoredObject,
     check_key,
+    full_storage,
 )
 from conveyor.objects.stores.file import LocalStore
 from conveyor.objects.sweep import Sweeper, SweepReport, discard_unjournaled, sweep_orphans
@@ -32,6 +34,7 @@ __all__ = [
     "ObjectMismatch",
     "ObjectStore",
     "Readable",
+    "StorageFull",
     "StorageUnavailable",
     "StoredObject",
     "SweepReport",
@@ -42,6 +45,7 @@ __all__ = [
     "discard_unjournaled",
     "file_by_id",
     "file_by_key",
+    "full_storage",
     "is_storage_outage",
     "new_key",
     "open_store",

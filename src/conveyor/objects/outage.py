@@ -19,7 +19,7 @@ __all__ = ["STORAGE", "is_storage_outage"]
 #: or read-only disk), as opposed to a missing object or a bad key.
 _LOCAL_OUTAGE = frozenset(
     {errno.EIO, errno.ENOTCONN, errno.ESTALE, errno.ETIMEDOUT, errno.EHOSTDOWN, errno.ENOSPC}
-    | {errno.EROFS, errno.EHOSTUNREACH, errno.ECONNREFUSED}
+    | {errno.EDQUOT, errno.EROFS, errno.EHOSTUNREACH, errno.ECONNREFUSED}
 )
 #: S3 error codes that say "try again later" rather than "this request is wrong".
 _RETRYABLE_CODES = frozenset(

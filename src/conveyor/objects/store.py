@@ -13,6 +13,8 @@ A write is all or nothing on both backends: an interrupted write leaves nothing 
 
 from __future__ import annotations
 
+import errno
+import os
 import re
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -30,11 +32,13 @@ __all__ = [
     "ObjectStore",
     "Readable",
     "Source",
+    "StorageFull",
     "StorageUnavailable",
     "StoredObject",
     "WorkingCopies",
     "check_key",
     "chunks_of",
+    "full_storage",
     "verify",
 ]
 
@@ -67,6 +71,64 @@ class StorageUnavailable(OSError):
     """The store cannot be reached or used right now (its endpoint refuses, times out or answers
     5xx): an outage, answered 503 ``storage_unavailable`` by the API (see
     :mod:`conveyor.objects.outage`)."""
+
+
+#: errno values of a write that found no room: the disk is full, the user's quota is used up.
+_NO_ROOM = frozenset({errno.ENOSPC, errno.EDQUOT})
+#: ... and of one that is too large for the file system (or the process's file size limit).
+_TOO_LARGE = errno.EFBIG
+
+
+class StorageFull(OSError):
+    """The store has no room for what is being written: its folder's disk (or quota) is full,
+    ``ENOSPC`` or ``EDQUOT``, or the folder cannot take a file this large, ``EFBIG``.
+
+    ``errno`` is the failed write's, so a full disk stays an outage (steps wait for space,
+    :mod:`conveyor.objects.outage`) and a too-large file does not (waiting would not help).
+    The API answers both 507 ``storage_full``; ``str()`` names the storage, for the operator's
+    log, the journal and the CLI (never an HTTP answer: the path is the operator's).
+
+    Args:
+        code: the failed write's errno.
+        what: ``folder`` (the store's), ``work folder`` (a step's local copies) or ``bucket``.
+        location: the folder's path or the bucket's URL (:meth:`ObjectStore.describe_location`).
+    """
+
+    def __init__(self, code: int, what: str, location: str) -> None:
+        super().__init__(code, os.strerror(code))
+        self.what = what
+        self.location = location
+
+    @property
+    def no_room(self) -> bool:
+        """True for a full disk or quota; False for a file too large for the folder."""
+        return self.errno != _TOO_LARGE
+
+    def __str__(self) -> str:
+        said = "is full" if self.no_room else "cannot take a file this large"
+        return f"the storage {self.what} {self.location} {said} ({self.strerror})"
+
+    @staticmethod
+    def of(exc: OSError, what: str, location: str) -> StorageFull | None:
+        """``exc`` as a :class:`StorageFull` of ``location`` when it says there was no room,
+        else None."""
+        if isinstance(exc, StorageFull):
+            return exc
+        if exc.errno in _NO_ROOM or exc.errno == _TOO_LARGE:
+            return StorageFull(exc.errno, what, location)
+        return None
+
+
+def full_storage(exc: BaseException) -> StorageFull | None:
+    """The :class:`StorageFull` that ``exc`` is or was raised from, or None."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, StorageFull):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
 
 
 class ObjectMismatch(ValueError):
@@ -140,7 +202,13 @@ class WorkingCopies:
         """See :meth:`ObjectStore.local_copy` (a copy, never the stored object)."""
         copy = self.work.new_file(Path(key).suffix)
         try:
-            self.copy_out(key, copy)
+            try:
+                self.copy_out(key, copy)
+            except OSError as exc:
+                full = StorageFull.of(exc, "work folder", str(self.work.base))
+                if full is None:
+                    raise
+                raise full from exc
             yield copy
         finally:
             copy.unlink(missing_ok=True)

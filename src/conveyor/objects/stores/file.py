@@ -25,6 +25,7 @@ from conveyor.objects.store import (
     ListedObject,
     Readable,
     Source,
+    StorageFull,
     StoredObject,
     WorkingCopies,
     check_key,
@@ -103,11 +104,11 @@ class LocalStore(WorkingCopies):
         if isinstance(source, Path):
             with source.open("rb") as handle:
                 return self.put(key, handle, max_bytes=max_bytes, size=size, sha256=sha256)
-        final.parent.mkdir(parents=True, exist_ok=True)
         temp = final.with_name(f".{final.name}.{uuid.uuid4().hex}.part")
         digest = hashlib.sha256()
         written = 0
         try:
+            final.parent.mkdir(parents=True, exist_ok=True)
             with temp.open("wb") as out:
                 for chunk in chunks_of(source):
                     written += len(chunk)
@@ -122,6 +123,13 @@ class LocalStore(WorkingCopies):
                 os.fsync(out.fileno())
             verify(key, written, digest.hexdigest(), want_size=size, want_sha=sha256)
             os.replace(temp, final)
+        except OSError as exc:
+            # Said as the storage's, not as a bare "[Errno 28]": the operator's log, a step's
+            # journal and the CLI name the folder that is full.
+            full = StorageFull.of(exc, "folder", str(self.root))
+            if full is None:
+                raise
+            raise full from exc
         finally:
             temp.unlink(missing_ok=True)
         return StoredObject(key=key, size=written, sha256=digest.hexdigest())

@@ -1,0 +1,82 @@
+"""A folder store with no room: uploads answer 507 ``storage_full`` saying that the storage is
+full (never 503 "does not answer", never the folder's path), and take files again once there is
+space."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import Engine
+
+from conveyor.accounts import add_user, create_token
+from conveyor.api.app import create_app
+from conveyor.objects import STORAGE
+from conveyor.runtime import Runtime
+from tests.support.full_disk import file_size_limit, fill, small_disk
+from tests.support.settings import build_settings
+
+
+def _client(runtime: Runtime) -> tuple[TestClient, dict[str, str]]:
+    add_user(runtime.engine, runtime.clock, "alice")
+    token = create_token(runtime.engine, runtime.clock, "alice").token
+    client = TestClient(create_app(runtime), raise_server_exceptions=False)
+    return client, {"Authorization": f"Bearer {token}"}
+
+
+def test_an_upload_onto_a_full_disk_is_507_storage_full(
+    engine: Engine, tmp_path: Path, corpus: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    wav = (corpus / "audio" / "jfk.wav").read_bytes()
+    other = (corpus / "audio" / "cards_005.wav").read_bytes()
+    STORAGE.reset()
+    with small_disk(tmp_path / "disk") as disk:
+        runtime = Runtime(build_settings(tmp_path, storage={"root": disk}), engine=engine)
+        client, auth = _client(runtime)
+        caplog.set_level(logging.INFO)
+        with client:
+            assert (
+                client.post("/api/records?name=a.wav", content=wav, headers=auth).status_code == 201
+            )
+            filler = fill(disk)
+            answers = [
+                client.post("/api/records?name=b.wav", content=other, headers=auth)
+                for _ in range(2)
+            ]
+            for answer in answers:
+                assert answer.status_code == 507, answer.text
+                error = answer.json()["error"]
+                assert error["code"] == "storage_full"
+                assert error["message"].startswith("the storage is full: it has no space left")
+                assert str(disk) not in answer.text  # the path is the operator's
+            assert len(client.get("/api/records", headers=auth).json()["items"]) == 1
+            filler.unlink()
+            again = client.post("/api/records?name=b.wav", content=other, headers=auth)
+            assert again.status_code == 201, again.text
+        STORAGE.reset()
+    said = [r.getMessage() for r in caplog.records if r.name == "conveyor.objects"]
+    assert len(said) == 1, said  # once for the outage, not once per upload
+    assert f"StorageFull: the storage folder {disk} is full (No space left on device)" in said[0]
+    assert [r for r in caplog.records if r.exc_info] == [], "no tracebacks"
+
+
+def test_a_file_too_large_for_the_folder_is_507_and_no_outage(
+    engine: Engine, tmp_path: Path, corpus: Path
+) -> None:
+    runtime = Runtime(build_settings(tmp_path), engine=engine)
+    client, auth = _client(runtime)
+    big = (corpus / "audio" / "jfk.wav").read_bytes() * 8  # 2.8 MB
+    STORAGE.reset()
+    with client:
+        with file_size_limit(2 * 1024 * 1024):
+            answer = client.post("/api/records?name=big.wav", content=big, headers=auth)
+        assert answer.status_code == 507, answer.text
+        assert answer.json()["error"] == {
+            "status": 507,
+            "code": "storage_full",
+            "message": "the storage cannot take a file this large; nothing was kept",
+        }
+        assert not STORAGE.down  # waiting would not make the file fit
+        assert client.get("/healthz").json()["storage"] == "ok"
