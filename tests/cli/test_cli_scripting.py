@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import Engine
 
 from conveyor.cli.exits import ExitCode
+from conveyor.names import MAX_NAME, escaped_name, name_bytes
 from tests.support.cli_run import CONVEYOR, clean_env, commands, invoke, run
 
 NO_WORKERS = {"CONVEYOR_PIPELINE__WORKERS": "0", "CONVEYOR_MEDIA__SHORT_WORKERS": "0"}
@@ -144,8 +146,47 @@ def test_a_name_that_is_not_utf8_is_accepted_and_shown_escaped(
     assert json.loads(shown.stdout)["original_name"] == "caf\\xe9 \\xff.wav"
     assert events[3]["event"] == "accepted"
     kept = run(["records", "show", str(events[3]["record"]), "--json"], tmp_path)
-    assert json.loads(kept.stdout)["original_name"] == "take\\one.opus"
+    assert json.loads(kept.stdout)["original_name"] == "take\\\\one.opus"
     assert "caf\\xe9 \\xff.wav" in run(["records", "list"], tmp_path).stdout
+
+
+def test_json_names_give_the_paths_back(tmp_path: Path, corpus: Path, engine: Engine) -> None:
+    # A newline and a backslash-n, a tab and a backslash-t: one string each before.
+    raws = [
+        b"new\nline.wav", b"new\\nline.wav", b"tab\there.wav", b"tab\\there.wav",
+        b"caf\xe9\x1b\xff.wav", b"\\xff.wav", b"\xff" * 70 + b"tail.wav",
+    ]  # fmt: skip
+    for raw in raws:
+        (tmp_path / os.fsdecode(raw)).symlink_to(corpus / "audio" / "jfk.wav")
+    url = engine.url.render_as_string(hide_password=False).replace("+psycopg", "")
+    env = {**NO_WORKERS, "CONVEYOR_DATABASE__URL": url}
+    result = subprocess.run(
+        [CONVEYOR, "records", "add", "--keep-duplicates", "--json", *map(os.fsdecode, raws)],
+        cwd=tmp_path,
+        env=clean_env(**env),
+        capture_output=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr
+    accepted = [e for e in _lines(result.stdout.decode()) if e["event"] == "accepted"]
+    files = [event["file"] for event in accepted]
+    assert len(set(files)) == len(raws)
+    # Both directions: the path's bytes to the text, the text back to the path's bytes.
+    assert files == [escaped_name(raw) for raw in raws]
+    assert [name_bytes(file) for file in files] == raws
+    assert files[:2] == ["new\\nline.wav", "new\\\\nline.wav"]
+    for file in files:  # the documented way back, from the text alone
+        path = tmp_path / os.fsdecode(file.encode().decode("unicode_escape").encode("latin-1"))
+        assert path.is_symlink(), file
+    listed = json.loads(
+        run(["records", "list", "--json", "--limit", "100"], tmp_path, **env).stdout
+    )
+    kept = {record["id"]: record["name"] for record in listed}
+    names = [kept[event["record"]] for event in accepted]
+    assert names[:-1] == files[:-1]  # a file's own name, as its path was
+    # The long one is cut before escaping: whole escapes, its extension kept.
+    assert len(names[-1]) <= MAX_NAME and names[-1].endswith("\\xff.wav"), names[-1]
+    assert raws[-1].startswith(name_bytes(names[-1])[: -len(".wav")])
 
 
 def test_ctrl_c_during_intake_says_what_was_accepted_and_a_rerun_makes_no_second_copy(

@@ -1,11 +1,15 @@
 """A file name that is not UTF-8 (an old disk, a camera card) is kept in one form however the
-file came: the CLI's (``\\xNN`` for each odd byte, control characters escaped), over the API's
-multipart and raw uploads, the page's form upload and its resumable (tus) upload."""
+file came: the CLI's (``\\xNN`` for each odd byte, control characters escaped, a backslash
+doubled), over the API's multipart and raw uploads, the page's form upload and its resumable
+(tus) upload; the form gives the bytes back, and a long name is cut before it is escaped,
+keeping its extension."""
 
 from __future__ import annotations
 
 import base64
 import os
+import random
+import urllib.parse
 from pathlib import Path
 
 from fastapi.testclient import TestClient
@@ -13,7 +17,7 @@ from sqlalchemy import Engine, select
 
 from conveyor.cli.intake import shown_name
 from conveyor.db.tables import audio_records
-from conveyor.names import kept_name
+from conveyor.names import MAX_NAME, escaped_name, kept_name, name_bytes
 from tests.support.web import MakeSite, sign_in
 
 ODD = b"caf\xe9 \xff\x01.wav"
@@ -49,6 +53,63 @@ def test_one_form_for_the_cli_and_http() -> None:
     assert kept_name("café.wav") == "café.wav"
     assert kept_name(b"C:\\photos\\two\nlines.jpg") == "two\\nlines.jpg"
     assert kept_name(b"  ") is None
+
+
+def test_the_kept_form_gives_the_bytes_back_and_no_two_names_share_it() -> None:
+    # A real newline and a backslash followed by n were one string before the backslash was
+    # escaped too; so were the byte 0x85 and the character U+0085 (two bytes in UTF-8).
+    pairs = [
+        (b"new\nline.wav", b"new\\nline.wav"),
+        (b"a\tb", b"a\\tb"),
+        (b"\x85", "\x85".encode()),
+        (b"\xff", b"\\xff"),
+    ]
+    for one, other in pairs:
+        assert escaped_name(one) != escaped_name(other), (one, other)
+    assert escaped_name(b"new\nline.wav") == "new\\nline.wav"
+    assert escaped_name(b"new\\nline.wav") == "new\\\\nline.wav"
+    assert escaped_name("x\x85\u00a0é".encode()) == "x\\xc2\\x85\\xc2\\xa0é"
+    every_byte = bytes(range(1, 256))
+    rng = random.Random(23)
+    names = [every_byte, "café ünï 日本 🎙".encode(), *(bytes([b]) for b in every_byte)]
+    names += [rng.randbytes(rng.randint(1, 40)) for _ in range(2000)]
+    names += [
+        bytes(rng.choice(b"\\xnt0af\n\t\xff\xc3\xa9") for _ in range(12)) for _ in range(2000)
+    ]
+    for raw in names:
+        kept = escaped_name(raw)
+        assert kept.isprintable() and "\n" not in kept, raw
+        assert name_bytes(kept) == raw, raw
+        assert escaped_name(os.fsdecode(raw)) == kept  # the same from a path's str
+    # The documented way back, from the text alone.
+    text = escaped_name(b"caf\xe9\n\\.wav")
+    assert text == "caf\\xe9\\n\\\\.wav"
+    assert text.encode().decode("unicode_escape").encode("latin-1") == b"caf\xe9\n\\.wav"
+
+
+def test_a_long_name_is_cut_in_its_real_characters_and_keeps_its_extension() -> None:
+    for raw in (
+        b"a" * 250 + b"\xff" * 3 + b".wav",  # cut where an escape was half kept: `\xff\xf`
+        "é".encode() * 300 + b".flac",
+        b"\x01" * 200 + b".opus",
+        b"take " * 80 + b".mp3",
+        b"x" * 300,
+        b"\xff" * 300 + b".a-very-long-ending-that-is-no-extension",
+    ):
+        kept = kept_name(raw, posix_name=True)
+        assert kept is not None and len(kept) <= MAX_NAME, raw
+        assert len(kept) > MAX_NAME - 4  # as much of the stem as fits, to one escape's length
+        back = name_bytes(kept)  # whole escapes only: it reads back
+        dot = raw.rfind(b".")
+        if dot > 0 and len(raw) - dot <= 16:
+            stem, extension = raw[:dot], raw[dot:]
+            assert back.endswith(extension), kept[-20:]
+            assert stem.startswith(back[: -len(extension)].rstrip())
+        else:
+            assert raw.startswith(back)
+    # A name that fits is kept whole, an extension and all.
+    fits = b"b" * (MAX_NAME - 4) + b".wav"
+    assert kept_name(fits) == fits.decode()
 
 
 def test_a_name_that_is_not_utf8_is_kept_escaped_over_http(
@@ -108,3 +169,30 @@ def test_a_name_that_is_not_utf8_is_kept_escaped_over_http(
         assert done.status_code == 204, done.text
         record_id = int(done.headers["Conveyor-Result"].rsplit("/", 1)[1])
         assert _name(engine, record_id) == KEPT
+
+
+def test_a_long_name_keeps_its_extension_over_http(make_site: MakeSite, corpus: Path) -> None:
+    site = make_site()
+    wav = (corpus / "audio" / "jfk.wav").read_bytes()
+    api = {"Authorization": f"Bearer {site.tokens['alice']}"}
+    long = b"\xff" * 100 + b"z" * 50 + b".wav"  # 450 characters as kept
+    kept = kept_name(long)
+    assert kept is not None and kept.endswith("\\xff.wav") and len(kept) <= MAX_NAME
+    with TestClient(site.app) as client:
+        body, kind = _multipart(long, wav)
+        sent = client.post("/api/records", content=body, headers={**api, "Content-Type": kind})
+        assert sent.status_code == 201, sent.text
+        assert sent.json()["original_name"] == kept
+        raw = client.post(
+            "/api/records?keep_duplicate=true&name=" + urllib.parse.quote(b"\xff" * 70 + b".wav"),
+            content=wav,
+            headers=api,
+        )
+        assert raw.status_code == 201, raw.text
+        assert raw.json()["original_name"] == "\\xff" * 62 + ".wav"
+        slash = client.post(
+            "/api/records?keep_duplicate=true&name=" + urllib.parse.quote("new\nline.wav"),
+            content=wav,
+            headers=api,
+        )
+        assert slash.json()["original_name"] == "new\\nline.wav"

@@ -60,11 +60,16 @@ def _sniffed_kind(path: Path, exc: RejectedInput) -> str | None:
 
 def _argument(path: Path) -> str:
     """``path`` as the shell takes it back in a command to run: quoted when it has a space or
-    a quote (``'my photo.jpg'``), and ``./`` before a name that would read as an option."""
+    a quote (``'my photo.jpg'``), and ``./`` before a name that would read as an option; a
+    name with an escape in it (``caf\\xe9.wav``, ``a\\\\b.wav``) as bash's ``$'…'``, which
+    reads the kept form's escapes back into the bytes."""
     import shlex
 
     shown = shown_name(path)
-    return shlex.quote(f"./{shown}" if shown.startswith("-") else shown)
+    shown = f"./{shown}" if shown.startswith("-") else shown
+    if "\\" in shown:
+        return "$'" + shown.replace("'", "\\'") + "'"
+    return shlex.quote(shown)
 
 
 def audio_hint(path: Path, exc: RejectedInput) -> str | None:

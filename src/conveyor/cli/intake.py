@@ -28,7 +28,7 @@ from rich.text import Text
 
 from conveyor.cli.output import err_console, print_json_line
 from conveyor.cli.signals import holding_interrupts, interrupt_pending
-from conveyor.names import kept_name, readable
+from conveyor.names import escaped_name, kept_name
 
 if TYPE_CHECKING:
     from conveyor.errors import RejectedInput
@@ -51,12 +51,12 @@ Accept = Callable[[Iterator[bytes], str], int]
 
 
 def shown_name(path: Path | str) -> str:
-    """``path`` as text a terminal, a JSON reader and the database all take: bytes that are not
-    UTF-8 (kept by Python as surrogate escapes) written ``\\xNN``, and characters that would
-    break a line (a newline, a tab, other control characters) written as escapes too
-    (:func:`conveyor.names.readable`; the name kept with the file is
-    :func:`conveyor.names.kept_name`, the same form as an HTTP upload's)."""
-    return readable(os.fsencode(str(path)))
+    """``path`` whole, as text a terminal, a JSON reader and the database all take, in the
+    kept form of :func:`conveyor.names.escaped_name` (``\\\\`` for a backslash, ``\\n``,
+    ``\\xNN`` for a byte that is not UTF-8 or not printable), from which
+    :func:`conveyor.names.name_bytes` gives the path's bytes back; the name kept with the file
+    is :func:`conveyor.names.kept_name`, the same form as an HTTP upload's."""
+    return escaped_name(os.fsencode(str(path)))
 
 
 class _ReadFailed(Exception):
