@@ -1,10 +1,12 @@
 """A folder store with no room: uploads answer 507 ``storage_full`` saying that the storage is
-full (never 503 "does not answer", never the folder's path), and take files again once there is
-space."""
+full (never 503 "does not answer", never the folder's path), ``/healthz`` answers 503 saying the
+storage is full, the log says "storage full" once and "takes writes again" once (never
+"reachable again" while it is full), and uploads are taken again once there is space."""
 
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 
 import pytest
@@ -52,13 +54,35 @@ def test_an_upload_onto_a_full_disk_is_507_storage_full(
                 assert error["message"].startswith("the storage is full: it has no space left")
                 assert str(disk) not in answer.text  # the path is the operator's
             assert len(client.get("/api/records", headers=auth).json()["items"]) == 1
+            # /healthz says so for as long as it lasts, and the outage does not end meanwhile
+            # (a folder that answers a write check is not one that takes writes).
+            deadline = time.monotonic() + STORAGE.settle * 3
+            while time.monotonic() < deadline:
+                health = client.get("/healthz")
+                assert health.status_code == 503, health.text
+                assert health.json()["error"]["code"] == "unavailable"
+                assert health.json()["error"]["message"] == (
+                    "the storage is full: it has no space left for uploads"
+                )
+                time.sleep(0.1)
+            assert STORAGE.down and STORAGE.full
             filler.unlink()
             again = client.post("/api/records?name=b.wav", content=other, headers=auth)
             assert again.status_code == 201, again.text
+            deadline = time.monotonic() + 20
+            while STORAGE.down:  # answers for the settle time end the outage
+                assert time.monotonic() < deadline, "the outage never ended"
+                client.get("/healthz")
+                time.sleep(0.1)
+            assert client.get("/healthz").json()["storage"] == "ok"
         STORAGE.reset()
     said = [r.getMessage() for r in caplog.records if r.name == "conveyor.objects"]
-    assert len(said) == 1, said  # once for the outage, not once per upload
-    assert f"StorageFull: the storage folder {disk} is full (No space left on device)" in said[0]
+    assert len(said) == 2, said  # once as the outage starts, once as it ends
+    assert said[0].startswith("storage full (first met by the API): StorageFull: ")
+    assert f"the storage folder {disk} is full (No space left on device)" in said[0]
+    assert said[0].endswith("further failures are not logged until it takes writes again")
+    assert said[1].startswith("storage takes writes again after ")
+    assert not [m for m in said if "reachable" in m]
     assert [r for r in caplog.records if r.exc_info] == [], "no tracebacks"
 
 

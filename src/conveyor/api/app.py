@@ -35,6 +35,7 @@ Routes (all ``/api`` routes need ``Authorization: Bearer <token>``)::
 
 from __future__ import annotations
 
+import errno
 import logging
 import threading
 from collections.abc import AsyncIterator
@@ -75,12 +76,17 @@ from conveyor.error_codes import ErrorCode
 from conveyor.media.broadcast import AlbumBroadcast
 from conveyor.objects import Sweeper
 from conveyor.objects.outage import STORAGE
+from conveyor.objects.store import CHUNK, StorageFull
 from conveyor.pipeline import WorkerPool
 from conveyor.pipeline.metrics import BACKLOG
 from conveyor.processes import ProcessRegistry
 from conveyor.runtime import Runtime
 
-__all__ = ["create_app"]
+__all__ = ["FULL_BELOW", "create_app"]
+
+#: A folder store with less room than this (bytes: one write chunk) is full to ``/healthz``:
+#: no upload would fit.
+FULL_BELOW = CHUNK
 
 log = logging.getLogger("conveyor.api")
 
@@ -250,7 +256,8 @@ def create_app(runtime: Runtime, *, run_workers: bool = True) -> FastAPI:
     )
     def healthz(state: State) -> Response:
         """200 when the database answers a query and the object store a listing (a bucket) or
-        a write check (a folder); 503 ``unavailable`` otherwise, the message naming which. No
+        a write check (a folder) and, a folder, has at least :data:`FULL_BELOW` bytes free; 503
+        ``unavailable`` otherwise, the message naming which (``the storage is full: ...``). No
         token needed."""
         try:
             with state.runtime.engine.connect() as conn:
@@ -264,14 +271,27 @@ def create_app(runtime: Runtime, *, run_workers: bool = True) -> FastAPI:
                 headers={"Retry-After": str(RETRY_AFTER_OUTAGE)},
             )
         outage.DATABASE.succeeded()
+        store = state.runtime.store
         try:
-            state.runtime.store.check()
+            store.check()
+            room = store.room()
         except OSError as exc:
             if not STORAGE.failed(exc, "health check"):
                 log.warning("health check: storage cannot be used: %s", exc)
             return error_response(
                 ErrorCode.UNAVAILABLE,
                 "the storage does not answer",
+                headers={"Retry-After": str(RETRY_AFTER_OUTAGE)},
+            )
+        if room is not None and room < FULL_BELOW:
+            # Answering, but no upload fits: not healthy for a node that takes uploads, and
+            # part of the outage (its end is not logged while the disk stays full).
+            STORAGE.failed(
+                StorageFull(errno.ENOSPC, "folder", store.describe_location()), "health check"
+            )
+            return error_response(
+                ErrorCode.UNAVAILABLE,
+                "the storage is full: it has no space left for uploads",
                 headers={"Retry-After": str(RETRY_AFTER_OUTAGE)},
             )
         STORAGE.succeeded()

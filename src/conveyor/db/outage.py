@@ -71,10 +71,14 @@ class Outage:
         logger: where the two lines go.
         settle: seconds of answers without a failure that end an outage (:data:`SETTLE`).
         clock: monotonic seconds (``time.monotonic``; tests pass a fake clock).
+        is_full: whether an outage exception says the service answers but has no room (a
+            full disk): its lines then say ``full`` and ``takes writes again``, not
+            ``unreachable`` and ``reachable again``.
 
     Attributes:
         since: ``clock()`` of the first failure of the current outage, or None.
         failures: failures seen in the current outage.
+        full: True while the current outage's latest failure was a full one (``is_full``).
     """
 
     def __init__(
@@ -85,8 +89,11 @@ class Outage:
         *,
         settle: float = SETTLE,
         clock: Callable[[], float] = time.monotonic,
+        is_full: Callable[[BaseException], bool] = lambda _exc: False,
     ) -> None:
         self.service = service
+        self.is_full = is_full
+        self.full = False
         self.classify = classify
         self.settle = settle
         self.clock = clock
@@ -110,7 +117,8 @@ class Outage:
         """
         if not self.classify(exc):
             return False
-        ended: tuple[float, int] | None = None
+        full = self.is_full(exc)
+        ended: tuple[float, int, bool] | None = None
         with self._lock:
             now = self.clock()
             if self.since is not None and self._recovering is not None:
@@ -119,6 +127,7 @@ class Outage:
                 else:
                     self._recovering = None  # a lucky answer, not the end of the outage
             self.failures += 1
+            self.full = full
             starts = self.since is None
             if starts:
                 self.since = now
@@ -126,11 +135,12 @@ class Outage:
             self._log_end(*ended)
         if starts:
             self._log.error(
-                "%s unreachable (first met by the %s): %s; further failures are not logged "
-                "until it answers again",
+                "%s %s (first met by the %s): %s; further failures are not logged until it %s",
                 self.service,
+                "full" if full else "unreachable",
                 where,
                 _summary(exc),
+                "takes writes again" if full else "answers again",
             )
         return True
 
@@ -156,18 +166,21 @@ class Outage:
         with self._lock:
             self.since = self._recovering = None
             self.failures = 0
+            self.full = False
 
-    def _end(self) -> tuple[float, int]:
+    def _end(self) -> tuple[float, int, bool]:
         assert self.since is not None and self._recovering is not None
-        ended = (self._recovering - self.since, self.failures)
+        ended = (self._recovering - self.since, self.failures, self.full)
         self.since = self._recovering = None
         self.failures = 0
+        self.full = False
         return ended
 
-    def _log_end(self, lasted: float, failures: int) -> None:
+    def _log_end(self, lasted: float, failures: int, full: bool) -> None:
         self._log.warning(
-            "%s reachable again after %.1f s (%d failed attempts meanwhile)",
+            "%s %s again after %.1f s (%d failed attempts meanwhile)",
             self.service,
+            "takes writes" if full else "reachable",
             lasted,
             failures,
         )

@@ -1,9 +1,9 @@
 """Object store outages, told once (as database outages are, :mod:`conveyor.db.outage`): the
 bucket's endpoint refusing or dropping connections, timing out or answering 5xx; a local folder
-on a mount that went away.
+on a mount that went away, or on a disk that is full (told as full, not as unreachable).
 
-The API answers such failures with 503 ``storage_unavailable`` and ``Retry-After``, and
-``/healthz`` reports the store beside the database.
+The API answers such failures with 503 ``storage_unavailable`` and ``Retry-After`` (507
+``storage_full`` for a full disk), and ``/healthz`` reports the store beside the database.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import logging
 
 from conveyor.db.outage import Outage
 
-__all__ = ["STORAGE", "is_storage_outage"]
+__all__ = ["STORAGE", "is_storage_full", "is_storage_outage"]
 
 #: errno values of a local folder that cannot be used right now (a lost network mount, a full
 #: or read-only disk), as opposed to a missing object or a bad key.
@@ -52,5 +52,16 @@ def is_storage_outage(exc: BaseException) -> bool:
     return False
 
 
+def is_storage_full(exc: BaseException) -> bool:
+    """True when ``exc`` says the store has no room (a full disk or quota,
+    :class:`~conveyor.objects.store.StorageFull`), as opposed to not answering."""
+    from conveyor.objects.store import full_storage
+
+    full = full_storage(exc)
+    return full is not None and full.no_room
+
+
 #: The process's one outage state for its object store.
-STORAGE = Outage("storage", is_storage_outage, logging.getLogger("conveyor.objects"))
+STORAGE = Outage(
+    "storage", is_storage_outage, logging.getLogger("conveyor.objects"), is_full=is_storage_full
+)

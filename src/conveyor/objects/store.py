@@ -213,9 +213,18 @@ class WorkingCopies:
         finally:
             copy.unlink(missing_ok=True)
 
-    def scratch(self) -> AbstractContextManager[Path]:
-        """See :meth:`ObjectStore.scratch`."""
-        return self.work.folder()
+    @contextmanager
+    def scratch(self) -> Iterator[Path]:
+        """See :meth:`ObjectStore.scratch` (a step's own writes there that find no room are
+        said as the work folder's: :class:`StorageFull`)."""
+        with self.work.folder() as folder:
+            try:
+                yield folder
+            except OSError as exc:
+                full = StorageFull.of(exc, "work folder", str(self.work.base))
+                if full is None or full is exc:
+                    raise
+                raise full from exc
 
 
 @runtime_checkable
@@ -237,6 +246,11 @@ class ObjectStore(Protocol):
         Raises:
             OSError: it cannot, with a sentence saying why (never a credential).
         """
+        ...
+
+    def room(self) -> int | None:
+        """Bytes free for new objects (a folder: its disk's space this user may fill), or None
+        when the store does not say (a bucket)."""
         ...
 
     def put(

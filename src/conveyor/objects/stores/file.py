@@ -85,6 +85,12 @@ class LocalStore(WorkingCopies):
         if not os.access(self.root, os.W_OK | os.X_OK):
             raise PermissionError(f"the folder {self.root} is not writable")
 
+    def room(self) -> int:
+        """See :meth:`conveyor.objects.ObjectStore.room`: the folder's disk's free bytes that
+        this user may fill (``statvfs``'s ``f_bavail``, without the blocks kept for root)."""
+        st = os.statvfs(self.root)
+        return st.f_bavail * st.f_frsize
+
     def _path(self, key: str) -> Path:
         path = self.root / check_key(key)
         # check_key bars ".." and absolute keys; a symlink inside the folder is the owner's.

@@ -198,6 +198,10 @@ class S3Store(WorkingCopies):
             kind = StorageUnavailable if is_storage_outage(exc) else OSError
             raise kind(f"{self.describe_location()} cannot be used: {exc}") from None
 
+    def room(self) -> None:
+        """See :meth:`conveyor.objects.ObjectStore.room`: a bucket does not say (None)."""
+        return None
+
     def _key(self, key: str) -> str:
         return self.prefix + check_key(key)
 
