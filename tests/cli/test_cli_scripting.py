@@ -378,6 +378,45 @@ def test_prompts_on_piped_input(tmp_path: Path) -> None:
     assert taken.returncode == ExitCode.CONFLICT  # said before any prompt
 
 
+#: Runs ``conveyor ARGS…`` as the console script does, sending itself SIGINT when the module
+#: ``$AT`` is about to be imported: a Ctrl-C at that instant of the start, every time.
+_INTERRUPT_AT_IMPORT = """
+import os, sys
+at = os.environ["AT"]
+class At:
+    def find_spec(self, name, path=None, target=None):
+        if name == at:
+            os.kill(os.getpid(), 2)
+        return None
+sys.meta_path.insert(0, At())
+from conveyor.cli.entry import main
+sys.exit(main())
+"""
+
+
+def test_ctrl_c_while_the_command_starts_exits_130_without_a_traceback(tmp_path: Path) -> None:
+    # From the console script's module on (the handler is its first statement): the modules
+    # the start imports in order, the shared ones (typing, threading) in the window that
+    # printed Python's KeyboardInterrupt traceback.
+    modules = [
+        "conveyor.cli.collector", "conveyor.cli.signals", "typing", "threading",
+        "conveyor.cli.root", "typer", "rich", "conveyor.cli.ingest", "sqlalchemy",
+        "conveyor.runtime",
+    ]  # fmt: skip
+    for module in modules:
+        started = subprocess.run(
+            [sys.executable, "-c", _INTERRUPT_AT_IMPORT, "records", "list"],
+            cwd=tmp_path,
+            env=clean_env(AT=module),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert started.returncode == ExitCode.INTERRUPTED, (module, started.stderr)
+        assert started.stderr == "SIGINT: interrupted\n", (module, started.stderr)
+        assert started.stdout == ""
+
+
 def test_ctrl_c_at_a_prompt_exits_130_and_changes_nothing(tmp_path: Path) -> None:
     waiting = subprocess.Popen(
         [CONVEYOR, "users", "create", "bob", "--password"],
