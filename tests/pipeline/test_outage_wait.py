@@ -7,16 +7,19 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine
 
 from conveyor.config import PipelineSettings
 from conveyor.db.outage import Outage
-from conveyor.objects import StorageUnavailable
+from conveyor.objects import LocalStore, StorageUnavailable, WorkFolder, is_storage_outage
+from conveyor.objects.outage import is_storage_full
 from conveyor.pipeline import Advance, Executor, StepContext
 from conveyor.pipeline.outcomes import Outcome
 from conveyor.testing import FakeClock
+from tests.support.full_disk import file_size_limit, fill, small_disk
 from tests.support.jobs_domain import add_jobs, events_of, job, make_domain
 
 
@@ -121,3 +124,63 @@ def test_other_errors_and_other_domains_still_fail(
     assert job(db, first)["attempts"] == 2
     assert job(db, other)["attempts"] == 0
     assert not storage.down
+
+
+def test_a_step_writing_to_a_full_folder_waits_naming_the_folder(
+    db: Engine,
+    clock: FakeClock,
+    settings: PipelineSettings,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A full disk is said as the storage's, not as a bare ``[Errno 28]``: the journal's note
+    and the outage's log line name the folder that is full; a file too large for the folder
+    (no waiting makes it fit) is a failed attempt that names it too."""
+    storage = Outage(
+        "storage",
+        is_storage_outage,
+        logging.getLogger("tests.storage"),
+        clock=clock.now,
+        is_full=is_storage_full,
+    )
+    with small_disk(tmp_path / "disk") as disk:
+        store = LocalStore(disk, work=WorkFolder(tmp_path / "work"))
+        fill(disk)
+
+        def stores(_ctx: StepContext) -> Outcome:
+            store.put("media/1/thumb.webp", [b"x" * 8192])
+            return Advance()
+
+        (jid,) = add_jobs(db, 1, clock.now())
+        with caplog.at_level(logging.INFO, logger="tests.storage"):
+            assert Executor(db, clock, settings).run_once(
+                make_domain(new=stores, outages=(storage,)), "default"
+            )
+    row = job(db, jid)
+    assert (row["halted_at"], row["attempts"]) == (None, 0)
+    (wait,) = [e for e in events_of(db, jid) if e["outcome"] == "postponed"]
+    assert wait["outcome_text"] == (
+        f"waiting for the storage, which is full: StorageFull: the storage folder {disk} is full "
+        "(No space left on device)"
+    )
+    (line,) = [r.getMessage() for r in caplog.records if r.name == "tests.storage"]
+    assert line.startswith(
+        "storage full (first met by the record step): StorageFull: "
+        f"the storage folder {disk} is full"
+    )
+
+    store = LocalStore(tmp_path / "data", work=WorkFolder(tmp_path / "work"))
+
+    def too_large(_ctx: StepContext) -> Outcome:
+        with file_size_limit(4096):
+            store.put("media/2/thumb.webp", [b"x" * 8192])
+        return Advance()
+
+    (other,) = add_jobs(db, 1, clock.now())
+    assert Executor(db, clock, settings).run_once(make_domain(new=too_large), "default")
+    assert job(db, other)["attempts"] == 1
+    failed = events_of(db, other)[-1]["outcome_text"]
+    assert failed == (
+        f"StorageFull: the storage folder {store.root} cannot take a file this large "
+        "(File too large)"
+    )

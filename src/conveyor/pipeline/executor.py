@@ -255,7 +255,8 @@ class Executor:
                 first = claim.record_id not in told
                 told.add(claim.record_id)
             cause = redact(f"{type(exc).__name__}: {exc}".splitlines()[0])
-            note = f"waiting for the {service.service}, which does not answer: {cause}"
+            state = "is full" if service.full else "does not answer"
+            note = f"waiting for the {service.service}, which {state}: {cause}"
             return Postpone(delay, note=note if first else None)
         return None
 
