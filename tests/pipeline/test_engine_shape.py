@@ -402,3 +402,71 @@ def test_d19_among_begun_records_the_stage_order_still_holds(
     executor = Executor(db, clock, settings)
     got = [c.record_id for c in iter(lambda: executor.claim(domain, "default"), None)]
     assert got == [ids[2], ids[0], ids[3], ids[1]]
+
+
+def test_d3_a_step_that_hangs_under_its_heartbeat_is_halted_stuck_past_the_limit(
+    db: Engine, clock: FakeClock, settings: PipelineSettings
+) -> None:
+    """A heartbeat keeps a hung step's lease alive, so D18 never counts it and the claim-time
+    stuck check never sees it; the rescuer halts it ``stuck`` once its work in the stage has
+    outlasted the stage's limit, fencing the running step out (P6)."""
+    domain = make_domain(new_lease=30, heartbeat=True)
+    (jid,) = add_jobs(db, 1, clock.now())
+    now = queries.now_of(clock)
+    with db.connect() as conn:
+        (running_job,) = claim_jobs(conn, LaneClaims(domain, "default", now), 1)
+    claim = running_job.claim
+    # Its heartbeat beats every 10 s for the whole limit: the lease never lapses.
+    while clock.now() - job(db, jid)["work_started_at"] < settings.own_work_limit - 10:
+        clock.advance(10)
+        with db.begin() as conn:
+            assert queries.extend_claim(conn, domain, claim, now, 30)
+        assert rescue(db, domain, settings, now) == 0, "halted before its limit"
+    clock.advance(20)
+    with db.begin() as conn:
+        assert queries.extend_claim(conn, domain, claim, now, 30)
+    assert rescue(db, domain, settings, now) == 1
+    assert rescue(db, domain, settings, now) == 0  # halted once
+    row = job(db, jid)
+    assert row["halt_reason"] == EngineHalt.STUCK.value and row["attempts"] == 0
+    assert row["claim_token"] is None
+    assert "its step still running" in row["halt_error"]
+    assert events(db, jid)[-1][0] == "halted"
+    # The step's heartbeat now finds its claim gone, and what it returns is refused.
+    with db.begin() as conn:
+        assert not queries.extend_claim(conn, domain, claim, now, 30)
+        assert not queries.save_if_held(conn, domain, claim, {"result": "late"})
+    assert job(db, jid)["result"] is None
+
+
+def test_d3_a_hung_step_in_a_running_pool_is_halted_stuck_and_told_its_claim_is_lost(
+    db: Engine,
+) -> None:
+    """The same in a running pool on the real clock: a step held at an event under its
+    heartbeat is halted ``stuck`` by the pool's own rescuer after the (short) limit; the step
+    sees its claim lost; the record's other work goes on."""
+    release = threading.Event()
+    saw_lost = threading.Event()
+
+    def hangs(ctx: StepContext) -> Outcome:
+        if ctx.record["title"] != "job 0":
+            return Advance()
+        release.wait(WAIT)
+        if ctx.lost.is_set():
+            saw_lost.set()
+        return Advance()
+
+    domain = make_domain(new=hangs, new_lease=0.6, heartbeat=True)
+    ids = add_jobs(db, 3, time.time())
+    settings = real_settings(own_work_limit=1.5, poll_interval=0.05)
+    with running(db, domain, 2, settings):
+        wait_until(lambda: job(db, ids[0])["halted_at"] is not None, "the hung step's halt")
+        wait_until(lambda: stages(db, ids[1:]) == ["done", "done"], "the other records")
+        row = job(db, ids[0])
+        assert row["halt_reason"] == "stuck" and row["stage"] == "new", row
+        # Its heartbeat learns the claim is gone within a beat.
+        time.sleep(0.5)
+        release.set()
+        wait_until(saw_lost.is_set, "the step to see its claim lost")
+    row = job(db, ids[0])
+    assert row["halt_reason"] == "stuck" and row["stage"] == "new"  # its Advance refused

@@ -91,12 +91,6 @@ class Executor:
         self._waiting: dict[tuple[int, float], set[int]] = {}
         self._waiting_lock = threading.Lock()
 
-    def stuck_limit(self, stage: Stage) -> float:
-        """The time-in-stage limit of ``stage``: own or foreign work (D3)."""
-        if stage.work == "foreign":
-            return self.settings.foreign_work_limit
-        return self.settings.own_work_limit
-
     # -- one claimed record ---------------------------------------------------------------
 
     def execute(self, job: Job) -> Finished | None:
@@ -146,7 +140,7 @@ class Executor:
         attempts = int(record["attempts"])
         began = record["work_started_at"]
         in_stage = 0.0 if began is None else db_time - float(began)
-        limit = self.stuck_limit(stage)
+        limit = stage.work_limit(self.settings)
         if in_stage > limit:
             # D3, P10: the claimer halts a record whose work overstayed its stage.
             outcome: Outcome = Halt(

@@ -17,7 +17,8 @@ class EngineHalt(HaltReason):
             "(our work) or `foreign_work_limit` (waiting on a provider)",
             resume_helps=True,
             action="resume it; if it halts stuck again, read the log around it (a provider that "
-            "never answers, a worker killed mid-step) or raise the limit",
+            "never answers, a worker killed mid-step, a step that hung: restart that worker) "
+            "or raise the limit",
             words="It took far longer than it should at this stage, so it was stopped rather "
             "than left hanging.",
         ),

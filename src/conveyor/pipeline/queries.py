@@ -29,6 +29,7 @@ from sqlalchemy import (
     delete,
     func,
     insert,
+    literal,
     literal_column,
     null,
     or_,
@@ -561,11 +562,69 @@ def next_hold_end(
     return None if found is None else max(0.0, float(found))
 
 
-def any_lapsed(conn: Connection, domain: Domain, now: ColumnElement[float]) -> bool:
-    """Whether any claim of ``domain`` is :func:`lapsed`: a read that locks nothing, for the
-    rescuer's look every poll (almost always: none)."""
+def overstayed(
+    domain: Domain, now: ColumnElement[float], limits: Mapping[str, float]
+) -> ColumnElement[bool]:
+    """A started claim still held (its heartbeat renews the lease, so it never lapses) on a
+    record whose work in its stage began longer ago than the stage's limit (D3): a step that
+    hangs. ``limits``: stage name → seconds (:meth:`~conveyor.pipeline.Stage.work_limit`)."""
     table = domain.table
-    return conn.execute(select(table.c.id).where(lapsed(domain, now)).limit(1)).first() is not None
+    limit = case(
+        {name: literal(float(seconds), Double()) for name, seconds in limits.items()},
+        value=table.c.stage,
+        else_=null(),
+    )
+    return and_(
+        table.c.step_started_at.is_not(None),
+        table.c.claim_token.is_not(None),
+        table.c.halted_at.is_(None),
+        table.c.work_started_at.is_not(None),
+        table.c.claim_expires_at > now,  # a lapsed one is a lost worker's (D18), not this
+        table.c.work_started_at < now - limit,
+    )
+
+
+def any_lapsed(
+    conn: Connection,
+    domain: Domain,
+    now: ColumnElement[float],
+    limits: Mapping[str, float] | None = None,
+) -> bool:
+    """Whether any claim of ``domain`` is :func:`lapsed` (or, with ``limits``,
+    :func:`overstayed`): a read that locks nothing, for the rescuer's look every poll (almost
+    always: none)."""
+    table = domain.table
+    condition = lapsed(domain, now)
+    if limits:
+        condition = or_(condition, overstayed(domain, now, limits))
+    return conn.execute(select(table.c.id).where(condition).limit(1)).first() is not None
+
+
+def overstayed_claims(
+    conn: Connection,
+    domain: Domain,
+    now: ColumnElement[float],
+    limits: Mapping[str, float],
+    limit: int,
+) -> list[tuple[Claim, str, int, float]]:
+    """Claims of running steps that overstayed their stage (:func:`overstayed`):
+    ``(claim, stage, attempts, seconds in the stage)`` of up to ``limit`` records, locked
+    against other rescuers (PostgreSQL skips locked rows)."""
+    table = domain.table
+    rows = conn.execute(
+        select(
+            table.c.id,
+            table.c.claim_token,
+            table.c.stage,
+            table.c.attempts,
+            (now - table.c.work_started_at).label("in_stage"),
+        )
+        .where(overstayed(domain, now, limits))
+        .order_by(table.c.id)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+    ).all()
+    return [(Claim(int(r[0]), str(r[1])), str(r[2]), int(r[3]), float(r[4])) for r in rows]
 
 
 def lapsed_claims(

@@ -12,6 +12,14 @@ its worker thus halts after the attempts limit, not ``stuck`` an hour later.
 A claim that lapses before its step started (a prefetched record of a dead process) costs
 nothing: the claim itself treats it as free (:func:`~conveyor.pipeline.queries.claimable`).
 
+A step that hangs in a heartbeat stage never lets its lease lapse (its heartbeat renews it),
+and the stuck check at claim time (D3) never sees a record that is never claimed again. So the
+rescuer also halts ``stuck`` a record whose step is still running once its work in the stage
+has taken longer than the stage's limit (``[pipeline] own_work_limit`` or
+``foreign_work_limit``), guarded by the running step's own token: its heartbeat then finds the
+claim gone, a step that checks (:meth:`~conveyor.pipeline.StepContext.check`) stops, and
+whatever it returns is refused (P6). The thread running it stays busy until it returns.
+
 Every pool runs one :class:`Rescuer` thread, every ``[pipeline] poll_interval``.
 """
 
@@ -29,9 +37,10 @@ from conveyor.db import outage
 from conveyor.db.engine import autocommit
 from conveyor.pipeline import queries
 from conveyor.pipeline.completer import plan
-from conveyor.pipeline.lifecycle import report, save_planned
+from conveyor.pipeline.halts import EngineHalt
+from conveyor.pipeline.lifecycle import Planned, report, save_planned
 from conveyor.pipeline.metrics import STEP_OUTCOMES
-from conveyor.pipeline.outcomes import Fail
+from conveyor.pipeline.outcomes import Fail, Halt
 from conveyor.pipeline.stages import Domain
 
 __all__ = ["WORKER_LOST", "Rescuer", "rescue"]
@@ -48,42 +57,80 @@ _BATCH = 100
 def rescue(
     engine: Engine, domain: Domain, settings: PipelineSettings, now: ColumnElement[float]
 ) -> int:
-    """Count every lapsed started claim of ``domain`` as a failed attempt (D18).
+    """Count every lapsed started claim of ``domain`` as a failed attempt (D18), and halt
+    ``stuck`` every record whose step still runs past its stage's limit (D3).
 
     Returns:
-        How many records were rescued (failed or halted ``attempts_exhausted``).
+        How many records were rescued (failed or halted).
     """
+    limits = {s.name: s.work_limit(settings) for s in domain.stages if not s.terminal}
     # Looked for first by a read that locks nothing: on PostgreSQL one round trip instead of a
     # transaction of three, every poll of every worker process, and nearly always nothing.
     with engine.connect() as conn, autocommit(conn):
-        if not queries.any_lapsed(conn, domain, now):
+        if not queries.any_lapsed(conn, domain, now, limits):
             return 0
     total = 0
     while True:
         with engine.begin() as conn:
             lapsed = queries.lapsed_claims(conn, domain, now, _BATCH)
-            if not lapsed:
-                return total
             plans = [
                 plan(settings, now, domain, domain.stage(stage), claim, Fail(WORKER_LOST), tries)
                 for claim, stage, tries in lapsed
             ]
+            hung = queries.overstayed_claims(conn, domain, now, limits, _BATCH)
+            plans += [
+                plan(
+                    settings,
+                    now,
+                    domain,
+                    domain.stage(stage),
+                    claim,
+                    _overstay(domain, stage, seconds, limits[stage]),
+                    tries,
+                )
+                for claim, stage, tries, seconds in hung
+            ]
+            if not plans:
+                return total
             held = save_planned(conn, domain, plans, now)
         for planned, ok in zip(plans, held, strict=True):
-            applied = report(domain, planned, ok)
-            if not applied.held:
-                continue
-            STEP_OUTCOMES.labels(domain.name, planned.stage, applied.outcome).inc()
-            if applied.outcome != "halted":
-                log.warning(
-                    "%s %s: its worker was lost during %s; retried after a pause",
-                    domain.noun,
-                    planned.claim.record_id,
-                    planned.stage,
-                )
+            _told(domain, planned, ok)
         total += sum(held)
-        if len(lapsed) < _BATCH:
+        if len(lapsed) < _BATCH and len(hung) < _BATCH:
             return total
+
+
+def _overstay(domain: Domain, stage: str, seconds: float, limit: float) -> Halt:
+    work = domain.stage(stage).work
+    return Halt(
+        EngineHalt.STUCK,
+        f"in stage {stage} for {seconds:.0f} s since its first claim, over the {work} work "
+        f"limit of {limit:.0f} s, its step still running and not returning",
+    )
+
+
+def _told(domain: Domain, planned: Planned, held: bool) -> None:
+    """Log and count one rescued record."""
+    applied = report(domain, planned, held)
+    if not applied.held:
+        return
+    STEP_OUTCOMES.labels(domain.name, planned.stage, applied.outcome).inc()
+    if planned.halt is not None and planned.halt.reason is EngineHalt.STUCK:
+        log.warning(
+            "%s %s: its step in %s ran past the stage's limit and was halted stuck; the "
+            "worker thread running it stays busy until the step returns (restart that worker "
+            "if it never does)",
+            domain.noun,
+            planned.claim.record_id,
+            planned.stage,
+        )
+    elif applied.outcome != "halted":
+        log.warning(
+            "%s %s: its worker was lost during %s; retried after a pause",
+            domain.noun,
+            planned.claim.record_id,
+            planned.stage,
+        )
 
 
 class Rescuer:

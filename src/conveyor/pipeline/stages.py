@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Literal
 
 from sqlalchemy import ColumnElement, Engine, Table
 
-from conveyor.config import Settings
+from conveyor.config import PipelineSettings, Settings
 from conveyor.errors import DeclarationError
 from conveyor.halts import HaltReason
 from conveyor.pipeline.halts import EngineHalt
@@ -60,6 +60,13 @@ class Stage:
     words: str = ""
     advanced_words: str = ""
     postponed_words: str = ""
+
+    def work_limit(self, settings: PipelineSettings) -> float:
+        """Seconds its work may take since the first claim in it before the stuck watchdog
+        halts the record (D3): ``[pipeline] own_work_limit`` or ``foreign_work_limit``."""
+        if self.work == "foreign":
+            return settings.foreign_work_limit
+        return settings.own_work_limit
 
     @property
     def terminal(self) -> bool:
