@@ -4,11 +4,16 @@ keeps a second copy. On both databases."""
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from fastapi.testclient import TestClient
+from sqlalchemy import select
 
-from tests.support.api import Api
+from conveyor.db.tables import files
+from tests.support.api import Api, Live, LiveServer
 from tests.support.stored import object_keys
 
 
@@ -93,3 +98,52 @@ def test_keep_duplicate_is_a_multipart_field_too(
     )
     assert (one.status_code, two.status_code) == (201, 201), two.text
     assert two.json()["id"] != one.json()["id"]
+
+
+def _post_at_once(
+    server: LiveServer, headers: dict[str, str], urls: list[str], body: bytes
+) -> list[Any]:
+    """POST ``body`` to each of ``urls`` from its own connection, all released together."""
+    gate = threading.Barrier(len(urls))
+
+    def post(url: str) -> Any:
+        with server.client(headers) as http:
+            gate.wait()
+            return http.post(url, content=body)
+
+    with ThreadPoolExecutor(len(urls)) as pool:
+        return list(pool.map(post, urls))
+
+
+def _unjournaled(api: Api) -> list[str]:
+    with api.runtime.engine.connect() as conn:
+        kept = set(conn.execute(select(files.c.key)).scalars())
+    return [key for key in object_keys(api.runtime.store) if key not in kept]
+
+
+def test_the_same_upload_sent_at_once_makes_one_record_and_duplicates(
+    api: Api, live: Live, corpus: Path
+) -> None:
+    """Four uploads of one file by one owner at the same moment: one 201, three answered as a
+    duplicate is (200, that record, ``duplicate: true``), one stored object."""
+    wav = (corpus / "audio" / "jfk.wav").read_bytes()
+    photo = (corpus / "media" / "exif-samples__landscape_6.jpg").read_bytes()
+    with live(api.app) as server:
+        answers = _post_at_once(
+            server, api.alice, [f"/api/records?name=par{i}.wav" for i in range(4)], wav
+        )
+        with server.client(api.alice) as http:
+            album = http.post("/api/albums", json={"name": "Trip"}).json()["id"]
+            listed = http.get("/api/records").json()["items"]
+        items = _post_at_once(
+            server, api.alice, [f"/api/albums/{album}/items?name=p{i}.jpg" for i in range(4)], photo
+        )
+    for got in (answers, items):
+        assert sorted(a.status_code for a in got) == [200, 200, 200, 201], [a.text for a in got]
+        new = next(a.json() for a in got if a.status_code == 201)
+        assert new["duplicate"] is False
+        for again in (a for a in got if a.status_code == 200):
+            assert again.json()["duplicate"] is True and again.json()["id"] == new["id"]
+            assert again.headers["Location"] == new["links"]["self"]
+    assert len(listed) == 1
+    assert len(object_keys(api.runtime.store)) == 2 and _unjournaled(api) == []

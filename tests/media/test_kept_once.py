@@ -4,7 +4,9 @@ On SQLite and PostgreSQL, real files, a real store."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -144,3 +146,88 @@ def test_equal_variants_are_one_object_with_one_journal_row(
     with engine.connect() as conn:
         assert conn.execute(select(func.count()).select_from(files)).scalar_one() == 3
     assert len(object_keys(store)) == 3
+
+
+def _race(count: int, take: Callable[[int], int]) -> list[int | Duplicate]:
+    """``take(i)`` on ``count`` threads released together: each one's id or its Duplicate."""
+    gate = threading.Barrier(count)
+
+    def one(index: int) -> int | Duplicate:
+        gate.wait()
+        try:
+            return take(index)
+        except Duplicate as exc:
+            return exc
+
+    with ThreadPoolExecutor(count) as pool:
+        return list(pool.map(one, range(count)))
+
+
+def _unjournaled(engine: Engine, store: ObjectStore) -> list[str]:
+    with engine.connect() as conn:
+        kept = set(conn.execute(select(files.c.key)).scalars())
+    return [key for key in object_keys(store) if key not in kept]
+
+
+@pytest.mark.parametrize("as_stream", [False, True], ids=["file", "stream"])
+def test_the_same_recording_taken_in_at_once_is_kept_once(
+    engine: Engine, store: ObjectStore, clock: FakeClock, as_stream: bool
+) -> None:
+    """Threads that each find the bytes new before storing them decide again in the inserting
+    transaction: one record, the others told it is there, their objects removed."""
+
+    def take(index: int, *, keep: bool = False) -> int:
+        return accept_audio(
+            engine,
+            store,
+            clock,
+            chunks(WAV) if as_stream else WAV,
+            owner="ann",
+            original_name=f"par{index}.wav",
+            keep_duplicate=keep,
+        )
+
+    outcomes = _race(6, take)
+    made = [o for o in outcomes if isinstance(o, int)]
+    assert len(made) == 1, outcomes
+    told = [o for o in outcomes if isinstance(o, Duplicate)]
+    assert [(d.existing_id, d.noun) for d in told] == [(made[0], "record")] * 5
+    with engine.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(audio_records)).scalar_one() == 1
+    assert len(object_keys(store)) == 1 and _unjournaled(engine, store) == []
+    # keep_duplicate keeps a copy each, racing or not.
+    kept = _race(3, lambda i: take(i, keep=True))
+    assert all(isinstance(o, int) for o in kept) and len(set(kept)) == 3
+    assert len(object_keys(store)) == 4 and _unjournaled(engine, store) == []
+
+
+@pytest.mark.parametrize("as_stream", [False, True], ids=["file", "stream"])
+def test_the_same_photo_taken_in_at_once_is_kept_once(
+    engine: Engine, store: ObjectStore, clock: FakeClock, as_stream: bool
+) -> None:
+    trip, home = album(engine, clock, "trip"), album(engine, clock, "home")
+
+    def take(index: int, *, keep: bool = False) -> int:
+        return accept_media(
+            engine,
+            store,
+            clock,
+            chunks(PHOTO) if as_stream else PHOTO,
+            album_id=(trip, home)[index % 2],  # in any album of the owner: one copy
+            owner="ann",
+            original_name=f"p{index}.jpg",
+            max_pixels=MEDIA.max_pixels,
+            keep_duplicate=keep,
+        )
+
+    outcomes = _race(6, take)
+    made = [o for o in outcomes if isinstance(o, int)]
+    assert len(made) == 1, outcomes
+    told = [o for o in outcomes if isinstance(o, Duplicate)]
+    assert [(d.existing_id, d.noun) for d in told] == [(made[0], "item")] * 5
+    with engine.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(media_items)).scalar_one() == 1
+    assert len(object_keys(store)) == 1 and _unjournaled(engine, store) == []
+    kept = _race(3, lambda i: take(i, keep=True))
+    assert all(isinstance(o, int) for o in kept) and len(set(kept)) == 3
+    assert len(object_keys(store)) == 4 and _unjournaled(engine, store) == []

@@ -15,7 +15,7 @@ from conveyor.error_codes import ErrorCode
 from conveyor.errors import Duplicate, RejectedInput, UnsupportedMedia
 from conveyor.files import file_sha256
 from conveyor.kinds import TextKind
-from conveyor.objects import ObjectStore, put_file_row
+from conveyor.objects import ObjectStore, lock_content, put_file_row
 from conveyor.objects.sniff import (
     OCTET_STREAM,
     SNIFF_BYTES,
@@ -66,7 +66,10 @@ def accept_audio(
     Each file is kept once per owner: content the owner already holds as a record's original
     (same SHA-256) raises :class:`~conveyor.errors.Duplicate` naming that record, with nothing
     stored, unless ``keep_duplicate``. A local file is hashed before anything is stored (a
-    rerun over a folder copies nothing twice); a stream is hashed as it is stored.
+    rerun over a folder copies nothing twice); a stream is hashed as it is stored. The decision
+    is made again in the transaction that inserts, under :func:`~conveyor.objects.lock_content`,
+    so intakes of the same bytes by one owner at the same moment (threads, processes, hosts)
+    make one record: the others raise ``Duplicate`` and their stored object is removed.
 
     Args:
         source: a file path, a binary stream or byte chunks (streamed, never held in memory).
@@ -141,12 +144,15 @@ def accept_audio(
         sniffed, head = sniff_object(store, key)
         if strict:
             _check_content(head, sniffed, raw_pcm=raw_pcm)
-        if not keep_duplicate:
-            with engine.connect() as conn:
-                held = queries.record_with_content(conn, owner, stored.sha256)
-            if held is not None:
-                raise Duplicate(held, "record", original_name)
         with engine.begin() as conn:
+            if not keep_duplicate:
+                # Decided in the transaction that inserts, under a lock on (owner, content):
+                # a concurrent intake of the same bytes that also found them new above (or
+                # never looked, a stream) commits first or waits, and the loser's object goes.
+                lock_content(conn, owner, stored.sha256)
+                held = queries.record_with_content(conn, owner, stored.sha256)
+                if held is not None:
+                    raise Duplicate(held, "record", original_name)
             now = database_now(conn, clock)  # D17: the record's sort time is the database's
             file_id = put_file_row(
                 conn,

@@ -46,7 +46,7 @@ from conveyor.media.images.motion import movie_content_id, still_content_id
 from conveyor.media.images.raw import probe_raw
 from conveyor.media.stages import MEDIA, MEDIA_KEYS
 from conveyor.media.video import probe_video
-from conveyor.objects import ObjectStore, put_file_row
+from conveyor.objects import ObjectStore, lock_content, put_file_row
 from conveyor.objects.sniff import OCTET_STREAM, SNIFF_BYTES, raw_format, sniff
 from conveyor.pipeline.lifecycle import admit, database_now, reopen
 from conveyor.pipeline.queries import insert_event, now_of
@@ -190,7 +190,10 @@ def accept_media(
     """Accept one photo or video into an album; it starts at ``uploaded`` (M2, M4).
 
     Each file is kept once per owner: a local file is hashed before anything is stored, a
-    stream as it is stored, and content the owner already holds raises ``Duplicate``.
+    stream as it is stored, and content the owner already holds raises ``Duplicate``. The
+    decision is made again in the transaction that inserts, under
+    :func:`~conveyor.objects.lock_content`, so intakes of the same bytes by one owner at the
+    same moment make one item: the others raise ``Duplicate``, their stored object removed.
 
     The original is stored unchanged under a fresh key, journalled (MIME type from content
     sniffing, size, upright dimensions, duration) and referenced as role ``original``. The item,
@@ -239,6 +242,7 @@ def accept_media(
     stored = store.put(key, source, max_bytes=max_bytes)
     try:
         if not keep_duplicate and stored.size:
+            # Early, to spare probing what is held; decided again under the lock below.
             with engine.connect() as conn:
                 found = queries.item_with_content(conn, owner, stored.sha256, album_id=within)
             if found is not None:
@@ -254,6 +258,14 @@ def accept_media(
                 content_id = _content_id(copy, probed.kind)
         merged: int | None = None
         with engine.begin() as conn:
+            if not keep_duplicate:
+                # Decided in the transaction that inserts, under a lock on (owner, content):
+                # a concurrent intake of the same bytes that also found them new commits
+                # first or waits, and the loser's object goes (the except below).
+                lock_content(conn, owner, stored.sha256)
+                found = queries.item_with_content(conn, owner, stored.sha256, album_id=within)
+                if found is not None:
+                    raise Duplicate(found, "item", original_name)
             now = database_now(conn, clock)  # D17: the record's sort time is the database's
             file_id = put_file_row(
                 conn,

@@ -8,6 +8,7 @@ from conveyor.objects.queries import (
     delete_file_rows,
     file_by_id,
     file_by_key,
+    lock_content,
     put_file_row,
     put_file_rows,
 )
@@ -47,6 +48,7 @@ __all__ = [
     "file_by_key",
     "full_storage",
     "is_storage_outage",
+    "lock_content",
     "new_key",
     "open_store",
     "put_file_row",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -20,9 +21,28 @@ __all__ = [
     "journal_sizes",
     "journal_values",
     "journaled_keys",
+    "lock_content",
     "put_file_row",
     "put_file_rows",
 ]
+
+
+def lock_content(conn: Connection, owner: str, sha256: str) -> None:
+    """Hold, until ``conn``'s transaction ends, the right to decide whether ``owner`` already
+    has the bytes of SHA-256 ``sha256`` (hex): intakes of the same content by the same owner
+    that both found it new before storing it then look again one after the other, so the
+    second sees the first's commit and each file is kept once per owner.
+
+    PostgreSQL: a transaction-level advisory lock on 64 bits of a hash of owner and digest (a
+    collision only makes two intakes wait for each other). SQLite: nothing to take, every
+    write transaction already holds the database's write lock from its ``BEGIN IMMEDIATE``.
+    Call it before the statement that looks: under READ COMMITTED that statement's snapshot
+    is taken after the lock is granted.
+    """
+    if conn.dialect.name != "postgresql":
+        return
+    digest = hashlib.sha256(f"{owner}\0{sha256}".encode()).digest()
+    conn.execute(select(func.pg_advisory_xact_lock(int.from_bytes(digest[:8], "big", signed=True))))
 
 
 def put_file_row(
