@@ -37,11 +37,12 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from sqlalchemy.exc import DataError, DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from conveyor.api.ids import NO_SUCH_ID
 from conveyor.db import outage
 from conveyor.error_codes import ErrorCode
 from conveyor.errors import Conflict, NotFound, RejectedInput
@@ -139,10 +140,17 @@ async def _on_rejected(_request: Request, exc: Exception) -> JSONResponse:
     return error_response(exc.reason, str(exc))
 
 
-async def _on_validation(_request: Request, exc: Exception) -> JSONResponse:
+async def _on_validation(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestValidationError)
     if any(e.get("type") == "json_invalid" for e in exc.errors()):
         return error_response(ErrorCode.BAD_JSON, "the request body is not valid JSON")
+    # An id no row can have is missing, not malformed (conveyor.api.ids): answered as an id no
+    # row has is, 404, or 204 by a DELETE (every one is idempotent: gone is what was asked).
+    missing = [e for e in exc.errors() if e.get("type") == NO_SUCH_ID]
+    if missing and request.method == "DELETE" and len(missing) == len(exc.errors()):
+        return Response(status_code=204)
+    if missing:
+        return error_response(ErrorCode.NOT_FOUND, str(missing[0].get("msg", "not found")))
     return error_response(
         ErrorCode.INVALID_REQUEST, "the request has invalid fields", details=_details(exc)
     )

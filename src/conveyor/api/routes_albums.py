@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import Annotated, Any
 
 import anyio.to_thread
-from fastapi import APIRouter, Header, Path, Query, Request, Response
+from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import StreamingResponse
 from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
@@ -15,6 +15,7 @@ from starlette.background import BackgroundTask
 from conveyor.api.auth import Owner
 from conveyor.api.headers import last_event_id as parse_last_event_id
 from conveyor.api.idempotency import IDEMPOTENCY_KEY, REPLAYED, IdempotentUpload
+from conveyor.api.ids import AlbumEventAfter, AlbumId, ItemId
 from conveyor.api.schemas import (
     PLAIN_TEXT,
     Album,
@@ -34,6 +35,7 @@ from conveyor.api.uploads import (
     sent_name,
     upload_responses,
 )
+from conveyor.db.ids import ALBUM_EVENT
 from conveyor.errors import Duplicate, NotFound
 from conveyor.media import albums as views
 from conveyor.media import queries
@@ -53,8 +55,6 @@ __all__ = ["router"]
 
 router = APIRouter(prefix="/api", tags=["albums"])
 
-AlbumId = Annotated[int, Path(ge=1, le=2**31 - 1, description="The album's id.")]
-ItemId = Annotated[int, Path(ge=1, le=2**31 - 1, description="The item's id.")]
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorBody, "description": "No or unknown bearer token."},
@@ -326,10 +326,7 @@ async def album_events(
             description="The last id you received; delivery resumes right after it.",
         ),
     ] = None,
-    last_event_id: Annotated[
-        int | None,
-        Query(ge=0, le=2**63 - 1, description="Same as the header; 0 = the whole history."),
-    ] = None,
+    last_event_id: AlbumEventAfter = None,
 ) -> StreamingResponse:
     """The album's events as they happen (M5), from the durable outbox; resumable. A user
     the album is shared with gets the same stream as its owner, until it is unshared."""
@@ -341,7 +338,7 @@ async def album_events(
             mine = album_access(conn, album_id, owner.name).is_owner
         latest = broadcast.latest_id(album_id)
         if last_event_id_header is not None:
-            return parse_last_event_id(last_event_id_header), latest, mine
+            return ALBUM_EVENT.check(parse_last_event_id(last_event_id_header)), latest, mine
         if last_event_id is not None:
             return last_event_id, latest, mine
         return latest, latest, mine

@@ -8,7 +8,7 @@ from collections.abc import Iterator, Mapping
 from typing import Annotated, Any, Literal
 
 import anyio.to_thread
-from fastapi import APIRouter, Path, Query, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import PlainTextResponse
 from sqlalchemy import RowMapping
 from sqlalchemy.exc import IntegrityError
@@ -16,6 +16,7 @@ from sqlalchemy.exc import IntegrityError
 from conveyor.api.auth import Owner
 from conveyor.api.errors import ApiError
 from conveyor.api.idempotency import IDEMPOTENCY_KEY, REPLAYED, IdempotentUpload
+from conveyor.api.ids import RecordId
 from conveyor.api.objects import object_response
 from conveyor.api.record_choices import RECORD_FIELDS, record_choices
 from conveyor.api.schemas import (
@@ -56,7 +57,6 @@ router = APIRouter(prefix="/api/records", tags=["records"])
 
 # Ids are 32-bit on PostgreSQL; a larger number can name nothing, so it is a bad request (422)
 # rather than a database overflow.
-RecordId = Annotated[int, Path(ge=1, le=2**31 - 1, description="The record's id.")]
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorBody, "description": "No or unknown bearer token."},

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Response
 
 from conveyor.api.auth import Owner
+from conveyor.api.ids import AlbumId, LinkId
 from conveyor.api.schemas import (
     ErrorBody,
     IssuedLink,
@@ -34,8 +35,6 @@ router = APIRouter(prefix="/api", tags=["sharing"])
 #: The web page a link opens (``/s/<token>``), for whoever holds it.
 LINK_PAGE = sharing.LINK_PAGE
 
-AlbumId = Annotated[int, Path(ge=1, le=2**31 - 1, description="The album's id.")]
-LinkId = Annotated[int, Path(ge=1, le=2**63 - 1, description="The link's id.")]
 UserName = Annotated[str, Path(max_length=100, description="The user's name.")]
 
 _ERRORS: dict[int | str, dict[str, Any]] = {

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Path, Response
+from fastapi import APIRouter, Response
 
 from conveyor.api.auth import Owner
+from conveyor.api.ids import RecordId
 from conveyor.api.schemas import ErrorBody, Proofread, TextJson, Topics
 from conveyor.api.state import State
 from conveyor.audio import queries
@@ -24,7 +25,6 @@ __all__ = ["router"]
 
 router = APIRouter(prefix="/api", tags=["records"])
 
-RecordId = Annotated[int, Path(ge=1, le=2**31 - 1, description="The record's id.")]
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorBody, "description": "No or unknown bearer token."},

@@ -13,13 +13,13 @@ from rich.text import Text
 
 from conveyor.cli.exits import ExitCode
 from conveyor.cli.groups import CommandGroup
+from conveyor.cli.ids import IdParser
 from conveyor.cli.ingest import OWNER_HELP, KeepDuplicates, check_owner, media_hint
 from conveyor.cli.intake_output import IntakeOutput
 from conveyor.cli.output import (
     JsonOption,
     console,
     fail,
-    no_such_id,
     note,
     print_json,
     print_json_line,
@@ -45,7 +45,12 @@ media_app = CommandGroup(help="Photos and videos (items) in albums.")
 Owner = Annotated[str, typer.Option(metavar="NAME", help=OWNER_HELP)]
 AlbumRef = Annotated[str, typer.Argument(metavar="ALBUM", help="The album's id or name.")]
 ItemId = Annotated[
-    int, typer.Argument(metavar="ITEM_ID", help="The item's id (from `conveyor media list ALBUM`).")
+    int,
+    typer.Argument(
+        metavar="ITEM_ID",
+        help="The item's id (from `conveyor media list ALBUM`).",
+        parser=IdParser("ITEM"),
+    ),
 ]
 
 
@@ -202,6 +207,7 @@ def albums_watch(
         typer.Option(
             metavar="ID",
             help="Continue after this event id (0 = whole history); default: from now.",
+            parser=IdParser("ALBUM_EVENT"),
         ),
     ] = None,
 ) -> None:
@@ -351,13 +357,6 @@ def _follow(
             time.sleep(0.2)
 
 
-def _item_runtime(item_id: int) -> Runtime:
-    missing = no_such_id("item", item_id)
-    if missing is not None:
-        raise missing
-    return make_runtime()
-
-
 @media_app.command("show")
 def media_show(
     item_id: ItemId,
@@ -367,7 +366,7 @@ def media_show(
     from conveyor.errors import NotFound
     from conveyor.media import albums as album_views
 
-    runtime = _item_runtime(item_id)
+    runtime = make_runtime()
     with runtime.engine.connect() as conn:
         try:
             view = album_views.item_view(conn, item_id)
@@ -416,7 +415,12 @@ def media_list(album: AlbumRef, owner: Owner = "me", as_json: JsonOption = False
 def media_resume(
     item_ids: Annotated[
         list[int] | None,
-        typer.Argument(metavar="ITEM_IDS", help="Ids of halted items.", show_default=False),
+        typer.Argument(
+            metavar="ITEM_IDS",
+            help="Ids of halted items.",
+            show_default=False,
+            parser=IdParser("ITEM"),
+        ),
     ] = None,
     reason: Annotated[
         str | None,
@@ -458,7 +462,10 @@ def media_resume(
 @media_app.command("delete")
 def media_delete(
     item_ids: Annotated[
-        list[int], typer.Argument(metavar="ITEM_IDS", help="Ids of the photos or videos.")
+        list[int],
+        typer.Argument(
+            metavar="ITEM_IDS", help="Ids of the photos or videos.", parser=IdParser("ITEM")
+        ),
     ],
     as_json: JsonOption = False,
 ) -> None:
@@ -469,9 +476,7 @@ def media_delete(
     runtime = make_runtime()
     missing = 0
     for item_id in item_ids:
-        deleted = no_such_id("item", item_id) is None and delete_item(
-            runtime.engine, runtime.store, runtime.clock, item_id
-        )
+        deleted = delete_item(runtime.engine, runtime.store, runtime.clock, item_id)
         if as_json:
             print_json_line({"id": item_id, "deleted": deleted})
         elif deleted:
@@ -505,5 +510,5 @@ def _resume_item(item_id: int) -> None:
     from conveyor.cli.bulk import resume_one
     from conveyor.media import queries
 
-    runtime = _item_runtime(item_id)
+    runtime = make_runtime()
     resume_one(runtime, runtime.media, item_id, queries.item_by_id)

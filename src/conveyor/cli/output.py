@@ -29,13 +29,11 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
 __all__ = [
-    "MAX_ID",
     "JsonOption",
     "StageLines",
     "console",
     "err_console",
     "fail",
-    "no_such_id",
     "note",
     "print_json",
     "print_json_line",
@@ -82,9 +80,6 @@ class Voice:
 
 #: This run's voice: set while the command line is parsed, read by :func:`note` and logging.
 voice = Voice()
-
-#: The largest id a record, item, album, user or token can have (a signed 64-bit column).
-MAX_ID = 2**63 - 1
 
 
 def redact(text: str) -> str:
@@ -153,13 +148,6 @@ def table(*headers: str) -> Table:
     """The one table style: plain columns, bold headers, no box lines (greppable in a pipe);
     an empty cell shows ``-``."""
     return _Rows(*headers, box=None, header_style="bold", pad_edge=False, padding=(0, 2, 0, 0))
-
-
-def no_such_id(noun: str, value: int) -> typer.Exit | None:
-    """The not-found Exit for an id that no row can have (0, or past 64 bits), else None."""
-    if 1 <= value <= MAX_ID:
-        return None
-    return fail(f"{noun} {value} does not exist", ExitCode.NOT_FOUND)
 
 
 class _IsoUtcFormatter(logging.Formatter):

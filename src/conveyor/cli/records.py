@@ -10,12 +10,12 @@ from rich.text import Text
 
 from conveyor.cli.exits import ExitCode
 from conveyor.cli.groups import CommandGroup
+from conveyor.cli.ids import IdParser
 from conveyor.cli.ingest import ingest
 from conveyor.cli.output import (
     JsonOption,
     console,
     fail,
-    no_such_id,
     note,
     print_json,
     print_json_line,
@@ -35,7 +35,12 @@ app = CommandGroup(help="Audio records: add, list, show, history, resume halted 
 app.command("add")(ingest)
 
 RecordId = Annotated[
-    int, typer.Argument(metavar="RECORD_ID", help="The record's id (from `conveyor records list`).")
+    int,
+    typer.Argument(
+        metavar="RECORD_ID",
+        help="The record's id (from `conveyor records list`).",
+        parser=IdParser("RECORD"),
+    ),
 ]
 
 
@@ -242,7 +247,7 @@ def show(
     from conveyor.audio.cards import described_card
     from conveyor.audio.texts import export_text
 
-    runtime = _runtime_for(record_id)
+    runtime = make_runtime()
     with runtime.engine.connect() as conn:
         row = _record(runtime, conn, record_id)
         text = export_text(conn, record_id)
@@ -261,7 +266,7 @@ def events(record_id: RecordId, as_json: JsonOption = False) -> None:
     from conveyor.audio import queries
     from conveyor.clock import iso_utc
 
-    runtime = _runtime_for(record_id)
+    runtime = make_runtime()
     with runtime.engine.connect() as conn:
         _record(runtime, conn, record_id)
         rows = queries.events_of(conn, record_id)
@@ -295,7 +300,12 @@ def events(record_id: RecordId, as_json: JsonOption = False) -> None:
 def resume(
     record_ids: Annotated[
         list[int] | None,
-        typer.Argument(metavar="RECORD_IDS", help="Ids of halted records.", show_default=False),
+        typer.Argument(
+            metavar="RECORD_IDS",
+            help="Ids of halted records.",
+            show_default=False,
+            parser=IdParser("RECORD"),
+        ),
     ] = None,
     reason: Annotated[
         str | None,
@@ -335,7 +345,12 @@ def resume(
 @app.command("delete")
 def delete_records(
     record_ids: Annotated[
-        list[int], typer.Argument(metavar="RECORD_IDS", help="Ids of the records to delete.")
+        list[int],
+        typer.Argument(
+            metavar="RECORD_IDS",
+            help="Ids of the records to delete.",
+            parser=IdParser("RECORD"),
+        ),
     ],
     as_json: JsonOption = False,
 ) -> None:
@@ -347,9 +362,7 @@ def delete_records(
     runtime = make_runtime()
     missing = 0
     for record_id in record_ids:
-        deleted = no_such_id("record", record_id) is None and delete_record(
-            runtime.engine, runtime.store, runtime.clock, record_id
-        )
+        deleted = delete_record(runtime.engine, runtime.store, runtime.clock, record_id)
         if as_json:
             print_json_line({"id": record_id, "deleted": deleted})
         elif deleted:
@@ -365,15 +378,8 @@ def _resume_one(record_id: int) -> None:
     from conveyor.audio import queries
     from conveyor.cli.bulk import resume_one
 
-    runtime = _runtime_for(record_id)
+    runtime = make_runtime()
     resume_one(runtime, runtime.audio, record_id, queries.record_by_id)
-
-
-def _runtime_for(record_id: int) -> Runtime:
-    missing = no_such_id("record", record_id)
-    if missing is not None:
-        raise missing
-    return make_runtime()
 
 
 def _record(runtime: Runtime, conn: Any, record_id: int) -> RowMapping:

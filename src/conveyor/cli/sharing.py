@@ -10,6 +10,7 @@ import typer
 
 from conveyor.cli.exits import ExitCode
 from conveyor.cli.groups import CommandGroup
+from conveyor.cli.ids import IdParser
 from conveyor.cli.media import AlbumRef, Owner, albums_app
 from conveyor.cli.output import JsonOption, console, fail, note, print_json, table
 from conveyor.cli.settings import make_runtime
@@ -214,7 +215,9 @@ def link_revoke(
     link_id: Annotated[
         int,
         typer.Argument(
-            metavar="LINK_ID", help="The link's id (from `conveyor albums link list ALBUM`)."
+            metavar="LINK_ID",
+            help="The link's id (from `conveyor albums link list ALBUM`).",
+            parser=IdParser("LINK"),
         ),
     ],
     owner: Owner = "me",

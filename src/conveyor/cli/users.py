@@ -9,7 +9,8 @@ import typer
 
 from conveyor.cli.exits import ExitCode
 from conveyor.cli.groups import CommandGroup
-from conveyor.cli.output import JsonOption, console, fail, no_such_id, note, print_json, table
+from conveyor.cli.ids import IdParser
+from conveyor.cli.output import JsonOption, console, fail, note, print_json, table
 from conveyor.cli.settings import make_runtime
 from conveyor.kinds import SHELL_USER
 
@@ -308,7 +309,9 @@ def tokens_revoke(
     token_id: Annotated[
         int,
         typer.Argument(
-            metavar="TOKEN_ID", help="The token's id (from `conveyor tokens list USER`)."
+            metavar="TOKEN_ID",
+            help="The token's id (from `conveyor tokens list USER`).",
+            parser=IdParser("TOKEN"),
         ),
     ],
 ) -> None:
@@ -316,9 +319,6 @@ def tokens_revoke(
     from conveyor.accounts import revoke_token
     from conveyor.errors import NotFound
 
-    missing = no_such_id("token", token_id)
-    if missing is not None:
-        raise missing
     runtime = make_runtime()
     try:
         revoke_token(runtime.engine, token_id)

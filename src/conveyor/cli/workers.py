@@ -9,7 +9,8 @@ import typer
 
 from conveyor.cli.exits import ExitCode
 from conveyor.cli.groups import CommandGroup
-from conveyor.cli.output import console, fail, no_such_id, note, print_json, table
+from conveyor.cli.ids import IdParser
+from conveyor.cli.output import console, fail, note, print_json, table
 
 if TYPE_CHECKING:
     from conveyor.processes import ProcessView
@@ -91,7 +92,10 @@ def workers_list(
 
 @workers_app.command("show")
 def workers_show(
-    process_id: Annotated[int, typer.Argument(metavar="ID", help="The process's id.")],
+    process_id: Annotated[
+        int,
+        typer.Argument(metavar="ID", help="The process's id.", parser=IdParser("WORKER")),
+    ],
     as_json: Annotated[bool, _JSON] = False,
 ) -> None:
     """Show one worker process and every record it holds (domain, id, stage, since when)."""
@@ -99,9 +103,6 @@ def workers_show(
     from conveyor.errors import NotFound
     from conveyor.processes import show_process
 
-    odd = no_such_id("worker process", process_id)
-    if odd is not None:
-        raise odd
     runtime = _runtime()
     try:
         view = show_process(

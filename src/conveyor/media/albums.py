@@ -13,6 +13,7 @@ from sqlalchemy import Connection, Engine, RowMapping
 from sqlalchemy.exc import IntegrityError
 
 from conveyor.clock import Clock, iso_local, iso_utc, seconds
+from conveyor.db.ids import ALBUM
 from conveyor.error_codes import ErrorCode
 from conveyor.errors import Conflict, NotFound, RejectedInput
 from conveyor.media import queries
@@ -60,9 +61,10 @@ def find_album(conn: Connection, ref: str | int, *, owner: str | None = None) ->
         NotFound: no such album (for this owner).
     """
     text = str(ref).strip()
-    # Only ids a row can have: ASCII digits within 64 bits (a longer number is a name at most).
-    if text.isascii() and text.isdigit() and int(text) < 2**63:
-        row = queries.album_by_id(conn, int(text), owner)
+    # Only ids a row can have (conveyor.db.ids): a larger number is a name at most.
+    album_id = ALBUM.parse(text)
+    if album_id is not None:
+        row = queries.album_by_id(conn, album_id, owner)
         if row is not None:
             return row
     if owner is not None:

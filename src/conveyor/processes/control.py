@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy import Engine, RowMapping, Table
 
 from conveyor.clock import Clock, iso_utc, seconds
+from conveyor.db.ids import WORKER
 from conveyor.db.tables import audio_records, media_items
 from conveyor.error_codes import ErrorCode
 from conveyor.errors import NotFound, RejectedInput
@@ -219,8 +220,10 @@ def drain(engine: Engine, clock: Clock, target: str) -> list[int]:
     """
     target = target.strip()
     with engine.begin() as conn:
-        if target.isdigit():
-            asked = queries.request_drain(conn, queries.now_of(clock), ids=[int(target)])
+        if target.isascii() and target.isdigit():
+            process_id = WORKER.parse(target)  # None: a number no process can have
+            ids = [] if process_id is None else [process_id]
+            asked = queries.request_drain(conn, queries.now_of(clock), ids=ids) if ids else []
         else:
             asked = queries.request_drain(conn, queries.now_of(clock), host=target)
     if not asked:
