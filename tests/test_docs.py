@@ -170,6 +170,46 @@ def test_the_cli_reference_names_no_command_or_option_the_code_lacks() -> None:
             assert opt in known, f"docs/cli.md: `{heading}` has no option {opt}"
 
 
+def test_an_order_a_command_says_in_help_is_the_order_its_reference_says() -> None:
+    # `media list -h` said "newest upload first" where the page (and the code) say capture.
+    sections = _sections((DOCS / "cli.md").read_text())
+    order = re.compile(r"\b(?:newest|oldest)(?: \w+)? first\b")
+    for name, command in COMMANDS.items():
+        said = order.findall(" ".join((command.help or "").split()))
+        page = " ".join(sections.get(f"conveyor {name}", "").split())
+        for phrase in said:
+            assert phrase in page, f"`conveyor {name} -h` says {phrase!r}; docs/cli.md does not"
+
+
+def test_no_message_names_a_command_by_an_old_spelling() -> None:
+    """The old verbs (``ingest``, ``users add``) are hidden aliases: a message, a hint or a
+    help text names the current verb (``records add``, ``users create``)."""
+    old = re.compile(r"\bingest\b|\busers add\b")
+    found = []
+    for path, text in _source().items():
+        tree = ast.parse(text)
+        docstrings = {
+            id(node.body[0].value)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+            and node.body
+            and isinstance(node.body[0], ast.Expr)
+        }
+        found += [
+            f"{path.relative_to(SRC)}:{node.lineno}: {node.value[:80]!r}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in docstrings
+            and node.value not in ("ingest", "add")  # the alias's registration, __all__
+            and old.search(node.value)
+        ]
+    assert found == []
+    for page in PAGES:  # only where a page names the alias itself
+        text = re.sub(r"`conveyor (ingest|users add)`|`ingest\.py`", "", page.read_text())
+        assert old.findall(text) == [], page.name
+
+
 def test_every_command_line_quoted_in_the_docs_exists() -> None:
     """``conveyor records resume ID`` anywhere in README or docs names a real command and
     only its real options."""

@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.core import TyperArgument, TyperOption
+import typer
+from typer.core import TyperArgument, TyperGroup, TyperOption
 from typer.testing import CliRunner
 
 from conveyor import __version__
@@ -62,6 +63,21 @@ def test_boolean_options_are_flags_that_take_no_value() -> None:
                     name,
                     param.opts,
                 )
+
+
+def test_a_group_help_that_lists_its_commands_lists_them_all_and_only_them() -> None:
+    # `conveyor records -h` listed a `history` that was never a command (it is `events`).
+    groups = typer.main.get_command(app)
+    assert isinstance(groups, TyperGroup)
+    listed = {}
+    for name, group in groups.commands.items():
+        if isinstance(group, TyperGroup) and group.help and ": " in group.help:
+            words = {w.split()[0] for w in group.help.split(": ", 1)[1].rstrip(".").split(",")}
+            shown = {n for n, c in group.commands.items() if not c.hidden}
+            if words & shown:  # a list of commands, not a sentence after a colon
+                assert words == shown, (name, group.help, shown)
+                listed[name] = shown
+    assert {"records", "workers", "lanes", "storage"} <= set(listed)
 
 
 def test_help_lists_every_exit_code() -> None:

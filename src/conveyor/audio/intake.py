@@ -236,7 +236,7 @@ def _check_content(head: bytes, sniffed: Sniffed, *, raw_pcm: bool) -> None:
             raise UnsupportedMedia(
                 ErrorCode.NOT_MEDIA,
                 f"this file is {what}, not headerless PCM: send it again without raw_pcm=true "
-                "(HTTP), or ingest it without --raw-pcm (conveyor records add)",
+                "(HTTP), or add it without --raw-pcm (conveyor records add)",
             )
         return
     if sniffed.kind in ("audio", "video"):

@@ -380,7 +380,8 @@ def media_show(
 
 @media_app.command("list")
 def media_list(album: AlbumRef, owner: Owner = "me", as_json: JsonOption = False) -> None:
-    """List an album's items, newest upload first."""
+    """List an album's items, newest capture first (an item without a capture time at its
+    upload time)."""
     from conveyor.media import albums as album_views
 
     runtime = make_runtime()

@@ -31,7 +31,9 @@ if TYPE_CHECKING:
 
 __all__ = ["app", "print_card", "state_of"]
 
-app = CommandGroup(help="Audio records: add, list, show, history, resume halted ones.")
+app = CommandGroup(
+    help="Audio records: add, list, show, search, events, resume halted ones, delete, stats."
+)
 app.command("add")(ingest)
 
 RecordId = Annotated[
