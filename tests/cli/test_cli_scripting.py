@@ -64,7 +64,7 @@ def test_json_documents_parse_with_the_documented_fields(
     assert isinstance(upgrade, dict) and set(upgrade) == {"database", "before", "after"}
     assert parsed("records", "list") == []
     events = _lines(invoke("records", "add", jfk, "--json", **NO_WORKERS).stdout)
-    assert [e["event"] for e in events] == ["accepted", "summary"]
+    assert [e["event"] for e in events] == ["accepted", "result", "summary"]
     (row,) = parsed("records", "list")
     assert set(row) == {"id", "owner", "name", "stage", "halt_reason", "created_at"}
     assert row["name"] == "jfk.wav" and row["halt_reason"] is None

@@ -202,8 +202,21 @@ def ingest(
         stop=stop,
     )
     ids = intake.ids
+
+    def cards() -> list[dict[str, Any]]:
+        """The records' cards as they stand (with their transcripts), for ``result`` events."""
+        found = []
+        with runtime.engine.connect() as conn:
+            for rid in ids:
+                row = queries.record_by_id(conn, rid)
+                if row is not None:
+                    text = transcript_of(conn, rid)
+                    card = described_card(conn, row, now=runtime.clock.now())
+                    found.append({**card, "transcript": text["body"] if text else None})
+        return found
+
     if intake.stopped or not ids or workers == 0:
-        out.end_early(intake, "[pipeline] workers" if workers == 0 else None)
+        out.end_early(intake, "[pipeline] workers" if workers == 0 else None, cards=cards)
     deleted: set[int] = set()
     pool = runtime.pool({"audio": workers})
     # Registered as `conveyor worker` is: seen by `conveyor workers`, obeys pauses and drains.
@@ -211,7 +224,7 @@ def ingest(
     registry.start()
     if "audio" in registry.paused:
         registry.stop()
-        out.end_early(intake, None, paused_lane="audio")
+        out.end_early(intake, None, paused_lane="audio", cards=cards)
     from conveyor.cli.drain import StopOrDrain
 
     stop_waiting = StopOrDrain(stop, registry)

@@ -9,7 +9,8 @@ Events, each ``{"event": KIND, …}`` with ``record`` (or ``item``) the id:
 * ``state`` (id, ``state``: a stage, or ``halted: REASON``) at each change;
 * ``waiting`` (id, ``message``): the provider refused for now (D6), once per reason;
 * ``deleted`` (id): deleted by someone else while the command waited;
-* ``result`` (id, ``card``): the finished record's card (as ``records show --json``) or item;
+* ``result`` (id, ``card``): each accepted record's card (as ``records show --json``) or
+  item, at the end, as it stands then (also when the run processes nothing);
 * ``summary`` last: ``files``, ``accepted``, ``refused``, ``duplicates``, ``not_tried``,
   ``done``, ``halted``,
   ``unfinished``, ``deleted``, ``stopped``.
@@ -107,11 +108,23 @@ class IntakeOutput:
         note(summary(self._noun, self._given, intake, done, halted, deleted=deleted))
 
     def end_early(
-        self, intake: Intake, idle_setting: str | None, *, paused_lane: str | None = None
+        self,
+        intake: Intake,
+        idle_setting: str | None,
+        *,
+        paused_lane: str | None = None,
+        cards: Callable[[], Sequence[dict[str, Any]]] | None = None,
     ) -> NoReturn:
         """End a run that will not process what it accepted: stopped during intake, nothing
         accepted, no workers in this process (``idle_setting`` names the setting at 0), or
-        their lane paused cluster-wide (``paused_lane``, by `conveyor lanes pause`)."""
+        their lane paused cluster-wide (``paused_lane``, by `conveyor lanes pause`).
+
+        ``cards`` gives the accepted things' cards as they stand: with ``--json`` each is a
+        ``result`` event before the summary, as a run that waited ends (one per accepted
+        record or item, unfinished ones too)."""
+        if self._json and cards is not None and intake.ids:
+            for card in cards():
+                self.result(card)
         if intake.stopped:
             self._accepted_so_far(intake, "`conveyor worker` processes them")
             self._summary(intake, 0, 0, 0)

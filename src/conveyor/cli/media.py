@@ -274,15 +274,28 @@ def media_add(
     # A Live Photo's movie after its still answers with the still's id: each item once.
     ids = list(dict.fromkeys(intake.ids))
     media = runtime.settings.media
+
+    def cards() -> list[dict[str, Any]]:
+        """The items' views as they stand, for ``result`` events."""
+        found = []
+        with runtime.engine.connect() as conn:
+            for item_id in ids:
+                try:
+                    found.append(album_views.item_view(conn, item_id))
+                except NotFound:  # deleted meanwhile
+                    continue
+        return found
+
     if intake.stopped or not ids or media.short_workers == 0:
-        out.end_early(intake, "[media] short_workers" if media.short_workers == 0 else None)
+        idle = "[media] short_workers" if media.short_workers == 0 else None
+        out.end_early(intake, idle, cards=cards)
     pool = runtime.pool({SHORT_LANE: media.short_workers, LONG_LANE: media.long_workers})
     # Registered as `conveyor worker` is: seen by `conveyor workers`, obeys pauses and drains.
     registry = runtime.registry(pool)
     registry.start()
     if SHORT_LANE in registry.paused:
         registry.stop()
-        out.end_early(intake, None, paused_lane=SHORT_LANE)
+        out.end_early(intake, None, paused_lane=SHORT_LANE, cards=cards)
     from conveyor.cli.drain import StopOrDrain
 
     stop_waiting = StopOrDrain(stop, registry)
