@@ -37,7 +37,6 @@ from conveyor.cli.intake import (
     summary_event,
 )
 from conveyor.cli.output import StageLines, err_console, fail, note, print_json_line, voice
-from conveyor.objects.store import full_storage
 
 if TYPE_CHECKING:
     from conveyor.errors import RejectedInput
@@ -83,6 +82,9 @@ class IntakeOutput:
         except StorageFailed as exc:
             self._accepted_so_far(exc.intake, "`conveyor worker` processes them")
             self._summary(exc.intake, 0, 0, 0)
+            # Imported here: the object store package loads SQLAlchemy, which help must not.
+            from conveyor.objects.store import full_storage
+
             full = full_storage(exc.error)
             if full is not None:
                 then = "free space there" if full.no_room else "store it elsewhere"
