@@ -5,6 +5,7 @@ whose every journal row names an object of its size (nothing missing, nothing ex
 from __future__ import annotations
 
 import json
+import subprocess
 import threading
 from pathlib import Path
 
@@ -15,9 +16,13 @@ from conveyor.audio.intake import accept_audio
 from conveyor.cli.exits import ExitCode
 from conveyor.config import Settings
 from conveyor.db.tables import audio_records, files
+from conveyor.objects.backup import MANIFEST
 from conveyor.objects.reconcile import check_storage
 from conveyor.runtime import Runtime
-from tests.support.cli_run import run
+from tests.support.cli_run import CONVEYOR, clean_env, run
+from tests.support.full_disk import fill, limit_file_size, small_disk
+
+NO_WORKERS = {"CONVEYOR_PIPELINE__WORKERS": "0", "CONVEYOR_MEDIA__SHORT_WORKERS": "0"}
 
 
 def _runtime(root: Path) -> Runtime:
@@ -101,3 +106,70 @@ def test_backup_refuses_a_folder_that_is_not_empty_and_restore_a_folder_that_is_
     assert run(["backup", "full"], tmp_path).returncode == ExitCode.USAGE
     refused = run(["restore", "full"], tmp_path)
     assert refused.returncode == ExitCode.USAGE and "not a conveyor backup" in refused.stderr
+
+
+def _one_record(tmp_path: Path, corpus: Path) -> None:
+    # 2.8 MB: an object larger than the file size limit below, beside a database smaller.
+    big = tmp_path / "big.wav"
+    big.write_bytes((corpus / "audio" / "jfk.wav").read_bytes() * 8)
+    added = run(["records", "add", str(big)], tmp_path, **NO_WORKERS)
+    assert added.returncode == 0, added.stderr
+
+
+def _backup(folder: Path, cwd: Path, limit: int | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [CONVEYOR, "backup", str(folder)],
+        cwd=cwd,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        preexec_fn=None if limit is None else lambda: limit_file_size(limit),
+    )
+
+
+def test_a_backup_onto_a_full_disk_names_the_backup_folder_and_leaves_nothing(
+    tmp_path: Path, corpus: Path
+) -> None:
+    _one_record(tmp_path, corpus)
+    with small_disk(tmp_path / "usb", 8 * 1024 * 1024) as usb:
+        filler = fill(usb)
+        target = usb / "backup"
+        refused = _backup(target, tmp_path)
+        assert refused.returncode == ExitCode.UNAVAILABLE, refused.stderr
+        assert (
+            f"cannot back up: the backup folder {target} is full (No space left on device); "
+            "nothing was left there" in refused.stderr
+        )
+        assert "embedded database failed" not in refused.stderr  # it is only read
+        assert not target.exists()  # made by the backup, removed with what it held
+        # The disk the backup is for, mounted on the folder it is given (empty): left empty.
+        assert _backup(usb, tmp_path).returncode == ExitCode.USAGE  # the filler is in it
+        filler.unlink()
+        taken = _backup(target, tmp_path)
+        assert taken.returncode == 0, taken.stderr
+        assert sorted(p.name for p in target.iterdir()) == ["conveyor.db", MANIFEST, "objects"]
+
+
+def test_a_failed_backup_leaves_the_folder_empty_and_a_rerun_works(
+    tmp_path: Path, corpus: Path
+) -> None:
+    _one_record(tmp_path, corpus)
+    target = tmp_path / "backup"
+    target.mkdir()
+    refused = _backup(target, tmp_path, limit=2 * 1024 * 1024)
+    assert refused.returncode == ExitCode.UNAVAILABLE, refused.stderr
+    assert (
+        f"cannot back up: the backup folder {target} cannot take a file this large "
+        "(File too large)" in refused.stderr
+    )
+    assert list(target.iterdir()) == []  # given empty, left empty
+    # What a killed backup left (its hidden folder, no manifest) is not in the way either.
+    killed = target / f".backup-{'0' * 32}.partial"
+    (killed / "objects").mkdir(parents=True)
+    (killed / "conveyor.db").write_bytes(b"half")
+    taken = _backup(target, tmp_path)
+    assert taken.returncode == 0, taken.stderr
+    assert sorted(p.name for p in target.iterdir()) == ["conveyor.db", MANIFEST, "objects"]
+    manifest = json.loads((target / MANIFEST).read_text())
+    assert len(manifest["objects"]) == 1

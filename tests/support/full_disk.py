@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["file_size_limit", "fill", "small_disk"]
+__all__ = ["file_size_limit", "fill", "limit_file_size", "small_disk"]
 
 
 @contextmanager
@@ -66,3 +66,10 @@ def file_size_limit(limit: int) -> Iterator[None]:
     finally:
         resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
         signal.signal(signal.SIGXFSZ, before)
+
+
+def limit_file_size(limit: int) -> None:
+    """A subprocess's ``preexec_fn``: no file of the command grows past ``limit`` bytes (writes
+    past it fail with ``EFBIG``; the signal that would kill it instead is ignored)."""
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))

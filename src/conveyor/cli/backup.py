@@ -41,6 +41,7 @@ def backup(
     from conveyor import __version__
     from conveyor.cli.settings import make_runtime
     from conveyor.db.migrate import current_revision
+    from conveyor.objects.backup import BackupFolderFull
     from conveyor.objects.backup import backup as take_backup
 
     runtime = make_runtime()
@@ -57,6 +58,12 @@ def backup(
         raise fail(str(exc), ExitCode.USAGE) from None
     except RuntimeError as exc:
         raise fail(str(exc), ExitCode.CONFLICT) from None
+    except BackupFolderFull as exc:
+        raise fail(
+            f"cannot back up: {exc}; nothing was left there: free space, or back up into a "
+            "folder on another disk",
+            ExitCode.UNAVAILABLE,
+        ) from None
     except OSError as exc:
         raise fail(f"the storage cannot be read: {exc}", ExitCode.UNAVAILABLE) from None
     if as_json:

@@ -11,16 +11,26 @@ keys are never reused). After at most :data:`ROUNDS` rounds the backup is a data
 exactly its objects; objects no row names (orphans, uploads still arriving) are left out.
 
 A backup folder holds ``conveyor.db``, ``objects/<key>`` and ``manifest.json`` (the version,
-the schema revision, when, and each object's key and size). The restore copies the database
-into place with the same online backup and puts every object into the configured store (a
-folder or a bucket), checking each size against the manifest.
+the schema revision, when, and each object's key and size). They are written into a hidden
+folder inside it (``.backup-<hex>.partial``) and moved into place at the end, the manifest last:
+a backup that fails (a full disk) or is stopped leaves nothing half-made, and the hidden folder
+of one that was killed is removed by the next backup into the same folder. (Inside, not beside:
+the folder may be the mount point of the disk the backup is meant for.)
+
+The restore copies the database into place with the same online backup and puts every object
+into the configured store (a folder or a bucket), checking each size against the manifest.
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import re
+import shutil
 import sqlite3
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,12 +41,40 @@ from conveyor.db.engine import make_engine
 from conveyor.objects.queries import journal_sizes
 from conveyor.objects.store import ObjectStore
 
-__all__ = ["MANIFEST", "ROUNDS", "BackupReport", "RestoreReport", "backup", "restore"]
+__all__ = [
+    "MANIFEST",
+    "ROUNDS",
+    "BackupFolderFull",
+    "BackupReport",
+    "RestoreReport",
+    "backup",
+    "restore",
+]
 
 #: Snapshots tried before a backup gives up on a journal that changes faster than it copies.
 ROUNDS = 5
 #: The backup folder's description of itself.
 MANIFEST = "manifest.json"
+
+
+#: The hidden folder a backup is written into before it is moved into place.
+_PARTIAL = re.compile(r"\.backup-[0-9a-f]{32}\.partial")
+#: errno values of a write that found no room (a full disk or quota; a file too large).
+_NO_ROOM = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+
+
+class BackupFolderFull(OSError):
+    """The backup folder's disk has no room for the backup (``ENOSPC``, ``EDQUOT``, SQLite's
+    "database or disk is full"), or cannot take a file this large (``EFBIG``); nothing of the
+    backup was left there. ``str()`` names the folder."""
+
+    def __init__(self, code: int, folder: Path) -> None:
+        super().__init__(code, os.strerror(code))
+        self.folder = folder
+
+    def __str__(self) -> str:
+        said = "cannot take a file this large" if self.errno == errno.EFBIG else "is full"
+        return f"the backup folder {self.folder} {said} ({self.strerror})"
 
 
 @dataclass(frozen=True)
@@ -119,14 +157,63 @@ def backup(
         version, revision: written to the manifest.
         progress: called with ``(objects copied, objects to copy)`` as the copy goes.
 
+    Whatever happens, ``folder`` ends as it was (missing, or empty) or holds the whole backup.
+
     Raises:
         ValueError: not SQLite, or ``folder`` is not empty.
         RuntimeError: the journal kept naming objects that vanished for :data:`ROUNDS` rounds.
+        BackupFolderFull: no room in ``folder`` for the backup.
     """
     source = _sqlite_path(engine)
-    if folder.exists() and any(folder.iterdir()):
-        raise ValueError(f"{folder} is not empty; back up into a new folder")
+    made = not folder.exists()
+    if not made:
+        # A killed backup's hidden folder is not in the way: no manifest, so no backup.
+        for leftover in [p for p in folder.iterdir() if _PARTIAL.fullmatch(p.name)]:
+            shutil.rmtree(leftover, ignore_errors=True)
+        if any(folder.iterdir()):
+            raise ValueError(f"{folder} is not empty; back up into a new folder")
     started = time.monotonic()
+    work = folder / f".backup-{uuid.uuid4().hex}.partial"
+    try:
+        try:
+            work.mkdir(parents=True)
+            rounds, sizes = _take(source, store, work, version, revision, progress)
+            # The manifest last: a folder with one is a whole backup.
+            for name in ("conveyor.db", "objects", MANIFEST):
+                (work / name).replace(folder / name)
+            work.rmdir()
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode != sqlite3.SQLITE_FULL:
+                raise
+            raise BackupFolderFull(errno.ENOSPC, folder) from exc
+        except OSError as exc:
+            # The store and the database are only read here: no room is the backup folder's.
+            if exc.errno not in _NO_ROOM:
+                raise
+            raise BackupFolderFull(exc.errno or errno.ENOSPC, folder) from exc
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        for name in ("conveyor.db", "objects"):  # moved before the manifest could follow
+            target = folder / name
+            if target.is_dir():
+                shutil.rmtree(target, ignore_errors=True)
+            else:
+                target.unlink(missing_ok=True)
+        if made:
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return BackupReport(len(sizes), sum(sizes.values()), rounds, time.monotonic() - started)
+
+
+def _take(
+    source: Path,
+    store: ObjectStore,
+    folder: Path,
+    version: str,
+    revision: str | None,
+    progress: Callable[[int, int], None] | None,
+) -> tuple[int, dict[str, int]]:
+    """The backup of :func:`backup` written into ``folder``: its rounds and objects' sizes."""
     objects = folder / "objects"
     objects.mkdir(parents=True, exist_ok=True)
     database = folder / "conveyor.db"
@@ -164,7 +251,7 @@ def backup(
         "objects": [{"key": key, "size": size} for key, size in sorted(sizes.items())],
     }
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=1))
-    return BackupReport(len(sizes), sum(sizes.values()), rounds, time.monotonic() - started)
+    return rounds, sizes
 
 
 def restore(
