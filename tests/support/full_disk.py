@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import pytest
+from tests.support.needs import need
 
 __all__ = ["file_size_limit", "fill", "limit_file_size", "small_disk"]
 
@@ -22,17 +22,19 @@ __all__ = ["file_size_limit", "fill", "limit_file_size", "small_disk"]
 @contextmanager
 def small_disk(path: Path, size: int = 4 * 1024 * 1024) -> Iterator[Path]:
     """A tmpfs of ``size`` bytes mounted at ``path`` (created), unmounted after. Skips the
-    test where this process may not mount one (not root, or a container without the right)."""
-    if os.geteuid() != 0 or shutil.which("mount") is None:
-        pytest.skip("a small disk of its own needs root (mount -t tmpfs)")
+    test where this process may not mount one (not root, or a container without the right);
+    under ``CI=true`` fails instead (:func:`tests.support.needs.need`)."""
+    need(
+        os.geteuid() == 0 and shutil.which("mount") is not None,
+        "root and mount, for a small disk of its own (mount -t tmpfs)",
+    )
     path.mkdir(parents=True, exist_ok=True)
     mounted = subprocess.run(
         ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
         capture_output=True,
         text=True,
     )
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    need(mounted.returncode == 0, f"a tmpfs mount ({mounted.stderr.strip()})")
     try:
         yield path
     finally:
