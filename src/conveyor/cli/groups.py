@@ -7,7 +7,9 @@ A command registered on one takes the shared options without declaring them:
 * ``-v``/``--verbose`` (twice: debug) and ``--log-level LEVEL``: how much the log says;
 * ``-h`` as well as ``--help``.
 
-The same options are accepted before the command (``conveyor -q records list``). An old
+The same options are accepted before the command, at every level and with the same meaning
+(``conveyor -q records list``, ``conveyor records -q list``, ``conveyor albums link -v list``):
+every group takes them in its callback (:func:`_group_options`). An old
 spelling of a command stays usable as a hidden alias (:meth:`CommandGroup.alias`), so scripts
 written against it keep working while help and docs show one verb per action.
 
@@ -83,6 +85,15 @@ def hear(quiet: bool, verbose: int, log_level: str | None) -> None:
     voice.verbosity = max(voice.verbosity, verbose)
 
 
+def _group_options(quiet: Quiet = False, verbose: Verbose = 0, log_level: LogLevel = None) -> None:
+    """A group's callback: the shared options given before its command (``records -q list``).
+
+    Raises:
+        typer.BadParameter: ``log_level`` is not one of :data:`LOG_LEVELS` (exit code 2).
+    """
+    hear(quiet, verbose, log_level)
+
+
 def _with_shared_options(function: Callable[..., Any]) -> Callable[..., Any]:
     """``function`` as a command that also takes ``-q``, ``-v`` and ``--log-level``."""
     hints = typing.get_type_hints(function, include_extras=True)
@@ -125,6 +136,8 @@ class CommandGroup(typer.Typer):
         # Plain help and usage errors: flags show no value, nothing is drawn in boxes, and a
         # pipe gets the same text as a terminal.
         kwargs.setdefault("rich_markup_mode", None)
+        # The shared options before a command of this group; the root sets its own callback.
+        kwargs.setdefault("callback", _group_options)
         super().__init__(**kwargs)
 
     def command(self, name: str | None = None, **kwargs: Any) -> Callable[[F], F]:
