@@ -66,7 +66,41 @@ def test_quiet_and_log_level_before_a_groups_command_mean_what_they_mean_after_i
             assert before.returncode == after.returncode == 0, (args, before.stderr)
             assert before.stderr == after.stderr == "", args
             assert before.stdout == after.stdout, args
+        # --log-level wins over -q at the group level as after the command.
+        level = run([group, "-q", "--log-level", "debug", *rest], tmp_path)
+        assert level.returncode == 0 and " DEBUG " in level.stderr, (args, level.stderr)
     linked = run(["albums", "create", "Trip"], tmp_path)
     assert linked.returncode == 0, linked.stderr
     links = run(["albums", "link", "-q", "list", "Trip"], tmp_path)
     assert links.returncode == 0 and links.stderr == "", links.stderr
+
+
+def test_vv_logs_at_debug_and_v_at_info(tmp_path: Path) -> None:
+    """``-vv`` shows the debug lines: where the settings come from (the variables by name, never
+    a value) and the database's schema revision; ``-v`` does not."""
+    env = {"CONVEYOR_PIPELINE__WORKERS": "1"}
+    for args in (
+        ["records", "list", "-vv"],
+        ["records", "-vv", "list"],
+        ["-vv", "records", "list"],
+        ["records", "list", "-v", "-v"],
+        ["records", "list", "--log-level", "debug"],
+    ):
+        done = run(args, tmp_path, **env)
+        assert done.returncode == 0, (args, done.stderr)
+        debug = [line for line in done.stderr.splitlines() if " DEBUG " in line]
+        assert any(
+            "settings from no config file" in line
+            and "environment variables: CONVEYOR_PIPELINE__WORKERS" in line
+            for line in debug
+        ), (args, done.stderr)
+        assert any("schema revision" in line for line in debug), (args, done.stderr)
+    for args in (["records", "list", "-v"], ["records", "list"]):
+        done = run(args, tmp_path, **env)
+        assert done.returncode == 0 and " DEBUG " not in done.stderr, (args, done.stderr)
+    config = tmp_path / "conveyor.toml"
+    config.write_text("[pipeline]\nworkers = 1\n")
+    done = run(["records", "list", "-vv"], tmp_path)
+    assert f"settings from config file {config} (conveyor.toml in the working directory)" in (
+        done.stderr
+    ), done.stderr

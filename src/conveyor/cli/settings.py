@@ -7,6 +7,8 @@ so ``conveyor --help`` starts fast.
 
 from __future__ import annotations
 
+import logging
+import os
 import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -31,6 +33,8 @@ __all__ = [
     "make_runtime",
 ]
 
+
+log = logging.getLogger(__name__)
 
 #: The engines of the runtimes this process's commands built, closed as the command ends.
 _engines: weakref.WeakSet[Engine] = weakref.WeakSet()
@@ -90,6 +94,7 @@ def make_runtime(*, schema: bool = True) -> Runtime:
     from conveyor.runtime import Runtime
 
     file = config_file()
+    _log_sources(file)
     where = f"config {file.resolve()}, " if file is not None else ""
     where += f"database {describe_database(settings)}"
     runtime = Runtime(settings)
@@ -116,6 +121,28 @@ def make_runtime(*, schema: bool = True) -> Runtime:
         check_schema(runtime)
     collector.resume()  # the start is over: what the command makes from here is collected
     return runtime
+
+
+def _log_sources(file: Path | None) -> None:
+    """Say at debug (``-vv``) where the settings came from: the config file and why it was
+    read, and the ``CONVEYOR_*`` variables that set keys, by name only (a value may be a
+    secret, D16)."""
+    if not log.isEnabledFor(logging.DEBUG):
+        return
+    if file is None:
+        source = "no config file (CONVEYOR_CONFIG unset, no conveyor.toml here): defaults"
+    elif os.environ.get("CONVEYOR_CONFIG"):
+        source = f"config file {file.resolve()} (CONVEYOR_CONFIG)"
+    else:
+        source = f"config file {file.resolve()} (conveyor.toml in the working directory)"
+    variables = sorted(
+        name
+        for name in os.environ
+        if name.upper().startswith("CONVEYOR_")
+        and name.upper() != "CONVEYOR_CONFIG"
+        and not name.upper().startswith("CONVEYOR_TEST_")
+    )
+    log.debug("settings from %s; environment variables: %s", source, ", ".join(variables) or "none")
 
 
 def close_connections() -> None:
@@ -162,6 +189,7 @@ def check_schema(runtime: Runtime) -> None:
     try:
         current = current_revision(runtime.engine)
         head = head_revision()
+        log.debug("database %s: schema revision %s, this version's %s", where, current, head)
         if current is not None and not known_revision(current):
             # A newer schema: this process may still run if the schema says code this old
             # works with it (migrations add before they remove; a rolling upgrade).
