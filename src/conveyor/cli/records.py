@@ -426,7 +426,13 @@ def stats(as_json: JsonOption = False) -> None:
     if as_json:
         print_json(
             [
-                {"domain": d, "stage": s, "waiting": n, "oldest_seconds": round(age, 3)}
+                # No record waiting has no oldest one: null, not an age of 0 (docs/cli.md).
+                {
+                    "domain": d,
+                    "stage": s,
+                    "waiting": n,
+                    "oldest_seconds": round(age, 3) if n else None,
+                }
                 for d, s, n, age in rows
             ]
         )
