@@ -442,11 +442,24 @@ def _anchor_paths(data: dict[str, Any], folder: Path) -> dict[str, Any]:
     return data
 
 
+def _config_text(file: Path) -> str:
+    """The config file's text, without the UTF-8 byte-order mark some editors (Notepad on
+    Windows) write at its start, which TOML does not allow (``Invalid statement`` at line 1).
+
+    Raises:
+        OSError: the file cannot be read.
+        UnicodeDecodeError: it is not UTF-8.
+    """
+    return file.read_bytes().decode("utf-8-sig")
+
+
 class _ConfigFileSource(TomlConfigSettingsSource):
     """The TOML file, with relative paths made relative to the file's own folder."""
 
     def _read_file(self, file_path: Any) -> dict[str, Any]:
-        data = super()._read_file(file_path)
+        import tomllib
+
+        data = tomllib.loads(_config_text(Path(str(file_path))))
         return _anchor_paths(data, Path(str(file_path)).resolve().parent)
 
 
@@ -546,19 +559,23 @@ def _line_of(text: str, where: tuple[str, ...]) -> int | None:
     """The 1-based line of ``text`` (a TOML document) that sets ``where``, or None.
 
     ``("storage", "root")`` is found as ``root =`` under ``[storage]`` or as ``storage.root =``
-    at the top; ``("storag",)`` as the table header ``[storag]`` or a key of that name.
+    at the top; ``("storag",)`` as the table header ``[storag]`` or a key of that name. A line
+    spelt exactly as ``where`` wins; else one that differs only in case, because section names
+    are read in any case: ``[PIPELINE]`` is ``[pipeline]``, and its keys are named so.
     """
-    table: tuple[str, ...] = ()
-    for number, line in enumerate(text.splitlines(), start=1):
-        header = _TABLE.match(line)
-        if header:
-            table = tuple(part.strip().strip('"') for part in header.group(1).split("."))
-            if table == where or (len(where) == 1 and table[:1] == where):
+    for same in (lambda name: name, str.casefold):
+        wanted = tuple(same(part) for part in where)
+        table: tuple[str, ...] = ()
+        for number, line in enumerate(text.splitlines(), start=1):
+            header = _TABLE.match(line)
+            if header:
+                table = tuple(same(p.strip().strip('"')) for p in header.group(1).split("."))
+                if table == wanted or (len(wanted) == 1 and table[:1] == wanted):
+                    return number
+                continue
+            key = _KEY.match(line)
+            if key and table + tuple(same(p) for p in key.group(2).split(".")) == wanted:
                 return number
-            continue
-        key = _KEY.match(line)
-        if key and table + tuple(key.group(2).split(".")) == where:
-            return number
     return None
 
 
@@ -576,19 +593,26 @@ def _section_model(where: tuple[str, ...]) -> type[BaseModel] | None:
 
 def _likely_key(where: tuple[str, ...]) -> str | None:
     """The known key closest to an unknown ``where`` (``storage.roots`` → ``storage.root``), or
-    the same key in another section (``pipeline.short_workers`` → ``media.short_workers``)."""
+    the same key in another section (``pipeline.short_workers`` → ``media.short_workers``).
+
+    Keys are lower case and TOML keys are case-sensitive, so a key that differs only in case
+    (``storage.ROOT``) is that key, before any other likeness."""
+    model = _section_model(where[:-1])
+    if model is not None:
+        same = [name for name in model.model_fields if name.casefold() == where[-1].casefold()]
+        if same:
+            return ".".join((*where[:-1], same[0]))
     elsewhere = [
-        f"{section}.{where[-1]}"
+        f"{section}.{where[-1].lower()}"
         for section, field in Settings.model_fields.items()
         if isinstance(field.annotation, type)
         and issubclass(field.annotation, BaseModel)
-        and where[-1] in field.annotation.model_fields
+        and where[-1].lower() in field.annotation.model_fields
     ]
     if elsewhere:
         return " or ".join(sorted(elsewhere))
-    model = _section_model(where[:-1])
     if model is not None:
-        close = difflib.get_close_matches(where[-1], list(model.model_fields), n=1)
+        close = difflib.get_close_matches(where[-1].lower(), list(model.model_fields), n=1)
         if close:
             return ".".join((*where[:-1], close[0]))
     return None
@@ -621,7 +645,9 @@ def setting_origin(where: tuple[str, ...]) -> str:
     if variable:
         return f"environment variable {variable}: "
     file = config_file()
-    text = file.read_text(encoding="utf-8", errors="replace") if file and file.is_file() else ""
+    text = (
+        file.read_bytes().decode("utf-8-sig", errors="replace") if file and file.is_file() else ""
+    )
     line = _line_of(text, where)
     if line is not None and file is not None:
         return f"{file} line {line}: "
@@ -830,7 +856,7 @@ def _file_type_errors() -> list[Any]:
     if file is None or not file.is_file():
         return []
     try:
-        data = tomllib.loads(file.read_text(encoding="utf-8"))
+        data = tomllib.loads(_config_text(file))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError):
         return []
     found = []

@@ -454,3 +454,51 @@ def test_config_mistakes_found_after_loading_name_the_file_and_line(
             "a language code the recognizer knows" in added.stderr
         )
     assert not (tmp_path / "conveyor-data" / "uploads").exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        (  # a section in capitals is read as the section; its line is found all the same
+            "[PIPELINE]\nworkrs = 2\n",
+            "conveyor.toml line 2: [pipeline] workrs is not a setting; "
+            "did you mean [pipeline] workers?",
+        ),
+        (
+            '[storage]\nROOT = "x"\n',
+            "conveyor.toml line 2: [storage] ROOT is not a setting; did you mean [storage] root?",
+        ),
+        (  # the same key in another section, in any case
+            "[media]\nWORKERS = 3\n",
+            "conveyor.toml line 2: [media] WORKERS is not a setting; "
+            "did you mean [pipeline] workers?",
+        ),
+    ],
+)
+def test_a_key_in_another_case_names_its_line_and_the_key(
+    tmp_path: Path, text: str, said: str
+) -> None:
+    (tmp_path / "conveyor.toml").write_text(text)
+    result = invoke("records", "list")
+    assert result.exit_code == ExitCode.USAGE, result.stderr
+    assert f"error: invalid configuration: {said}" in result.stderr
+    assert not (tmp_path / "conveyor-data").exists()
+
+
+def test_a_config_file_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    """Notepad on Windows starts a UTF-8 file with a byte-order mark, which TOML does not allow:
+    it is read as if it were not there, and lines are counted as an editor shows them."""
+    bom = b"\xef\xbb\xbf"
+    (tmp_path / "conveyor.toml").write_bytes(bom + b'[storage]\nroot = "data"\n')
+    result = invoke("records", "list")
+    assert result.exit_code == 0, result.stderr
+    assert (tmp_path / "data" / "conveyor.db").is_file()
+    (tmp_path / "conveyor.toml").write_bytes(bom + b"[storage]\nroot = 5\nroots = 1\n")
+    wrong = invoke("records", "list")
+    assert wrong.exit_code == ExitCode.USAGE
+    assert "conveyor.toml line 2: [storage] root: must be a path in quotes" in wrong.stderr
+    assert "conveyor.toml line 3: [storage] roots is not a setting" in wrong.stderr
+    (tmp_path / "conveyor.toml").write_bytes(bom + b"[pipeline]\nworkers = 2.0\n")
+    strict = invoke("records", "list")  # the file's own types are checked with the mark too
+    assert strict.exit_code == ExitCode.USAGE
+    assert "conveyor.toml line 2: [pipeline] workers: must be a whole number" in strict.stderr
