@@ -10,7 +10,8 @@ Sources, highest priority first:
 3. the TOML file named by ``CONVEYOR_CONFIG``, else ``./conveyor.toml`` when it exists; a
    relative path in it (``[storage] root``, ``work_dir``, ``url = "file:PATH"``, a
    ``sqlite:///`` URL, ``model_cache``, ``key_file``, a model folder) is relative to the file's
-   own folder, so the file means the same from any working directory;
+   own folder, so the file means the same from any working directory; so is the default
+   ``[storage] root`` when the file does not set it (the data folder is made beside the file);
 4. the defaults below (D15: every key has one). The embedded database's default is
    ``<[storage] root>/conveyor.db``: one data folder holds the database, the objects and the
    work folder unless a key says otherwise.
@@ -118,6 +119,9 @@ class DatabaseSettings(_Section):
         return url
 
 
+#: ``[storage] root`` by default: relative, so beside the config file when one is read.
+_DEFAULT_ROOT = "conveyor-data"
+
 # Only the shape: the backend the scheme names reads the rest (conveyor.objects.stores).
 _STORAGE_URL = re.compile(r"^[a-z][a-z0-9]*:")
 
@@ -133,9 +137,11 @@ class StorageSettings(_Section):
     url: str = "file:"
     """Where objects live: ``file:`` (the folder ``root``, the embedded default), ``file:PATH``
     (another folder), or ``s3://bucket`` / ``s3://bucket/prefix`` (an S3-compatible bucket)."""
-    root: Path = Path("conveyor-data")
+    root: Path = Path(_DEFAULT_ROOT)
     """Local data folder: the objects when ``url = "file:"``, the embedded database's default
-    place, and the work folder's default parent; created on first use."""
+    place, and the work folder's default parent; created on first use. Relative to the config
+    file's folder when a config file is read (set there or not), else to the working
+    directory."""
     work_dir: Path | None = None
     """Folder for this host's working copies and scratch files (each process takes its own
     subfolder); ``<root>/work`` when unset. Never shared between hosts."""
@@ -460,7 +466,14 @@ class _ConfigFileSource(TomlConfigSettingsSource):
         import tomllib
 
         data = tomllib.loads(_config_text(Path(str(file_path))))
-        return _anchor_paths(data, Path(str(file_path)).resolve().parent)
+        folder = Path(str(file_path)).resolve().parent
+        storage = data.setdefault("storage", {})
+        if isinstance(storage, dict) and "root" not in storage:
+            # The default data folder is relative too, so it is the file's: the database, the
+            # objects and the work folder beside the file, not in whatever folder a command
+            # runs from (an environment variable still wins over it).
+            storage["root"] = _DEFAULT_ROOT
+        return _anchor_paths(data, folder)
 
 
 class Settings(BaseSettings):

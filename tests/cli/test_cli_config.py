@@ -502,3 +502,39 @@ def test_a_config_file_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
     strict = invoke("records", "list")  # the file's own types are checked with the mark too
     assert strict.exit_code == ExitCode.USAGE
     assert "conveyor.toml line 2: [pipeline] workers: must be a whole number" in strict.stderr
+
+
+def test_the_default_data_folder_is_beside_a_config_file_that_sets_no_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``[storage] root`` unset in the file: its default is relative, so relative to the file's
+    folder as every path in it; the database and the work folder follow it. A variable still
+    wins, relative to where the command runs."""
+    etc = tmp_path / "etc"
+    etc.mkdir()
+    (etc / "conveyor.toml").write_text("[pipeline]\nworkers = 1\n")
+    elsewhere = tmp_path / "run"
+    elsewhere.mkdir()
+    result = run(["records", "list"], elsewhere, CONVEYOR_CONFIG="../etc/conveyor.toml")
+    assert result.returncode == 0, result.stderr
+    data = etc.resolve() / "conveyor-data"
+    assert (data / "conveyor.db").is_file()
+    assert not any(elsewhere.iterdir())  # nothing written where the command ran
+    assert f"database sqlite:///{data / 'conveyor.db'}, storage {data}" in result.stderr
+    (etc / "empty.toml").write_text("")  # not even a [storage] table
+    empty = run(["records", "list"], elsewhere, CONVEYOR_CONFIG="../etc/empty.toml")
+    assert empty.returncode == 0 and f"storage {data}" in empty.stderr, empty.stderr
+    assert not any(elsewhere.iterdir())
+    variable = run(
+        ["records", "list"],
+        elsewhere,
+        CONVEYOR_CONFIG="../etc/conveyor.toml",
+        CONVEYOR_STORAGE__ROOT="mine",
+    )
+    assert variable.returncode == 0, variable.stderr
+    assert (elsewhere / "mine" / "conveyor.db").is_file()
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.setenv("CONVEYOR_CONFIG", "../etc/conveyor.toml")
+    settings = load_settings()
+    assert settings.storage.root == data and settings.storage.work_dir is None  # <root>/work
+    assert settings.database.url == f"sqlite:///{data / 'conveyor.db'}"
