@@ -12,7 +12,7 @@ import typer
 
 from conveyor.cli.exits import ExitCode
 from conveyor.cli.intake import shown_name
-from conveyor.cli.intake_output import IntakeOutput
+from conveyor.cli.intake_output import IntakeOutput, event_state
 from conveyor.cli.output import JsonOption, fail, progress_display, setup_logging
 from conveyor.cli.settings import make_runtime
 from conveyor.cli.signals import stop_on_signals
@@ -255,7 +255,7 @@ def ingest(
                             continue
                         rows[rid] = row
                         halted = row["halted_at"] is not None
-                        label = f"halted: {row['halt_reason']}" if halted else row["stage"]
+                        label = event_state(row["stage"], row["halt_reason"] if halted else None)
                         progress.update(
                             tasks[rid], completed=AUDIO.stage_names.index(row["stage"]), stage=label
                         )

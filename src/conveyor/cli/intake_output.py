@@ -6,7 +6,8 @@ Events, each ``{"event": KIND, …}`` with ``record`` (or ``item``) the id:
 
 * ``accepted`` (``file``, id), ``refused`` (``file``, ``reason``, ``message``), ``duplicate``
   (``file``, the id the owner already has), as intake goes;
-* ``state`` (id, ``state``: a stage, or ``halted: REASON``) at each change;
+* ``state`` (id, ``state``: a stage of the domain, or ``halted: REASON``; every value is one
+  of :func:`event_states`) at each change;
 * ``waiting`` (id, ``message``): the provider refused for now (D6), once per reason;
 * ``deleted`` (id): deleted by someone else while the command waited;
 * ``result`` (id, ``card``): each accepted record's card (as ``records show --json``) or
@@ -40,9 +41,39 @@ from conveyor.cli.output import StageLines, err_console, fail, note, print_json_
 
 if TYPE_CHECKING:
     from conveyor.errors import RejectedInput
+    from conveyor.pipeline import Declaration
     from conveyor.runtime import Runtime
 
-__all__ = ["IntakeOutput"]
+__all__ = ["IntakeOutput", "event_state", "event_states"]
+
+
+def _declaration(noun: str) -> Declaration:
+    """The domain whose add command speaks of ``noun``: ``record`` (audio), ``item`` (media)."""
+    from conveyor.audio.stages import AUDIO
+    from conveyor.media.stages import MEDIA
+
+    (declaration,) = (d for d in (AUDIO, MEDIA) if d.noun == noun)
+    return declaration
+
+
+def event_state(stage: str, halt_reason: str | None) -> str:
+    """The ``state`` of a ``state`` event: the stage's name, or ``halted: REASON`` when the
+    record or item is halted (``halt_reason`` not None)."""
+    return stage if halt_reason is None else f"halted: {halt_reason}"
+
+
+def event_states(noun: str) -> frozenset[str]:
+    """Every ``state`` value the add command of ``noun`` (``record``: ``records add``,
+    ``item``: ``media add``) may emit: each stage of its domain's declaration (D11, the one
+    list of stages; docs/cli.md lists the same), and ``halted: REASON`` for each halt reason
+    the domain declares, the engine's included.
+
+    Raises:
+        ValueError: no domain speaks of ``noun``.
+    """
+    declaration = _declaration(noun)
+    halts = (event_state("", str(r)) for enum in declaration.halt_reasons for r in enum)
+    return frozenset((*declaration.stage_names, *halts))
 
 
 class IntakeOutput:
@@ -147,13 +178,15 @@ class IntakeOutput:
         nothing = not intake.ids and not intake.duplicates
         raise typer.Exit(ExitCode.HALTED if intake.refused or nothing else ExitCode.OK)
 
-    def state(self, thing_id: int, label: str) -> None:
-        """A thing's state (a stage, or ``halted: REASON``), said when it changes."""
-        if self._states.get(thing_id) == label:
+    def state(self, thing_id: int, state: str, shown: str | None = None) -> None:
+        """A thing's state (:func:`event_state`: a stage, or ``halted: REASON``), said when it
+        changes; ``shown`` is the line people read for it when it says more than the stage
+        (``variants ready; transcoding playback``), never a ``--json`` value."""
+        if self._states.get(thing_id) == state:
             return
-        self._states[thing_id] = label
-        self._lines.show(thing_id, label)
-        self._event("state", thing_id, state=label)
+        self._states[thing_id] = state
+        self._lines.show(thing_id, shown or state)
+        self._event("state", thing_id, state=state)
 
     def waiting(self, thing_id: int, line: str, console: Console) -> None:
         """Why a thing waits on its provider (printed above the progress display; a note,

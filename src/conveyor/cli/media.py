@@ -15,7 +15,7 @@ from conveyor.cli.exits import ExitCode
 from conveyor.cli.groups import CommandGroup
 from conveyor.cli.ids import IdParser
 from conveyor.cli.ingest import OWNER_HELP, KeepDuplicates, check_owner, media_hint
-from conveyor.cli.intake_output import IntakeOutput
+from conveyor.cli.intake_output import IntakeOutput, event_state
 from conveyor.cli.output import (
     JsonOption,
     console,
@@ -360,7 +360,10 @@ def _follow(
                     else:
                         label = stage
                     progress.update(tasks[item_id], completed=min(done_steps, total), state=label)
-                    out.state(item_id, label)
+                    # --json says the stage itself (docs/cli.md); people read the label.
+                    out.state(
+                        item_id, event_state(stage, item["halt_reason"] if halted else None), label
+                    )
                     if (
                         halted
                         or stage == "done"
