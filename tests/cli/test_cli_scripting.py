@@ -281,7 +281,7 @@ def test_a_file_added_is_read_once_new_or_already_there(tmp_path: Path, corpus: 
     again = add()
     assert again.returncode == 0, again.stderr
     assert "opened 1" in again.stderr
-    assert f"{recording}: already there as record 1; skipped" in again.stderr
+    assert f"{recording}: already there as record 1; not stored again" in again.stderr
     uploads = tmp_path / "conveyor-data" / "uploads"
     assert len([p for p in uploads.rglob("*") if p.is_file()]) == 1
 

@@ -205,4 +205,4 @@ def test_a_wav_given_as_raw_pcm_is_refused_before_already_there(
     assert "1 file: 0 accepted as records (0 done, 0 halted), 1 refused" in raw.stderr
     again = run(["ingest", jfk], tmp_path, **NO_WORKERS)
     assert again.returncode == 0, again.stderr
-    assert f"{jfk}: already there as record 1; skipped" in again.stderr
+    assert f"{jfk}: already there as record 1; not stored again" in again.stderr

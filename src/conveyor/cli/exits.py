@@ -40,6 +40,11 @@ class ExitCode(IntEnum):
     """A fault of Conveyor itself (a bug); the message and the traceback say where."""
     INTERRUPTED = 130
     """Stopped by SIGINT or SIGTERM before the work was finished."""
+    PIPE_CLOSED = 141
+    """``records add``, ``media add``: stdout's reader went away (``| head -1``, a script that
+    stopped reading ``--json``), which stops the run as Ctrl-C does (128 + SIGPIPE, what a
+    shell reports for a command SIGPIPE ended): what was accepted is kept with its records,
+    the rest is not tried, and the summary goes to stderr."""
 
 
 #: The exit codes in a few words each, for ``conveyor --help``.
@@ -56,4 +61,5 @@ SUMMARY: dict[ExitCode, str] = {
     ExitCode.ORPHANS: "storage check: orphans (codes 8, 16, 32 add up)",
     ExitCode.INTERNAL: "internal fault",
     ExitCode.INTERRUPTED: "interrupted",
+    ExitCode.PIPE_CLOSED: "stdout closed by its reader",
 }

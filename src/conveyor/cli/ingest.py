@@ -6,7 +6,7 @@ import logging
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
@@ -20,7 +20,9 @@ from conveyor.cli.signals import stop_on_signals
 if TYPE_CHECKING:
     from sqlalchemy import RowMapping
 
+    from conveyor.cli.intake import Intake
     from conveyor.errors import RejectedInput
+    from conveyor.runtime import Runtime
 
 __all__ = ["OWNER_HELP", "KeepDuplicates", "audio_hint", "check_owner", "ingest", "media_hint"]
 
@@ -147,12 +149,15 @@ def ingest(
     keep_duplicates: KeepDuplicates = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Transcribe recordings: accept, run the pipeline until each is done or halted, print."""
+    """Transcribe recordings: accept, run the pipeline until each is done or halted, print.
+
+    A file already there (the owner's record with the same bytes, unless --keep-duplicates) is
+    waited for and printed as one accepted, so a rerun of an interrupted command finishes it.
+    """
     from conveyor.audio import queries
     from conveyor.audio.cards import described_card, provider_waits, transcript_of
     from conveyor.audio.intake import accept_audio, clean_hints, clean_language
     from conveyor.audio.stages import AUDIO
-    from conveyor.cli.records import print_card, state_of
     from conveyor.cli.startup import check_language, check_recognizer
     from conveyor.errors import RejectedInput
 
@@ -178,7 +183,7 @@ def ingest(
     if workers > 0:
         check_recognizer(runtime)
     out = IntakeOutput("record", len(files), as_json)
-    stop = stop_on_signals()
+    stop = stop_on_signals(closed_stdout=True)
     intake = out.take(
         runtime,
         lambda chunks, name: accept_audio(
@@ -201,7 +206,9 @@ def ingest(
         hint=audio_hint,
         stop=stop,
     )
-    ids = intake.ids
+    # What the files are: records accepted now, and those already there (perhaps accepted by
+    # an interrupted run of this command, not done yet), each waited for the same way.
+    ids = intake.followed
 
     def cards() -> list[dict[str, Any]]:
         """The records' cards as they stand (with their transcripts), for ``result`` events."""
@@ -218,6 +225,8 @@ def ingest(
     if intake.stopped or not ids or workers == 0:
         out.end_early(intake, "[pipeline] workers" if workers == 0 else None, cards=cards)
     deleted: set[int] = set()
+    if _finished(runtime, ids):  # all already there and done or halted: said right away
+        _print_results(runtime, ids, out, intake, deleted, stopped=False)
     pool = runtime.pool({"audio": workers})
     # Registered as `conveyor worker` is: seen by `conveyor workers`, obeys pauses and drains.
     registry = runtime.registry(pool)
@@ -274,6 +283,35 @@ def ingest(
     finally:
         pool.stop()
         registry.stop()
+    _print_results(runtime, ids, out, intake, deleted, stopped=stop_waiting.is_set())
+
+
+def _finished(runtime: Runtime, ids: list[int]) -> bool:
+    """Whether every record of ``ids`` is done, halted or gone: nothing for workers to do."""
+    from conveyor.audio import queries
+
+    with runtime.engine.connect() as conn:
+        rows = [queries.record_by_id(conn, rid) for rid in ids]
+    return all(
+        row is None or row["halted_at"] is not None or row["stage"] == "done" for row in rows
+    )
+
+
+def _print_results(
+    runtime: Runtime,
+    ids: list[int],
+    out: IntakeOutput,
+    intake: Intake,
+    deleted: set[int],
+    *,
+    stopped: bool,
+) -> NoReturn:
+    """Each record's card and transcript (``result`` events with ``--json``), the summary, and
+    the exit code; ``deleted``: the ids already said deleted meanwhile."""
+    from conveyor.audio import queries
+    from conveyor.audio.cards import described_card, transcript_of
+    from conveyor.cli.records import print_card, state_of
+
     done = halted_count = 0
     with runtime.engine.connect() as conn:
         for rid in ids:
@@ -286,10 +324,10 @@ def ingest(
             text = transcript_of(conn, rid)
             card = described_card(conn, row, now=runtime.clock.now())
             body = text["body"] if text else None
-            if as_json:
+            if out.as_json:
                 out.result({**card, "transcript": body})
             else:
                 print_card(card, body, state_of(row, runtime.audio, runtime.clock.now()))
             done += bool(card["done"])
             halted_count += bool(card["halted"])
-    out.finish(intake, done, halted_count, len(deleted), stopped=stop_waiting.is_set())
+    out.finish(intake, done, halted_count, len(deleted), stopped=stopped)

@@ -3,14 +3,15 @@ last line that counts them.
 
 * Any name a file system gives is taken, valid UTF-8 or not; it is shown and kept with the
   record with each undecodable byte escaped (``caf\\xe9.wav``).
-* A file the owner already has (the same bytes, by SHA-256) is said and skipped, so running an
-  interrupted command again makes no second copies; ``--keep-duplicates`` adds it anyway. Each
+* A file the owner already has (the same bytes, by SHA-256) is said and not stored again, so
+  running an interrupted command again makes no second copies; the run then waits for that
+  record (item) as for one it accepted. ``--keep-duplicates`` adds it anyway. Each
   file is read and hashed once, as it is stored: the intake finds the owner's copy by the
   digest the store computed and removes what it stored (a rerun writes each file again and
   deletes it, rather than every new file being read and hashed twice).
 * A stop signal (Ctrl-C, SIGTERM) ends intake between two files: the file being stored is
   finished (a second Ctrl-C waits for it too), so every stored object has its record, and the
-  files not yet tried are counted.
+  files not yet tried are counted. A closed stdout (``| head -1``) ends it the same way.
 * A file that cannot be read is refused (exit 1, the others go on); a storage that cannot take
   it (a full disk, a bucket that refuses) stops intake as the storage failure it is (exit 5).
 """
@@ -27,7 +28,12 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from rich.text import Text
 
 from conveyor.cli.output import err_console, print_json_line
-from conveyor.cli.signals import holding_interrupts, interrupt_pending
+from conveyor.cli.signals import (
+    holding_interrupts,
+    interrupt_pending,
+    stdout_closed,
+    stdout_was_closed,
+)
 from conveyor.names import escaped_name, kept_name
 
 if TYPE_CHECKING:
@@ -129,6 +135,16 @@ class Intake:
     stopped: bool = False
     """A stop signal ended the run early: during intake, or while it waited on what it
     accepted with some of it unfinished (the summary's ``stopped``)."""
+    order: list[int] = field(default_factory=list)
+    """The id of each file accepted or already there, in the files' order (repeats kept)."""
+
+    @property
+    def followed(self) -> list[int]:
+        """The ids the run waits on and counts done or halted: each accepted one and each
+        already there, once, in the files' order (a rerun of an interrupted command finishes
+        what the first run accepted, as the first would have)."""
+        there = [held_id for _, held_id in self.duplicates]
+        return list(dict.fromkeys([*self.order, *self.ids, *there]))
 
 
 def accept_files(
@@ -159,11 +175,17 @@ def accept_files(
     """
     from conveyor.errors import Duplicate, RejectedInput
 
+    def event(document: dict[str, Any]) -> None:
+        try:
+            print_json_line(document)
+        except BrokenPipeError:  # the reader went away: the stop event ends intake
+            stdout_closed()
+
     intake = Intake()
     # A second Ctrl-C waits for the file in hand, then ends intake as the first one does.
     with holding_interrupts(then_raise=False):
         for index, path in enumerate(paths):
-            if (stop is not None and stop.is_set()) or interrupt_pending():
+            if (stop is not None and stop.is_set()) or interrupt_pending() or stdout_was_closed():
                 intake.stopped = True
                 intake.untried = len(paths) - index
                 break
@@ -181,17 +203,19 @@ def accept_files(
                         existing = exc.existing_id
                     else:
                         intake.ids.append(new_id)
+                        intake.order.append(new_id)
                         intake.names[new_id] = name
                         if as_json:
-                            print_json_line({"event": "accepted", "file": name, noun: new_id})
+                            event({"event": "accepted", "file": name, noun: new_id})
                         continue
                 if existing is not None:
                     intake.duplicates.append((name, existing))
+                    intake.order.append(existing)
                     if as_json:
-                        print_json_line({"event": "duplicate", "file": name, noun: existing})
+                        event({"event": "duplicate", "file": name, noun: existing})
                     err_console.print(
                         Text(
-                            f"{name}: already there as {noun} {existing}; skipped "
+                            f"{name}: already there as {noun} {existing}; not stored again "
                             "(--keep-duplicates adds it again)"
                         )
                     )
@@ -223,9 +247,7 @@ def accept_files(
                 intake.refused += 1
                 if as_json:
                     message = problem.split(": ", 1)[-1]
-                    print_json_line(
-                        {"event": "refused", "file": name, "reason": reason, "message": message}
-                    )
+                    event({"event": "refused", "file": name, "reason": reason, "message": message})
                 err_console.print(Text(f"{name}: {problem}", style="red"))
     return intake
 
@@ -236,31 +258,40 @@ def summary(
     """``3 files: 2 accepted as records (1 done, 1 halted), 1 refused`` — the last line of an
     intake; ``, 4 not tried`` when a stop signal ended it early.
 
-    ``deleted`` counts accepted ones deleted while the command waited on them.
+    ``done``, ``halted`` and ``deleted`` (deleted while the command waited) count every record
+    of :attr:`Intake.followed`; when some files were already there, they follow the files'
+    counts for all of those records at once: ``3 files: 1 accepted as records, 0 refused, 2
+    already there (records 1, 2); 3 records: 2 done, 1 halted``.
     """
-    waiting = len(intake.ids) - done - halted - deleted
+    followed = len(intake.followed)
+    waiting = followed - done - halted - deleted
     parts = [f"{done} done", f"{halted} halted"] + ([f"{waiting} unfinished"] if waiting else [])
     parts += [f"{deleted} deleted meanwhile"] if deleted else []
     files = "file" if given == 1 else "files"
     untried = f", {intake.untried} not tried" if intake.untried else ""
-    there = ""
-    if intake.duplicates:
-        # Copies of one file name its record once: "3 already there (record 4)".
-        held = list(dict.fromkeys(held_id for _, held_id in intake.duplicates))
-        plural = "" if len(held) == 1 else "s"
-        there = (
-            f", {len(intake.duplicates)} already there ({noun}{plural} {', '.join(map(str, held))})"
+    if not intake.duplicates:
+        return (
+            f"{given} {files}: {len(intake.ids)} accepted as {noun}s ({', '.join(parts)}), "
+            f"{intake.refused} refused{untried}"
         )
+    # Copies of one file name its record once: "3 already there (record 4)".
+    held = list(dict.fromkeys(held_id for _, held_id in intake.duplicates))
+    plural = "" if len(held) == 1 else "s"
+    there = f"{len(intake.duplicates)} already there ({noun}{plural} {', '.join(map(str, held))})"
+    things = noun if followed == 1 else f"{noun}s"
     return (
-        f"{given} {files}: {len(intake.ids)} accepted as {noun}s ({', '.join(parts)}), "
-        f"{intake.refused} refused{there}{untried}"
+        f"{given} {files}: {len(intake.ids)} accepted as {noun}s, {intake.refused} refused, "
+        f"{there}{untried}; {followed} {things}: {', '.join(parts)}"
     )
 
 
 def summary_event(
-    given: int, intake: Intake, done: int, halted: int, *, deleted: int = 0
+    noun: str, given: int, intake: Intake, done: int, halted: int, *, deleted: int = 0
 ) -> dict[str, Any]:
-    """The ``{"event": "summary", …}`` object that ends a ``--json`` intake stream."""
+    """The ``{"event": "summary", …}`` object that ends a ``--json`` intake stream. Its
+    ``records`` (``items``: the noun's plural) counts :attr:`Intake.followed`, accepted and
+    already there, each once: ``done + halted + unfinished + deleted``."""
+    followed = len(intake.followed)
     return {
         "event": "summary",
         "files": given,
@@ -268,9 +299,10 @@ def summary_event(
         "refused": intake.refused,
         "duplicates": len(intake.duplicates),
         "not_tried": intake.untried,
+        f"{noun}s": followed,
         "done": done,
         "halted": halted,
-        "unfinished": len(intake.ids) - done - halted - deleted,
+        "unfinished": followed - done - halted - deleted,
         "deleted": deleted,
         "stopped": intake.stopped,
     }

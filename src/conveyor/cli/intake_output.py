@@ -10,11 +10,15 @@ Events, each ``{"event": KIND, …}`` with ``record`` (or ``item``) the id:
   of :func:`event_states`) at each change;
 * ``waiting`` (id, ``message``): the provider refused for now (D6), once per reason;
 * ``deleted`` (id): deleted by someone else while the command waited;
-* ``result`` (id, ``card``): each accepted record's card (as ``records show --json``) or
-  item, at the end, as it stands then (also when the run processes nothing);
+* ``result`` (id, ``card``): the card (as ``records show --json``) or item of each record
+  accepted or already there, at the end, as it stands then (also when the run processes
+  nothing);
 * ``summary`` last: ``files``, ``accepted``, ``refused``, ``duplicates``, ``not_tried``,
-  ``done``, ``halted``,
-  ``unfinished``, ``deleted``, ``stopped``.
+  ``records`` (``items``), ``done``, ``halted``, ``unfinished``, ``deleted``, ``stopped``.
+
+Records (items) already there are waited for and counted as accepted ones are. A closed stdout
+(its reader went away) stops the run as a stop signal does, and it exits 141
+(:attr:`ExitCode.PIPE_CLOSED`), its summary on stderr.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from conveyor.cli.intake import (
     summary_event,
 )
 from conveyor.cli.output import StageLines, err_console, fail, note, print_json_line, voice
+from conveyor.cli.signals import stdout_closed, stdout_was_closed
 
 if TYPE_CHECKING:
     from conveyor.errors import RejectedInput
@@ -86,12 +91,26 @@ class IntakeOutput:
         self._lines = StageLines(noun)  # the progress bar's stand-in when stderr is no terminal
         self._states: dict[int, str] = {}
 
+    @property
+    def as_json(self) -> bool:
+        """``--json``: the run is said as JSON Lines on stdout, its cards as ``result`` events."""
+        return self._json
+
     def _event(self, kind: str, thing_id: int | None = None, **fields: Any) -> None:
         if self._json:
             head: dict[str, Any] = {"event": kind}
             if thing_id is not None:
                 head[self._noun] = thing_id
-            print_json_line({**head, **fields})
+            try:
+                print_json_line({**head, **fields})
+            except BrokenPipeError:  # the reader went away: stop as on Ctrl-C, exit 141
+                stdout_closed()
+
+    @staticmethod
+    def _exit(code: ExitCode) -> NoReturn:
+        """End with ``code``, or 141 when stdout's reader went away meanwhile: a script then
+        read only part of what the run said, whatever became of the records."""
+        raise typer.Exit(ExitCode.PIPE_CLOSED if stdout_was_closed() else code)
 
     def take(
         self,
@@ -137,7 +156,11 @@ class IntakeOutput:
 
     def _summary(self, intake: Intake, done: int, halted: int, deleted: int) -> None:
         if self._json:
-            print_json_line(summary_event(self._given, intake, done, halted, deleted=deleted))
+            document = summary_event(self._noun, self._given, intake, done, halted, deleted=deleted)
+            try:
+                print_json_line(document)
+            except BrokenPipeError:
+                stdout_closed()
         note(summary(self._noun, self._given, intake, done, halted, deleted=deleted))
 
     def end_early(
@@ -152,16 +175,20 @@ class IntakeOutput:
         accepted, no workers in this process (``idle_setting`` names the setting at 0), or
         their lane paused cluster-wide (``paused_lane``, by `conveyor lanes pause`).
 
-        ``cards`` gives the accepted things' cards as they stand: with ``--json`` each is a
-        ``result`` event before the summary, as a run that waited ends (one per accepted
-        record or item, unfinished ones too)."""
-        if self._json and cards is not None and intake.ids:
-            for card in cards():
-                self.result(card)
-        if intake.stopped:
+        ``cards`` gives the cards of the things accepted or already there as they stand: with
+        ``--json`` each is a ``result`` event before the summary, as a run that waited ends
+        (unfinished ones too); the summary counts those done or halted (one already there
+        may be either), and a halted one is exit code 1."""
+        found = list(cards()) if cards is not None and intake.followed else []
+        for card in found:
+            self.result(card)
+        done = sum(bool(card["done"]) for card in found)
+        halted = sum(bool(card["halted"]) for card in found)
+        deleted = len(intake.followed) - len(found) if cards is not None else 0
+        if intake.stopped or stdout_was_closed():
             self._accepted_so_far(intake, "`conveyor worker` processes them")
-            self._summary(intake, 0, 0, 0)
-            raise typer.Exit(ExitCode.INTERRUPTED)
+            self._summary(intake, done, halted, deleted)
+            self._exit(ExitCode.INTERRUPTED)
         if intake.ids and (idle_setting is not None or paused_lane is not None):
             ids = ", ".join(map(str, intake.ids))
             if paused_lane is not None:
@@ -174,9 +201,9 @@ class IntakeOutput:
                     f"accepted {self._noun}s {ids}; {idle_setting} = 0, so they wait for a "
                     "`conveyor worker`"
                 )
-        self._summary(intake, 0, 0, 0)
-        nothing = not intake.ids and not intake.duplicates
-        raise typer.Exit(ExitCode.HALTED if intake.refused or nothing else ExitCode.OK)
+        self._summary(intake, done, halted, deleted)
+        failed = intake.refused or not intake.followed or halted or deleted
+        self._exit(ExitCode.HALTED if failed else ExitCode.OK)
 
     def state(self, thing_id: int, state: str, shown: str | None = None) -> None:
         """A thing's state (:func:`event_state`: a stage, or ``halted: REASON``), said when it
@@ -219,14 +246,15 @@ class IntakeOutput:
         stopped: bool,
         unfinished_ok: bool = False,
     ) -> NoReturn:
-        """The summary and the exit code of a run that processed what it accepted.
+        """The summary and the exit code of a run that processed what it accepted and what was
+        already there (``done``, ``halted`` and ``deleted`` count :attr:`Intake.followed`).
 
         ``unfinished_ok``: what is left unfinished waits for another process by design
         (videos' playback with ``[media] long_workers = 0``), not a failure. A stop signal
         that came once every accepted thing had finished stopped nothing: the run ends as one
         without it (it said "stopped before every record finished" and exit code 130 with
         every record done)."""
-        unfinished = len(intake.ids) - done - halted - deleted
+        unfinished = len(intake.followed) - done - halted - deleted
         stopped = stopped and unfinished > 0
         intake.stopped = intake.stopped or stopped
         self._summary(intake, done, halted, deleted)
@@ -234,9 +262,9 @@ class IntakeOutput:
             err_console.print(
                 f"stopped before every {self._noun} finished; `conveyor worker` continues them"
             )
-            raise typer.Exit(ExitCode.INTERRUPTED)
+            self._exit(ExitCode.INTERRUPTED)
         if unfinished_ok:
             failed = bool(halted or deleted or intake.refused)
         else:
-            failed = done != len(intake.ids) or bool(intake.refused)
-        raise typer.Exit(ExitCode.HALTED if failed else ExitCode.OK)
+            failed = done != len(intake.followed) or bool(intake.refused)
+        self._exit(ExitCode.HALTED if failed else ExitCode.OK)

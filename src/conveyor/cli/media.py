@@ -6,7 +6,7 @@ import logging
 import shlex
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.text import Text
@@ -35,6 +35,7 @@ from conveyor.sizes import human_size
 if TYPE_CHECKING:
     from sqlalchemy import Connection
 
+    from conveyor.cli.intake import Intake
     from conveyor.runtime import Runtime
 
 __all__ = ["AlbumRef", "Owner", "album_id_of", "albums_app", "media_app", "print_item"]
@@ -241,7 +242,11 @@ def media_add(
     keep_duplicates: KeepDuplicates = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Add photos and videos: accept, process until each is done or halted, print roles."""
+    """Add photos and videos: accept, process until each is done or halted, print roles.
+
+    A file already there (the owner's item with the same bytes, unless --keep-duplicates) is
+    waited for and printed as one accepted, so a rerun of an interrupted command finishes it.
+    """
     from conveyor.errors import NotFound
     from conveyor.media import albums as album_views
     from conveyor.media.domain import LONG_LANE, SHORT_LANE
@@ -253,7 +258,7 @@ def media_add(
     with runtime.engine.connect() as conn:
         album_id = album_id_of(runtime, conn, album, owner)
     out = IntakeOutput("item", len(files), as_json)
-    stop = stop_on_signals()
+    stop = stop_on_signals(closed_stdout=True)
     intake = out.take(
         runtime,
         lambda chunks, name: accept_media(
@@ -271,8 +276,9 @@ def media_add(
         hint=media_hint,
         stop=stop,
     )
-    # A Live Photo's movie after its still answers with the still's id: each item once.
-    ids = list(dict.fromkeys(intake.ids))
+    # Each item once (a Live Photo's movie after its still answers with the still's id), those
+    # already there too: perhaps accepted by an interrupted run, not done yet.
+    ids = intake.followed
     media = runtime.settings.media
 
     def cards() -> list[dict[str, Any]]:
@@ -289,6 +295,9 @@ def media_add(
     if intake.stopped or not ids or media.short_workers == 0:
         idle = "[media] short_workers" if media.short_workers == 0 else None
         out.end_early(intake, idle, cards=cards)
+    if not _unfinished(runtime.engine, ids, waits_for_playback=media.long_workers > 0):
+        # All already there and done or halted: said right away, no worker started.
+        _print_items(runtime.engine, ids, out, intake, stopped=False)
     pool = runtime.pool({SHORT_LANE: media.short_workers, LONG_LANE: media.long_workers})
     # Registered as `conveyor worker` is: seen by `conveyor workers`, obeys pauses and drains.
     registry = runtime.registry(pool)
@@ -308,8 +317,19 @@ def media_add(
     finally:
         pool.stop()
         registry.stop()
+    _print_items(runtime.engine, ids, out, intake, stopped=stop_waiting.is_set())
+
+
+def _print_items(
+    engine: Any, ids: list[int], out: IntakeOutput, intake: Intake, *, stopped: bool
+) -> NoReturn:
+    """Each item with its roles (``result`` events with ``--json``), the summary, and the exit
+    code."""
+    from conveyor.errors import NotFound
+    from conveyor.media import albums as album_views
+
     done = halted = deleted = 0
-    with runtime.engine.connect() as conn:
+    with engine.connect() as conn:
         for item_id in ids:
             try:
                 view = album_views.item_view(conn, item_id)
@@ -317,13 +337,36 @@ def media_add(
                 out.deleted(item_id)
                 deleted += 1
                 continue
-            if as_json:
+            if out.as_json:
                 out.result(view)
             else:
                 print_item(view)
             done += bool(view["done"])
             halted += bool(view["halted"])
-    out.finish(intake, done, halted, deleted, stopped=stop_waiting.is_set(), unfinished_ok=True)
+    out.finish(intake, done, halted, deleted, stopped=stopped, unfinished_ok=True)
+
+
+def _finished_item(item: Any, *, waits_for_playback: bool) -> bool:
+    """Whether ``item`` (a row) needs no more work from this command: halted, done, or its
+    images ready with playback left to another process."""
+    stage = item["stage"]
+    return (
+        item["halted_at"] is not None
+        or stage == "done"
+        or (stage == "transcoding" and not waits_for_playback)
+    )
+
+
+def _unfinished(engine: Any, ids: list[int], *, waits_for_playback: bool) -> bool:
+    """Whether any item of ``ids`` still needs this command's workers."""
+    from conveyor.media import queries
+
+    with engine.connect() as conn:
+        items = [queries.item_by_id(conn, item_id) for item_id in ids]
+    return any(
+        item is not None and not _finished_item(item, waits_for_playback=waits_for_playback)
+        for item in items
+    )
 
 
 def _follow(
@@ -364,11 +407,7 @@ def _follow(
                     out.state(
                         item_id, event_state(stage, item["halt_reason"] if halted else None), label
                     )
-                    if (
-                        halted
-                        or stage == "done"
-                        or (stage == "transcoding" and not waits_for_playback)
-                    ):
+                    if _finished_item(item, waits_for_playback=waits_for_playback):
                         pending.discard(item_id)
             time.sleep(0.2)
 

@@ -44,7 +44,22 @@ __all__ = [
     "voice",
 ]
 
-console = Console(
+
+class _StdoutConsole(Console):
+    """Stdout's console. When its reader goes away (``| head -1``), a command that stops on a
+    closed stdout (``records add``, ``media add``) stops as on Ctrl-C and says so on stderr
+    (:func:`conveyor.cli.signals.stdout_closed`); any other ends as Rich ends it (exit 1)."""
+
+    def on_broken_pipe(self) -> None:
+        from conveyor.cli import signals
+
+        if not signals.stops_on_closed_stdout():
+            super().on_broken_pipe()
+        self.quiet = True  # the rest of the cards goes nowhere, as Rich's own handling does
+        signals.stdout_closed()
+
+
+console = _StdoutConsole(
     soft_wrap=True, width=None if sys.stdout.isatty() else 10_000, markup=False, highlight=False
 )
 err_console = Console(

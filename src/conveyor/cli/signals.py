@@ -10,6 +10,10 @@ command at once (exit code 130; ``finally`` blocks still run), except inside
 its record, never left half-done. A short command ends at once on any of the three, but
 through ``SystemExit``, so its ``finally`` blocks and exit handlers still remove what it was
 writing (a temporary object, its work folder).
+
+A closed stdout (its reader went away: ``conveyor records add … | head -1``, a script that
+stopped reading ``--json``) stops a command whose stop event asks for it as the first signal
+does (:func:`stdout_closed`); such a command then exits 141 (``ExitCode.PIPE_CLOSED``).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -26,7 +31,10 @@ __all__ = [
     "interrupt_exits",
     "interrupt_pending",
     "interrupted_early",
+    "stdout_closed",
+    "stdout_was_closed",
     "stop_on_signals",
+    "stops_on_closed_stdout",
 ]
 
 #: The exit code of a command stopped by a signal (``ExitCode.INTERRUPTED``).
@@ -43,6 +51,10 @@ class _Held:
     #: when it is raised inside a finalizer (``__del__``, a weakref callback: "Exception ignored
     #: in …"), so what comes after asks this too.
     early = False
+    #: The event :func:`stop_on_signals` made for a command that a closed stdout stops too.
+    stop: threading.Event | None = None
+    #: :func:`stdout_closed` was called: stdout's reader went away.
+    stdout_closed = False
 
 
 def _say(text: str) -> None:
@@ -86,9 +98,10 @@ def interrupted_early() -> bool:
     return _Held.early
 
 
-def stop_on_signals() -> threading.Event:
+def stop_on_signals(*, closed_stdout: bool = False) -> threading.Event:
     """An event set by SIGINT, SIGTERM or SIGHUP (graceful stop; SIGHUP unless ignored); a
-    second SIGINT ends the command at once with exit code 130."""
+    second SIGINT ends the command at once with exit code 130. With ``closed_stdout``, by
+    :func:`stdout_closed` too."""
     stop = threading.Event()
 
     def handler(signum: int, _frame: Any) -> None:
@@ -104,6 +117,7 @@ def stop_on_signals() -> threading.Event:
 
     for signum in _stop_signals():
         signal.signal(signum, handler)
+    _Held.stop = stop if closed_stdout else None
     if _Held.early:  # a Ctrl-C during the start that did not end it still stops the command
         stop.set()
         _say("SIGINT: stopping…\n")
@@ -129,3 +143,35 @@ def holding_interrupts(*, then_raise: bool = True) -> Iterator[None]:
 def interrupt_pending() -> bool:
     """True when a second SIGINT came inside :func:`holding_interrupts` and waits for it."""
     return _Held.pending
+
+
+def stdout_closed() -> None:
+    """Stdout's reader went away (a write raised ``BrokenPipeError``): the command stops as on
+    its first stop signal (the event of :func:`stop_on_signals` is set; the file in hand is
+    finished with its record), and stdout is pointed at the null device from here on, so what
+    the command still prints there (its ``--json`` summary, the rest of its cards, Python's
+    flush of stdout at exit, which would say "Exception ignored … BrokenPipeError") goes
+    nowhere instead of failing again; its lines on stderr stay. Idempotent."""
+    if not _Held.stdout_closed:
+        _Held.stdout_closed = True
+        _say("stdout closed by its reader: stopping…\n")
+    with contextlib.suppress(OSError, ValueError):  # no file descriptor (a test's capture)
+        fileno = sys.stdout.fileno()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, fileno)
+        finally:
+            os.close(devnull)
+    if _Held.stop is not None:
+        _Held.stop.set()
+
+
+def stdout_was_closed() -> bool:
+    """True once :func:`stdout_closed` was called: the command ends with exit code 141."""
+    return _Held.stdout_closed
+
+
+def stops_on_closed_stdout() -> bool:
+    """True when the command's stop event is set by a closed stdout (``stop_on_signals(
+    closed_stdout=True)``): it handles a closed stdout as a stop, rather than ending there."""
+    return _Held.stop is not None
