@@ -71,6 +71,7 @@ def test_a_rerun_waits_for_the_records_already_there_until_they_are_done(
     done = run(["records", "add", *paths], tmp_path, **env)
     assert done.returncode == ExitCode.OK, done.stderr
     assert "record 2  jfk.wav" in done.stdout and "ask not what your country" in done.stdout
+    assert "record 1: done\nrecord 2: done\n" in done.stderr
     assert _workers_started(tmp_path, env) == 1
     with engine.connect() as conn:
         assert conn.execute(select(func.count()).select_from(audio_records)).scalar_one() == 2
@@ -116,8 +117,14 @@ def test_a_media_rerun_waits_for_the_items_already_there(
     assert (events[-1]["items"], events[-1]["done"], events[-1]["unfinished"]) == (2, 2, 0)
     halted = run(["media", "add", "Trip", "--json", broken], tmp_path, **env)
     assert halted.returncode == ExitCode.HALTED, halted.stderr
-    (result,) = [e["card"] for e in _events(halted.stdout) if e["event"] == "result"]
+    events = _events(halted.stdout)
+    assert {"event": "state", "item": 3, "state": "halted: undecodable"} in events
+    (result,) = [e["card"] for e in events if e["event"] == "result"]
     assert result["id"] == 3 and result["halted"] is True
+    # Halted already: said at once, the same state event, exit 1.
+    again = run(["media", "add", "Trip", "--json", broken], tmp_path, **env)
+    assert again.returncode == ExitCode.HALTED, again.stderr
+    assert {"event": "state", "item": 3, "state": "halted: undecodable"} in _events(again.stdout)
 
 
 def _tone(path: Path, number: int) -> str:

@@ -225,7 +225,7 @@ def ingest(
     if intake.stopped or not ids or workers == 0:
         out.end_early(intake, "[pipeline] workers" if workers == 0 else None, cards=cards)
     deleted: set[int] = set()
-    if _finished(runtime, ids):  # all already there and done or halted: said right away
+    if _finished(runtime, ids, out):  # all already there and done or halted: said at once
         _print_results(runtime, ids, out, intake, deleted, stopped=False)
     pool = runtime.pool({"audio": workers})
     # Registered as `conveyor worker` is: seen by `conveyor workers`, obeys pauses and drains.
@@ -286,15 +286,23 @@ def ingest(
     _print_results(runtime, ids, out, intake, deleted, stopped=stop_waiting.is_set())
 
 
-def _finished(runtime: Runtime, ids: list[int]) -> bool:
-    """Whether every record of ``ids`` is done, halted or gone: nothing for workers to do."""
+def _finished(runtime: Runtime, ids: list[int], out: IntakeOutput) -> bool:
+    """Whether every record of ``ids`` is done, halted or gone: nothing for workers to do;
+    then each one's state is said, as a run that waited says it."""
     from conveyor.audio import queries
 
     with runtime.engine.connect() as conn:
-        rows = [queries.record_by_id(conn, rid) for rid in ids]
-    return all(
-        row is None or row["halted_at"] is not None or row["stage"] == "done" for row in rows
-    )
+        rows = {rid: queries.record_by_id(conn, rid) for rid in ids}
+    if not all(
+        row is None or row["halted_at"] is not None or row["stage"] == "done"
+        for row in rows.values()
+    ):
+        return False
+    for rid, row in rows.items():
+        if row is not None:
+            halted = row["halted_at"] is not None
+            out.state(rid, event_state(row["stage"], row["halt_reason"] if halted else None))
+    return True
 
 
 def _print_results(

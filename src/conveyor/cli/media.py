@@ -295,8 +295,8 @@ def media_add(
     if intake.stopped or not ids or media.short_workers == 0:
         idle = "[media] short_workers" if media.short_workers == 0 else None
         out.end_early(intake, idle, cards=cards)
-    if not _unfinished(runtime.engine, ids, waits_for_playback=media.long_workers > 0):
-        # All already there and done or halted: said right away, no worker started.
+    if _finished(runtime.engine, ids, out, waits_for_playback=media.long_workers > 0):
+        # All already there and done or halted: said at once, no worker started.
         _print_items(runtime.engine, ids, out, intake, stopped=False)
     pool = runtime.pool({SHORT_LANE: media.short_workers, LONG_LANE: media.long_workers})
     # Registered as `conveyor worker` is: seen by `conveyor workers`, obeys pauses and drains.
@@ -357,16 +357,23 @@ def _finished_item(item: Any, *, waits_for_playback: bool) -> bool:
     )
 
 
-def _unfinished(engine: Any, ids: list[int], *, waits_for_playback: bool) -> bool:
-    """Whether any item of ``ids`` still needs this command's workers."""
+def _finished(engine: Any, ids: list[int], out: IntakeOutput, *, waits_for_playback: bool) -> bool:
+    """Whether no item of ``ids`` needs this command's workers (each done, halted, left for
+    playback or gone); then each one's state is said, as a run that waited says it."""
     from conveyor.media import queries
 
     with engine.connect() as conn:
-        items = [queries.item_by_id(conn, item_id) for item_id in ids]
-    return any(
-        item is not None and not _finished_item(item, waits_for_playback=waits_for_playback)
-        for item in items
-    )
+        items = {item_id: queries.item_by_id(conn, item_id) for item_id in ids}
+    if not all(
+        item is None or _finished_item(item, waits_for_playback=waits_for_playback)
+        for item in items.values()
+    ):
+        return False
+    for item_id, item in items.items():
+        if item is not None:
+            halted = item["halted_at"] is not None
+            out.state(item_id, event_state(item["stage"], item["halt_reason"] if halted else None))
+    return True
 
 
 def _follow(
