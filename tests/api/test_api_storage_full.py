@@ -1,10 +1,13 @@
-"""A folder store with no room: uploads answer 507 ``storage_full`` saying that the storage is
-full (never 503 "does not answer", never the folder's path), ``/healthz`` answers 503 saying the
-storage is full, the log says "storage full" once and "takes writes again" once (never
-"reachable again" while it is full), and uploads are taken again once there is space."""
+"""A store with no room: uploads onto a full folder answer 507 ``storage_full`` saying that the
+storage is full (never 503 "does not answer", never the folder's path), ``/healthz`` answers 503
+saying the storage is full, the log says "storage full" once and "takes writes again" once (never
+"reachable again" while it is full), and uploads are taken again once there is space. A bucket
+whose S3 server answers writes 507 ``XMinioStorageFull`` (MinIO with full drives) answers the
+same 507."""
 
 from __future__ import annotations
 
+import errno
 import logging
 import time
 from pathlib import Path
@@ -15,9 +18,13 @@ from sqlalchemy import Engine
 
 from conveyor.accounts import add_user, create_token
 from conveyor.api.app import create_app
-from conveyor.objects import STORAGE
+from conveyor.config import StorageSettings
+from conveyor.objects import STORAGE, StorageFull, open_store
+from conveyor.objects.outage import is_storage_full, is_storage_outage
 from conveyor.runtime import Runtime
 from tests.support.full_disk import file_size_limit, fill, small_disk
+from tests.support.http_fault_proxy import HttpFaultProxy
+from tests.support.s3server import PART, S3Server
 from tests.support.settings import build_settings
 
 
@@ -104,3 +111,76 @@ def test_a_file_too_large_for_the_folder_is_507_and_no_outage(
         }
         assert not STORAGE.down  # waiting would not make the file fit
         assert client.get("/healthz").json()["storage"] == "ok"
+
+
+def test_a_full_bucket_is_507_storage_full_like_a_full_folder(
+    engine: Engine,
+    s3_server: S3Server,
+    tmp_path: Path,
+    corpus: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A real S3 server behind a proxy that answers writes as MinIO does with full drives
+    (507 ``XMinioStorageFull``): uploads answer 507 ``storage_full``, not 503, naming neither
+    bucket nor endpoint; the log says "storage full" once, naming the bucket."""
+    wav = (corpus / "audio" / "jfk.wav").read_bytes()
+    proxy = HttpFaultProxy(s3_server.endpoint)
+    STORAGE.reset()
+    try:
+        bucket = s3_server.bucket()
+        storage = {
+            **s3_server.storage_settings(bucket),
+            "endpoint": proxy.endpoint,
+            "root": tmp_path / "data",
+        }
+        runtime = Runtime(build_settings(tmp_path, storage=storage), engine=engine)
+        client, auth = _client(runtime)
+        caplog.set_level(logging.INFO)
+        with client:
+            proxy.full = True
+            answers = [
+                client.post("/api/records?name=a.wav", content=wav, headers=auth) for _ in range(2)
+            ]
+            for answer in answers:
+                assert answer.status_code == 507, answer.text
+                error = answer.json()["error"]
+                assert error["code"] == "storage_full"
+                assert error["message"].startswith("the storage is full: it has no space left")
+                assert bucket not in answer.text and proxy.endpoint not in answer.text
+            assert STORAGE.down and STORAGE.full
+            assert client.get("/api/records", headers=auth).json()["items"] == []
+            proxy.full = False
+            again = client.post("/api/records?name=a.wav", content=wav, headers=auth)
+            assert again.status_code == 201, again.text
+    finally:
+        proxy.close()
+        STORAGE.reset()
+    said = [r.getMessage() for r in caplog.records if r.name == "conveyor.objects"]
+    assert len(said) == 1, said
+    assert said[0].startswith("storage full (first met by the API): StorageFull: ")
+    assert f"the storage bucket s3://{bucket}/ at {proxy.endpoint} is full" in said[0]
+    assert [r for r in caplog.records if r.exc_info] == [], "no tracebacks"
+
+
+@pytest.mark.parametrize("size", [1024, PART + 1], ids=["one-put", "multipart"])
+def test_a_full_bucket_raises_storage_full_an_outage_told_as_full(
+    s3_server: S3Server, tmp_path: Path, size: int
+) -> None:
+    """The bucket store raises the folder store's :class:`StorageFull` (``ENOSPC``) for a
+    single put and for a multipart upload alike: the executor's outage check takes it as a
+    full storage to wait for, and nothing is left under the key."""
+    bucket = s3_server.bucket()
+    proxy = HttpFaultProxy(s3_server.endpoint)
+    try:
+        keys = {**s3_server.storage_settings(bucket), "endpoint": proxy.endpoint}
+        store = open_store(StorageSettings(**keys, part_size=PART, work_dir=tmp_path / "w"))
+        proxy.full = True
+        with pytest.raises(StorageFull) as raised:
+            store.put("media/1/x.bin", [b"x" * size])
+        assert raised.value.errno == errno.ENOSPC and raised.value.no_room
+        assert raised.value.what == "bucket"
+        assert is_storage_outage(raised.value) and is_storage_full(raised.value)
+        proxy.full = False
+        assert not store.exists("media/1/x.bin")
+    finally:
+        proxy.close()

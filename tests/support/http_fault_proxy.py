@@ -24,6 +24,13 @@ _SLOW_DOWN = (
     b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Code>'
     b"<Message>Please reduce your request rate.</Message></Error>"
 )
+#: MinIO's answer to a write once its drives are past their free-space threshold (its
+#: ``ErrStorageFull``: HTTP 507, code ``XMinioStorageFull``).
+_STORAGE_FULL = (
+    b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>XMinioStorageFull</Code>'
+    b"<Message>Storage backend has reached its minimum free drive threshold. Please delete a "
+    b"few objects to proceed.</Message></Error>"
+)
 _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade"}
 
 
@@ -35,6 +42,9 @@ class HttpFaultProxy:
         reset_rate: share of requests whose connection is reset without an answer (some after
             the server did the work: the client cannot tell whether it happened).
         delay: seconds every forwarded request waits first.
+        full: while True, every write (``PUT``, ``POST``) is answered 507 ``XMinioStorageFull``
+            without reaching the server, as MinIO answers when its drives are full; reads,
+            listings and deletes are forwarded.
         counts: how many requests met each fate (``forwarded``, ``error``, ``reset``).
         healed: how many requests came after the faults ended by :meth:`heal_after`.
     """
@@ -46,6 +56,7 @@ class HttpFaultProxy:
         self.error_rate = 0.0
         self.reset_rate = 0.0
         self.delay = 0.0
+        self.full = False
         self.counts = {"forwarded": 0, "error": 0, "reset": 0}
         self.healed = 0
         self._heal_at: int | None = None
@@ -72,6 +83,13 @@ class HttpFaultProxy:
                         self.rfile.readline()
                 return self.rfile.read(int(self.headers.get("Content-Length") or 0))
 
+            def _answer(self, status: int, xml: bytes) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/xml")
+                self.send_header("Content-Length", str(len(xml)))
+                self.end_headers()
+                self.wfile.write(xml)
+
             def _reset(self) -> None:
                 # SO_LINGER 0: close sends RST, not FIN — the client sees "connection reset".
                 self.connection.setsockopt(
@@ -82,13 +100,12 @@ class HttpFaultProxy:
 
             def _handle(self) -> None:
                 body = self._body()
+                if proxy.full and self.command in ("PUT", "POST"):
+                    self._answer(507, _STORAGE_FULL)
+                    return
                 fate = proxy._fate()
                 if fate == "error":
-                    self.send_response(503)
-                    self.send_header("Content-Type", "application/xml")
-                    self.send_header("Content-Length", str(len(_SLOW_DOWN)))
-                    self.end_headers()
-                    self.wfile.write(_SLOW_DOWN)
+                    self._answer(503, _SLOW_DOWN)
                     return
                 if fate == "reset_before":
                     self._reset()

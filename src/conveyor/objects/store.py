@@ -81,7 +81,9 @@ _TOO_LARGE = errno.EFBIG
 
 class StorageFull(OSError):
     """The store has no room for what is being written: its folder's disk (or quota) is full,
-    ``ENOSPC`` or ``EDQUOT``, or the folder cannot take a file this large, ``EFBIG``.
+    ``ENOSPC`` or ``EDQUOT``, or the folder cannot take a file this large, ``EFBIG``; or the
+    bucket's server refused the write for want of room (MinIO's ``XMinioStorageFull``, any
+    HTTP 507), said as ``ENOSPC``.
 
     ``errno`` is the failed write's, so a full disk stays an outage (steps wait for space,
     :mod:`conveyor.objects.outage`) and a too-large file does not (waiting would not help).

@@ -16,6 +16,7 @@ and endpoint only.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import re
@@ -40,6 +41,7 @@ from conveyor.objects.store import (
     ListedObject,
     Readable,
     Source,
+    StorageFull,
     StorageUnavailable,
     StoredObject,
     WorkingCopies,
@@ -66,6 +68,11 @@ SETTINGS_HINT = (
 MIN_PART_SIZE = 5 * 1024 * 1024
 _MISSING = frozenset({"NoSuchKey", "404", "NotFound"})
 _BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+#: The error code MinIO answers a write with once its drives are past their free-space
+#: threshold (HTTP 507 Insufficient Storage; MinIO before 2020 said it with a 500).
+_FULL_CODES = frozenset({"XMinioStorageFull"})
+#: RFC 4918's Insufficient Storage: whatever server answers a write with it has no room.
+_INSUFFICIENT_STORAGE = 507
 
 
 def parse_s3_url(url: str) -> tuple[str, str]:
@@ -85,6 +92,15 @@ def parse_s3_url(url: str) -> tuple[str, str]:
         check_key(prefix)
         prefix += "/"
     return parts.netloc, prefix
+
+
+def _no_room(exc: ClientError) -> bool:
+    """True when the server refused a write for want of room: MinIO's ``XMinioStorageFull`` or
+    any HTTP 507. (``EntityTooLarge`` is a single request over S3's size limit, not a full
+    bucket; AWS itself never fills.)"""
+    code = str(exc.response.get("Error", {}).get("Code", ""))
+    status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+    return code in _FULL_CODES or status == _INSUFFICIENT_STORAGE
 
 
 def _missing(exc: ClientError) -> bool:
@@ -265,6 +281,12 @@ class S3Store(WorkingCopies):
                     MultipartUpload={"Parts": parts},
                 )
                 upload_id = None
+        except ClientError as exc:
+            # Said as the bucket's, as a full folder is: the API answers 507 storage_full and
+            # steps wait for space (an outage, told as full), whatever part of the upload met it.
+            if _no_room(exc):
+                raise StorageFull(errno.ENOSPC, "bucket", self.describe_location()) from exc
+            raise
         finally:
             if upload_id is not None:
                 self._abort(full, upload_id)
