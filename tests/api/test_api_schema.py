@@ -20,6 +20,7 @@ from schemathesis.checks import (
     status_code_conformance,
 )
 
+from conveyor.error_codes import ErrorCode
 from tests.support.api import Api, MakeApi
 
 
@@ -184,3 +185,39 @@ def test_the_schema_documents_outages_and_resolves_every_reference(client: TestC
     assert list(original["content"]) == ["*/*"]
     assert "400" in spec["paths"]["/api/records"]["get"]["responses"]
     assert "413" in spec["paths"]["/api/records/{record_id}"]["patch"]["responses"]
+
+
+UPLOADS = [
+    ("/api/records", "post"),
+    ("/api/albums/{album_id}/items", "post"),
+    ("/v1/audio/transcriptions", "post"),
+]
+
+
+@pytest.mark.parametrize(("path", "method"), UPLOADS, ids=[p for p, _ in UPLOADS])
+def test_every_upload_documents_507_storage_full_in_the_error_shape(
+    client: TestClient, path: str, method: str
+) -> None:
+    responses = client.get("/openapi.json").json()["paths"][path][method]["responses"]
+    full = responses["507"]
+    assert full["content"] == {
+        "application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}
+    }
+    assert "`storage_full`" in full["description"]
+    assert "`storage_unavailable`" in responses["503"]["description"]
+
+
+def test_every_code_an_operation_names_is_answered_with_that_status(client: TestClient) -> None:
+    """A code word in a response's description is one the API answers with that status, by
+    the declaration docs/http.md's error table is held to."""
+    spec = client.get("/openapi.json").json()
+    declared = {code.value: code.status for code in ErrorCode}
+    named = 0
+    for path, item in spec["paths"].items():
+        for method, op in item.items():
+            for status, response in op["responses"].items():
+                for word in re.findall(r"`([a-z_]+)`", response.get("description", "")):
+                    if word in declared:
+                        named += 1
+                        assert str(declared[word]) == status, (method, path, word)
+    assert named >= 3 * 4  # the uploads' 408, 413, 429, 503 and 507 at least

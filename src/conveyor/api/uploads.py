@@ -59,6 +59,7 @@ __all__ = [
     "BodyChunks",
     "Upload",
     "check_length",
+    "documented",
     "keep_duplicate_chosen",
     "receive_upload",
     "sent_name",
@@ -102,29 +103,60 @@ def keep_duplicate_chosen(upload: Upload, given: bool = False) -> bool:
     return given or word in _YES
 
 
+def documented(description: str, *codes: ErrorCode, **extra: Any) -> dict[int | str, Any]:
+    """One OpenAPI error response, ``{status: {"model": ErrorBody, "description": ...}}``: its
+    status is the codes' own (:class:`~conveyor.error_codes.ErrorCode`, the declaration the
+    error table of docs/http.md is held to), and the description ends with the code words.
+
+    Raises:
+        ValueError: no code, or codes answered with different statuses (or never over HTTP).
+    """
+    statuses = {code.status for code in codes}
+    if len(statuses) != 1 or None in statuses:
+        raise ValueError(f"one HTTP status for {codes!r}, not {statuses!r}")
+    words = ", ".join(f"`{code.value}`" for code in codes)
+    status = statuses.pop()
+    assert status is not None
+    return {status: {"model": ErrorBody, "description": f"{description} ({words})", **extra}}
+
+
 def upload_responses(not_media: str, unprocessable: str) -> dict[int | str, dict[str, Any]]:
-    """The OpenAPI error responses every upload route shares, with its own 415/422 wording."""
+    """The OpenAPI error responses every upload route shares, with its own 415/422 wording;
+    the shared ones take their status from their codes' declaration (:func:`documented`)."""
+    retry_after = {"Retry-After": {"schema": {"type": "integer"}}}
     return {
+        # 400, 415 and 422 are each route's own words (the OpenAI route answers its refused
+        # fields 400, as OpenAI does), so they are not one list of codes.
         400: {
             "model": ErrorBody,
             "description": "Malformed multipart body, an unknown form field, or cut off.",
         },
-        408: {
-            "model": ErrorBody,
-            "description": "Sent nothing for `[api] upload_idle_timeout` s; nothing kept.",
-        },
-        413: {"model": ErrorBody, "description": "Larger than `[api] max_upload_bytes`."},
+        **documented(
+            "Sent nothing for `[api] upload_idle_timeout` s; nothing kept.",
+            ErrorCode.UPLOAD_TIMEOUT,
+        ),
+        **documented("Larger than `[api] max_upload_bytes`.", ErrorCode.TOO_LARGE),
         415: {"model": ErrorBody, "description": not_media},
         422: {"model": ErrorBody, "description": unprocessable},
-        429: {
-            "model": ErrorBody,
-            "description": "Over `[api] uploads_per_owner` uploads arriving at once.",
-            "headers": {"Retry-After": {"schema": {"type": "integer"}}},
-        },
-        503: {
-            "model": ErrorBody,
-            "description": "The server is stopping (`shutting_down`) or the database is down.",
-        },
+        **documented(
+            "Over `[api] uploads_per_owner` uploads arriving at once.",
+            ErrorCode.TOO_MANY_UPLOADS,
+            headers=retry_after,
+        ),
+        **documented(
+            "The server is stopping, or the database or the storage does not answer; nothing "
+            "kept, send it again (after `Retry-After`, for an outage).",
+            ErrorCode.SHUTTING_DOWN,
+            ErrorCode.DATABASE_UNAVAILABLE,
+            ErrorCode.STORAGE_UNAVAILABLE,
+            headers=retry_after,
+        ),
+        **documented(
+            "The storage has no room: its disk, quota or bucket is full, or it cannot take a "
+            "file this large; nothing kept, no `Retry-After` (space comes back when the "
+            "operator frees it).",
+            ErrorCode.STORAGE_FULL,
+        ),
     }
 
 
