@@ -25,7 +25,7 @@ def test_vocabulary_set_show_clear_per_owner(
     assert invoke("vocabulary", "show", "--owner", "ann").stdout == "Sorensen\n"
     too_long = invoke("vocabulary", "set", "x" * 1001)
     assert too_long.exit_code == ExitCode.USAGE
-    assert "vocabulary is longer than 1,000 characters" in too_long.stderr
+    assert "vocabulary hint text is longer than 1,000 characters" in too_long.stderr
     assert "hints" not in too_long.stderr
     assert invoke("vocabulary", "show").stdout == "Kubernetes, Anya Petrova\n"
     assert invoke("vocabulary", "clear").exit_code == 0
@@ -67,6 +67,6 @@ def test_ingest_channels_is_kept_on_the_record_and_checked(
     # A recording's own hints keep their own message; a usage mistake, before any file.
     hints = invoke("ingest", "--hints", "x" * 1001, stereo, **held)
     assert hints.exit_code == ExitCode.USAGE
-    assert "hints are longer than 1000 characters" in hints.stderr
+    assert "vocabulary hint text is longer than 1,000 characters (it has 1,001)" in hints.stderr
     wrong = invoke("ingest", "--channels", "both", stereo, **held)
     assert wrong.exit_code == ExitCode.USAGE and "mix or separate" in wrong.stderr

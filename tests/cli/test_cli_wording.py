@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 import pty
+import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -70,10 +71,22 @@ def test_the_other_command_is_given_as_the_shell_takes_it(tmp_path: Path, corpus
     assert "`conveyor records add 'a note.wav'`" in media.stderr, media.stderr
 
 
+def _kept_before_limits(tmp_path: Path, sql: str, *values: str) -> None:
+    """Write ``values`` into the embedded database as a version before text limits could (a
+    one-line text is refused a newline or tab now, conveyor.limits; old rows still have them)."""
+    with contextlib.closing(sqlite3.connect(tmp_path / "conveyor-data" / "conveyor.db")) as db:
+        db.execute(sql, values)
+        db.commit()
+
+
 def test_a_name_with_a_newline_keeps_its_table_row_whole(tmp_path: Path) -> None:
-    created = run(["albums", "create", "a\nb"], tmp_path)
-    assert created.returncode == 0, created.stderr
-    run(["albums", "create", "tab\there"], tmp_path)
+    refused = run(["albums", "create", "a\nb"], tmp_path)
+    assert refused.returncode == ExitCode.USAGE, refused.stderr
+    assert "an album's name contains a control character ('\\n')" in refused.stderr
+    for name in ("a", "tab"):
+        assert run(["albums", "create", name], tmp_path).returncode == 0
+    _kept_before_limits(tmp_path, "UPDATE albums SET name = ? WHERE id = 1", "a\nb")
+    _kept_before_limits(tmp_path, "UPDATE albums SET name = ? WHERE id = 2", "tab\there")
     listing = run(["albums", "list"], tmp_path).stdout.splitlines()
     # It printed the newline as it is: a row 'a' and a row 'b' under the name column.
     assert len(listing) == 3, listing
@@ -179,12 +192,13 @@ def test_empty_lists_say_whose_and_how_to_add_as_the_shell_takes_it(tmp_path: Pa
 def test_a_title_with_a_newline_keeps_the_card_one_line_a_field(
     tmp_path: Path, corpus: Path
 ) -> None:
-    added = run(
-        ["records", "add", str(corpus / "audio" / "jfk.wav"), "--title", "first\nsecond\tpart"],
-        tmp_path,
-        CONVEYOR_PIPELINE__WORKERS="0",
-    )
+    jfk = str(corpus / "audio" / "jfk.wav")
+    refused = run(["records", "add", jfk, "--title", "first\nsecond"], tmp_path, **NO_WORKERS)
+    assert refused.returncode == ExitCode.USAGE, refused.stderr
+    added = run(["records", "add", jfk, "--title", "first"], tmp_path, **NO_WORKERS)
     assert added.returncode == 0, added.stderr
+    title = "first\nsecond\tpart"
+    _kept_before_limits(tmp_path, "UPDATE audio_records SET title = ? WHERE id = 1", title)
     shown = run(["records", "show", "1"], tmp_path).stdout.splitlines()
     assert "  title      first\\nsecond\\tpart" in shown, shown
     card = json.loads(run(["records", "show", "1", "--json"], tmp_path).stdout)

@@ -21,6 +21,7 @@ from conveyor.accounts import queries
 from conveyor.clock import Clock
 from conveyor.error_codes import ErrorCode
 from conveyor.errors import Conflict, NotFound, RejectedInput
+from conveyor.limits import USER_NAME
 
 __all__ = [
     "Account",
@@ -40,7 +41,7 @@ __all__ = [
 # Seconds between writes of ``last_used_at``: a busy client must not turn every read into a
 # write (on SQLite writers serialise with the workers).
 _TOUCH_EVERY = 60.0
-_MAX_NAME = 100
+_MAX_NAME = USER_NAME.longest
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from conveyor.api.multipart import Upload
-from conveyor.audio.intake import MAX_HINTS, clean_language
+from conveyor.audio.intake import clean_language
 from conveyor.error_codes import ErrorCode
 from conveyor.errors import RejectedInput
+from conveyor.limits import HINTS, RECORD_TITLE, TextLimit
 
 __all__ = ["RECORD_FIELDS", "RecordChoices", "record_choices"]
 
@@ -16,12 +17,16 @@ __all__ = ["RECORD_FIELDS", "RecordChoices", "record_choices"]
 RECORD_FIELDS = frozenset({"title", "language", "hints", "channels", "keep_duplicate"})
 
 
-def _field(upload: Upload, name: str, given: str | None, limit: int) -> str | None:
+# The language and channels are words checked after this; these bounds only keep them short.
+_LANGUAGE = TextLimit("a language code", 3)
+_CHANNELS = TextLimit("a channels choice", 8)
+
+
+def _field(upload: Upload, name: str, given: str | None, limit: TextLimit) -> str | None:
     value = given if given is not None else upload.fields.get(name)
-    if value is not None and len(value) > limit:
-        raise RejectedInput(ErrorCode.INVALID_REQUEST, f"{name} is longer than {limit} characters")
-    if value is not None and "\x00" in value:
-        raise RejectedInput(ErrorCode.INVALID_REQUEST, f"{name} contains a NUL character")
+    problem = None if value is None else limit.problem(value)
+    if problem is not None:
+        raise RejectedInput(ErrorCode.INVALID_REQUEST, f"{name} {problem}")
     return value
 
 
@@ -56,18 +61,20 @@ def record_choices(
         default_channels: ``[transcription] channels``, used when none is chosen.
 
     Raises:
-        RejectedInput: ``invalid_request``: a field over its length (title 300, hints 1,000,
-            channels 8 characters), with a NUL character, or a ``language`` that is not two or
+        RejectedInput: ``invalid_request``: a title or hints that break their
+            :mod:`conveyor.limits` declaration (:data:`~conveyor.limits.RECORD_TITLE`,
+            :data:`~conveyor.limits.HINTS`), channels over 8 characters or with a control
+            character, or a ``language`` that is not two or
             three ASCII letters (in any case, blanks around them allowed; the choice is lower
             case).
     """
     given = language if language is not None else upload.fields.get("language")
-    lang = _field(upload, "language", clean_language(given), 3)
+    lang = _field(upload, "language", clean_language(given), _LANGUAGE)
     if lang is not None and not (lang.isascii() and lang.isalpha() and lang.islower()):
         raise RejectedInput(ErrorCode.INVALID_REQUEST, "language is an ISO 639-1 code such as `en`")
     return RecordChoices(
-        title=_field(upload, "title", title, 300),
+        title=_field(upload, "title", title, RECORD_TITLE),
         language=lang,
-        hints=_field(upload, "hints", hints, MAX_HINTS),
-        channels=_field(upload, "channels", channels, 8) or default_channels,
+        hints=_field(upload, "hints", hints, HINTS),
+        channels=_field(upload, "channels", channels, _CHANNELS) or default_channels,
     )

@@ -48,6 +48,7 @@ from conveyor.audio.texts import export_text
 from conveyor.clock import iso_utc
 from conveyor.error_codes import ErrorCode
 from conveyor.errors import Duplicate, NotFound
+from conveyor.limits import HINTS, RECORD_TITLE
 from conveyor.objects import file_by_id
 from conveyor.pipeline import resume
 
@@ -76,13 +77,21 @@ UPLOAD_BODY: dict[str, Any] = {
                 "type": "object",
                 "required": ["file"],
                 "properties": {
-                    "title": {"type": "string", "maxLength": 300, "pattern": PLAIN_TEXT},
+                    "title": {
+                        "type": "string",
+                        "maxLength": RECORD_TITLE.longest,
+                        "pattern": RECORD_TITLE.pattern,
+                    },
                     "language": {
                         "type": "string",
                         "pattern": LANGUAGE_PATTERN,
                         "description": LANGUAGE_HELP,
                     },
-                    "hints": {"type": "string", "maxLength": 1000, "pattern": PLAIN_TEXT},
+                    "hints": {
+                        "type": "string",
+                        "maxLength": HINTS.longest,
+                        "pattern": HINTS.pattern,
+                    },
                     "channels": {"type": "string", "enum": ["mix", "separate"]},
                     "file": {"type": "string", "format": "binary"},
                 },
@@ -186,7 +195,9 @@ async def upload_record(
     response: Response,
     state: State,
     owner: Owner,
-    title: Annotated[str | None, Query(max_length=300, pattern=PLAIN_TEXT)] = None,
+    title: Annotated[
+        str | None, Query(max_length=RECORD_TITLE.longest, pattern=RECORD_TITLE.pattern)
+    ] = None,
     language: Annotated[
         str | None, Query(pattern=LANGUAGE_PATTERN, description=LANGUAGE_HELP)
     ] = None,
@@ -201,8 +212,8 @@ async def upload_record(
     hints: Annotated[
         str | None,
         Query(
-            max_length=1000,
-            pattern=PLAIN_TEXT,
+            max_length=HINTS.longest,
+            pattern=HINTS.pattern,
             description="Names and terms the speech contains (vocabulary hints).",
         ),
     ] = None,

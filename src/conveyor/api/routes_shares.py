@@ -26,6 +26,7 @@ from conveyor.api.schemas import (
 from conveyor.api.state import State
 from conveyor.errors import NotFound
 from conveyor.kinds import ShareRole
+from conveyor.limits import USER_NAME
 from conveyor.media import sharing
 
 __all__ = ["LINK_PAGE", "router"]
@@ -35,7 +36,10 @@ router = APIRouter(prefix="/api", tags=["sharing"])
 #: The web page a link opens (``/s/<token>``), for whoever holds it.
 LINK_PAGE = sharing.LINK_PAGE
 
-UserName = Annotated[str, Path(max_length=100, description="The user's name.")]
+UserName = Annotated[
+    str,
+    Path(max_length=USER_NAME.longest, pattern=USER_NAME.pattern, description="The user's name."),
+]
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorBody, "description": "No or unknown bearer token."},

@@ -14,6 +14,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from conveyor.audio.stages import AUDIO
 from conveyor.kinds import MediaKind, Role, ShareRole
+from conveyor.limits import (
+    ALBUM_NAME,
+    HINTS,
+    LINK_LABEL,
+    PROOFREAD_SEGMENT,
+    RECORD_BRIEF,
+    RECORD_TITLE,
+    TOPIC,
+    USER_NAME,
+)
 from conveyor.media.stages import MEDIA
 
 __all__ = [
@@ -56,7 +66,8 @@ __all__ = [
     "UploadedRecord",
 ]
 
-# Text the databases can store: no NUL (PostgreSQL refuses it in text columns).
+# Text the databases can store: no NUL (PostgreSQL refuses it in text columns). The texts
+# people give (titles, names, notes) have their own limits, declared in conveyor.limits.
 PLAIN_TEXT = r"^[^\x00]*$"
 
 if TYPE_CHECKING:
@@ -224,8 +235,12 @@ class RecordPatch(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    title: str | None = Field(default=None, max_length=300, pattern=PLAIN_TEXT)
-    brief: str | None = Field(default=None, max_length=20_000, pattern=PLAIN_TEXT)
+    title: str | None = Field(
+        default=None, max_length=RECORD_TITLE.longest, pattern=RECORD_TITLE.pattern
+    )
+    brief: str | None = Field(
+        default=None, max_length=RECORD_BRIEF.longest, pattern=RECORD_BRIEF.pattern
+    )
 
 
 class TextWord(BaseModel):
@@ -274,9 +289,11 @@ class Proofread(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    segments: list[Annotated[str, Field(max_length=10_000, pattern=PLAIN_TEXT)]] = Field(
-        max_length=100_000
-    )
+    segments: list[
+        Annotated[
+            str, Field(max_length=PROOFREAD_SEGMENT.longest, pattern=PROOFREAD_SEGMENT.pattern)
+        ]
+    ] = Field(max_length=100_000)
 
 
 class Topics(BaseModel):
@@ -284,7 +301,9 @@ class Topics(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    topics: list[Annotated[str, Field(max_length=100, pattern=PLAIN_TEXT)]] = Field(max_length=5)
+    topics: list[Annotated[str, Field(max_length=TOPIC.longest, pattern=TOPIC.pattern)]] = Field(
+        max_length=5
+    )
 
 
 class RecordEvent(BaseModel):
@@ -333,7 +352,12 @@ class ShareCreate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    user: str = Field(min_length=1, max_length=100, description="The user's name.")
+    user: str = Field(
+        min_length=1,
+        max_length=USER_NAME.longest,
+        pattern=USER_NAME.pattern,
+        description="The user's name.",
+    )
     role: ShareRoleName = Field(
         description="`viewer`: sees the album, its items and live events; `contributor`: "
         "also adds photos and videos (and may delete what they added)."
@@ -360,7 +384,10 @@ class LinkCreate(BaseModel):
         description="Seconds until it stops working (at most ten years); null: until revoked.",
     )
     label: str | None = Field(
-        default=None, max_length=100, description="A note for you: who it was given to."
+        default=None,
+        max_length=LINK_LABEL.longest,
+        pattern=LINK_LABEL.pattern,
+        description="A note for you: who it was given to.",
     )
 
 
@@ -391,7 +418,7 @@ class AlbumCreate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(min_length=1, max_length=200, pattern=r"^[^\x00]*[^\x00\s][^\x00]*$")
+    name: str = Field(min_length=1, max_length=ALBUM_NAME.longest, pattern=ALBUM_NAME.pattern)
 
 
 class RoleObject(BaseModel):
@@ -487,7 +514,7 @@ class Vocabulary(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     hints: str | None = Field(
-        max_length=1000,
-        pattern=PLAIN_TEXT,
+        max_length=HINTS.longest,
+        pattern=HINTS.pattern,
         description="Terms separated by commas; null or empty: none.",
     )

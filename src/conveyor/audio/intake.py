@@ -15,6 +15,7 @@ from conveyor.error_codes import ErrorCode
 from conveyor.errors import Duplicate, RejectedInput, UnsupportedMedia
 from conveyor.files import file_sha256
 from conveyor.kinds import TextKind
+from conveyor.limits import HINTS
 from conveyor.objects import ObjectStore, lock_content, put_file_row
 from conveyor.objects.sniff import (
     OCTET_STREAM,
@@ -264,8 +265,8 @@ def clean_language(language: str | None) -> str | None:
     return None if language is None else language.strip().lower()
 
 
-MAX_HINTS = 1000
-"""Longest vocabulary hint text in characters (Whisper's prompt holds about 224 tokens)."""
+MAX_HINTS = HINTS.longest
+"""Longest vocabulary hint text in characters, as :data:`conveyor.limits.HINTS` declares."""
 
 
 def clean_hints(hints: str | None, *, vocabulary: bool = False) -> str | None:
@@ -276,7 +277,8 @@ def clean_hints(hints: str | None, *, vocabulary: bool = False) -> str | None:
             only the messages differ, so each names what the person typed into.
 
     Raises:
-        RejectedInput: ``bad_hints``: longer than :data:`MAX_HINTS` or with control characters.
+        RejectedInput: ``bad_hints``: longer than :data:`MAX_HINTS` or with control characters
+            (U+0000-U+001F, U+007F-U+009F) once whitespace is collapsed.
     """
     if hints is None:
         return None
@@ -288,7 +290,7 @@ def clean_hints(hints: str | None, *, vocabulary: bool = False) -> str | None:
             if vocabulary
             else f"hints are longer than {MAX_HINTS} characters",
         )
-    if any(ord(ch) < 32 for ch in cleaned):
+    if any(HINTS.refuses(ch) for ch in cleaned):
         raise RejectedInput(
             ErrorCode.BAD_HINTS,
             "vocabulary contains control characters"

@@ -22,6 +22,7 @@ from conveyor.clock import Clock
 from conveyor.error_codes import ErrorCode
 from conveyor.errors import Conflict, NotFound, RejectedInput
 from conveyor.kinds import TextKind
+from conveyor.limits import TOPIC
 
 __all__ = [
     "MAX_TOPICS",
@@ -39,7 +40,7 @@ __all__ = [
 TRANSCRIPT = TextKind.TRANSCRIPT
 PROOFREAD = TextKind.PROOFREAD
 MAX_TOPICS = 5
-_MAX_TOPIC = 100
+_MAX_TOPIC = TOPIC.longest
 _MAX_SEGMENT = 10_000
 
 

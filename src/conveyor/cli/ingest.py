@@ -16,6 +16,8 @@ from conveyor.cli.intake_output import IntakeOutput, event_state
 from conveyor.cli.output import JsonOption, fail, progress_display, setup_logging
 from conveyor.cli.settings import make_runtime
 from conveyor.cli.signals import stop_on_signals
+from conveyor.cli.texts import TextParser
+from conveyor.limits import HINTS, RECORD_TITLE
 
 if TYPE_CHECKING:
     from sqlalchemy import RowMapping
@@ -128,11 +130,19 @@ def ingest(
             "--raw-pcm", help="The files are headerless 16 kHz mono 16-bit little-endian PCM."
         ),
     ] = False,
-    title: Annotated[str | None, typer.Option(metavar="T", help="Title for the records.")] = None,
+    title: Annotated[
+        str | None,
+        typer.Option(
+            metavar="T",
+            help=f"Title for the records ({RECORD_TITLE.rule}).",
+            parser=TextParser(RECORD_TITLE),
+        ),
+    ] = None,
     hints: Annotated[
         str | None,
         typer.Option(
             metavar="TEXT",
+            parser=TextParser(HINTS),
             help="Names and terms the speech contains, to spell them right (added to the "
             "owner's vocabulary, see `conveyor vocabulary set`).",
         ),

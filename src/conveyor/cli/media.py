@@ -29,7 +29,9 @@ from conveyor.cli.output import (
 )
 from conveyor.cli.settings import make_runtime
 from conveyor.cli.signals import stop_on_signals
+from conveyor.cli.texts import TextParser
 from conveyor.kinds import SHELL_USER
+from conveyor.limits import ALBUM_NAME
 from conveyor.sizes import human_size
 
 if TYPE_CHECKING:
@@ -135,7 +137,14 @@ def album_id_of(runtime: Runtime, conn: Connection, album: str, owner: str) -> i
 
 @albums_app.command("create")
 def albums_create(
-    name: Annotated[str, typer.Argument(metavar="NAME", help="The album's name.")],
+    name: Annotated[
+        str,
+        typer.Argument(
+            metavar="NAME",
+            help=f"The album's name ({ALBUM_NAME.rule}).",
+            parser=TextParser(ALBUM_NAME),
+        ),
+    ],
     owner: Owner = "me",
     as_json: JsonOption = False,
 ) -> None:

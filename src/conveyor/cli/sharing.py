@@ -14,6 +14,8 @@ from conveyor.cli.ids import IdParser
 from conveyor.cli.media import AlbumRef, Owner, albums_app
 from conveyor.cli.output import JsonOption, console, fail, note, print_json, table
 from conveyor.cli.settings import make_runtime
+from conveyor.cli.texts import TextParser
+from conveyor.limits import LINK_LABEL, USER_NAME
 
 if TYPE_CHECKING:
     from conveyor.runtime import Runtime
@@ -23,7 +25,9 @@ __all__ = ["link_app", "parse_duration"]
 link_app = CommandGroup(help="View-only links to an album (no account needed to open one).")
 albums_app.add_typer(link_app, name="link")
 
-User = Annotated[str, typer.Argument(metavar="USER", help="The user's name.")]
+User = Annotated[
+    str, typer.Argument(metavar="USER", help="The user's name.", parser=TextParser(USER_NAME))
+]
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 7 * 86_400}
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw]?)")
 
@@ -150,7 +154,12 @@ def link_create(
         ),
     ] = None,
     label: Annotated[
-        str | None, typer.Option(metavar="L", help="A note for you: who it was given to.")
+        str | None,
+        typer.Option(
+            metavar="L",
+            help=f"A note for you: who it was given to ({LINK_LABEL.rule}).",
+            parser=TextParser(LINK_LABEL),
+        ),
     ] = None,
     owner: Owner = "me",
     as_json: JsonOption = False,

@@ -12,7 +12,9 @@ from conveyor.cli.groups import CommandGroup
 from conveyor.cli.ids import IdParser
 from conveyor.cli.output import JsonOption, console, fail, note, print_json, table
 from conveyor.cli.settings import make_runtime
+from conveyor.cli.texts import TextParser
 from conveyor.kinds import SHELL_USER
+from conveyor.limits import TOKEN_LABEL
 
 if TYPE_CHECKING:
     from conveyor.runtime import Runtime
@@ -233,7 +235,12 @@ def users_list(as_json: JsonOption = False) -> None:
 def tokens_create(
     user: Annotated[str, typer.Argument(metavar="USER", help="The user the token acts for.")],
     label: Annotated[
-        str | None, typer.Option(metavar="L", help="A note: which device or script.")
+        str | None,
+        typer.Option(
+            metavar="L",
+            help=f"A note: which device or script ({TOKEN_LABEL.rule}).",
+            parser=TextParser(TOKEN_LABEL),
+        ),
     ] = None,
     as_json: JsonOption = False,
 ) -> None:

@@ -11,6 +11,8 @@ from conveyor.cli.groups import CommandGroup
 from conveyor.cli.ingest import OWNER_HELP
 from conveyor.cli.output import JsonOption, console, fail, note, print_json
 from conveyor.cli.settings import make_runtime
+from conveyor.cli.texts import TextParser
+from conveyor.limits import HINTS
 
 __all__ = ["vocabulary_app"]
 
@@ -45,7 +47,9 @@ def vocabulary_set(
     hints: Annotated[
         str,
         typer.Argument(
-            metavar="TEXT", help="Names and terms, separated by commas (at most 1,000 characters)."
+            metavar="TEXT",
+            help=f"Names and terms, separated by commas ({HINTS.rule}).",
+            parser=TextParser(HINTS),
         ),
     ],
     owner: Annotated[str, typer.Option(metavar="NAME", help=OWNER_HELP)] = "me",

@@ -16,6 +16,7 @@ from conveyor.clock import Clock, iso_local, iso_utc, seconds
 from conveyor.db.ids import ALBUM
 from conveyor.error_codes import ErrorCode
 from conveyor.errors import Conflict, NotFound, RejectedInput
+from conveyor.limits import ALBUM_NAME
 from conveyor.media import queries
 
 __all__ = [
@@ -36,7 +37,8 @@ def create_album(engine: Engine, clock: Clock, *, owner: str, name: str) -> int:
         The album's id.
 
     Raises:
-        RejectedInput: ``no_owner`` or ``no_name``.
+        RejectedInput: ``no_owner`` or ``no_name``; ``invalid_request``: a name longer than
+            :data:`~conveyor.limits.ALBUM_NAME` allows or with a control character.
         Conflict: the owner already has an album of that name.
     """
     owner, name = owner.strip(), name.strip()
@@ -44,6 +46,9 @@ def create_album(engine: Engine, clock: Clock, *, owner: str, name: str) -> int:
         raise RejectedInput(ErrorCode.NO_OWNER, "every album needs an owner")
     if not name:
         raise RejectedInput(ErrorCode.NO_NAME, "an album needs a name")
+    problem = ALBUM_NAME.problem(name)
+    if problem is not None:
+        raise RejectedInput(ErrorCode.INVALID_REQUEST, f"the album's name {problem}")
     try:
         with engine.begin() as conn:
             return queries.insert_album(conn, owner=owner, name=name, created_at=clock.now())

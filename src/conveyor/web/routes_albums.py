@@ -24,6 +24,7 @@ from conveyor.api.objects import owned_file_response
 from conveyor.api.state import ApiState, State
 from conveyor.api.uploads import Upload, keep_duplicate_chosen, receive_upload
 from conveyor.errors import Conflict, Duplicate, NotFound, RejectedInput
+from conveyor.limits import ALBUM_NAME
 from conveyor.media import albums as album_views
 from conveyor.media import queries as media_queries
 from conveyor.media.intake import accept_media
@@ -94,7 +95,7 @@ def albums_page(
 
 @router.post("/albums")
 def albums_create(
-    state: State, viewer: Csrf, name: Annotated[str, Form(max_length=200)] = ""
+    state: State, viewer: Csrf, name: Annotated[str, Form(max_length=ALBUM_NAME.longest)] = ""
 ) -> Response:
     """Create an album and open it."""
     runtime = state.runtime

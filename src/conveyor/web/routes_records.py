@@ -33,6 +33,7 @@ from conveyor.audio.texts import (
 )
 from conveyor.audio.vocabulary import owner_vocabulary
 from conveyor.errors import Conflict, Duplicate, NotFound, RejectedInput
+from conveyor.limits import RECORD_BRIEF, RECORD_TITLE
 from conveyor.objects import file_by_id
 from conveyor.pipeline import resume
 from conveyor.web import queries
@@ -314,13 +315,15 @@ def record_details(
     state: State,
     viewer: Csrf,
     record_id: RecordId,
-    title: Annotated[str, Form(max_length=300)] = "",
-    brief: Annotated[str, Form(max_length=20_000)] = "",
+    title: Annotated[str, Form(max_length=RECORD_TITLE.longest)] = "",
+    brief: Annotated[str, Form(max_length=RECORD_BRIEF.longest)] = "",
 ) -> Response:
     """Save title and brief (P7: the owner's fields; blank clears)."""
     values = {"title": title.strip() or None, "brief": brief.strip() or None}
-    if any("\x00" in (v or "") for v in values.values()):
-        return _back(record_id, error="Text may not contain NUL characters.")
+    for field, limit in (("title", RECORD_TITLE), ("brief", RECORD_BRIEF)):
+        problem = limit.problem(values[field] or "")
+        if problem is not None:
+            return _back(record_id, error=f"The {field} {problem}.")
     with state.runtime.engine.begin() as conn:
         if not audio_queries.update_owner_fields(conn, record_id, viewer.name, values):
             raise NotFound(f"record {record_id} does not exist")

@@ -23,6 +23,7 @@ from conveyor.accounts import (
 )
 from conveyor.api.state import State
 from conveyor.clock import iso_utc
+from conveyor.limits import TOKEN_LABEL
 from conveyor.web.auth import (
     LOGIN_CSRF_COOKIE,
     Csrf,
@@ -161,7 +162,7 @@ def tokens_create(
     request: Request,
     state: State,
     viewer: Csrf,
-    label: Annotated[str, Form(max_length=100)] = "",
+    label: Annotated[str, Form(max_length=TOKEN_LABEL.longest)] = "",
 ) -> Response:
     """A new token, shown once on the page that answers."""
     issued = create_token(

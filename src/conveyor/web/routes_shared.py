@@ -21,6 +21,7 @@ from conveyor.api.objects import album_file_response
 from conveyor.api.state import ApiState, State
 from conveyor.errors import NotFound, RejectedInput
 from conveyor.kinds import ShareRole
+from conveyor.limits import LINK_LABEL, USER_NAME
 from conveyor.media import queries as media_queries
 from conveyor.media import sharing
 from conveyor.media.sharing import Access
@@ -52,7 +53,7 @@ def share(
     state: State,
     viewer: Csrf,
     album_id: AlbumId,
-    user: Annotated[str, Form(max_length=100)] = "",
+    user: Annotated[str, Form(max_length=USER_NAME.longest)] = "",
     role: Annotated[str, Form(max_length=20)] = "viewer",
 ) -> Response:
     """Share your album with a user (again: change their role); back to its panel."""
@@ -76,7 +77,10 @@ def share(
 
 @router.post("/albums/{album_id}/unshare")
 def unshare(
-    state: State, viewer: Csrf, album_id: AlbumId, user: Annotated[str, Form(max_length=100)] = ""
+    state: State,
+    viewer: Csrf,
+    album_id: AlbumId,
+    user: Annotated[str, Form(max_length=USER_NAME.longest)] = "",
 ) -> Response:
     """Stop sharing your album with a user."""
     sharing.unshare_album(state.runtime.engine, album_id, owner=viewer.name, user=user)
@@ -89,13 +93,16 @@ def create_link(
     state: State,
     viewer: Csrf,
     album_id: AlbumId,
-    label: Annotated[str, Form(max_length=100)] = "",
+    label: Annotated[str, Form(max_length=LINK_LABEL.longest)] = "",
     expires: Annotated[str, Form(max_length=20)] = "",
 ) -> Response:
     """A new view-only link, shown once on the album page that answers."""
     runtime = state.runtime
     if expires not in EXPIRIES:
         return _panel(album_id, "choose when the link expires from the list")
+    problem = LINK_LABEL.problem(label)
+    if problem is not None:
+        return _panel(album_id, f"the note {problem}")
     issued = sharing.create_link(
         runtime.engine,
         runtime.clock,
