@@ -42,6 +42,7 @@ from conveyor.media.sharing import (
 from conveyor.pipeline import resume
 from conveyor.web import queries
 from conveyor.web.auth import Csrf, CsrfHeader, Viewer
+from conveyor.web.ids import AlbumId, ItemId
 from conveyor.web.keyset import cursor_text, parse_cursor
 from conveyor.web.pages import render
 from conveyor.web.streams import album_reader, page_stream_response, start_point
@@ -57,9 +58,6 @@ GRID_PAGE = 60
 # second copy of a file the viewer already has.
 KEEP_FIELDS = frozenset({"keep_duplicate"})
 """Tiles a page of the album grid shows (``Older`` continues after the last)."""
-
-AlbumId = Annotated[int, Path(ge=1, le=2**31 - 1)]
-ItemId = Annotated[int, Path(ge=1, le=2**31 - 1)]
 
 
 def _access(state: ApiState, album_id: int, user: str) -> Access:

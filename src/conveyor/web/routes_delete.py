@@ -11,11 +11,11 @@ in a shared album a contributor deletes the photos and videos they added, and no
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 from urllib.parse import urlencode
 
 import anyio.to_thread
-from fastapi import APIRouter, Path, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse
 from starlette.responses import Response
 
@@ -31,13 +31,13 @@ from conveyor.media.sharing import Access, item_access, may_delete
 from conveyor.sizes import human_size
 from conveyor.web import queries
 from conveyor.web.auth import Csrf, Viewer
+from conveyor.web.ids import AlbumId, ItemId, RecordId
 from conveyor.web.pages import render
 
 __all__ = ["MAX_SELECTED", "router"]
 
 router = APIRouter(include_in_schema=False)
 
-Id = Annotated[int, Path(ge=1, le=2**31 - 1)]
 MAX_SELECTED = 200
 """Items one delete of a selection may name (a grid page holds 60)."""
 
@@ -75,7 +75,9 @@ def _confirm(
 
 
 @router.get("/records/{record_id}/delete")
-def record_delete_page(request: Request, state: State, viewer: Viewer, record_id: Id) -> Response:
+def record_delete_page(
+    request: Request, state: State, viewer: Viewer, record_id: RecordId
+) -> Response:
     """What deleting the recording takes with it, and the button that does it."""
     with state.runtime.engine.connect() as conn:
         row = audio_queries.record_by_id(conn, record_id, viewer.name)
@@ -107,7 +109,7 @@ def _gone(path: str, what: str) -> Response:
 
 
 @router.post("/records/{record_id}/delete")
-async def record_delete(state: State, viewer: Csrf, record_id: Id) -> Response:
+async def record_delete(state: State, viewer: Csrf, record_id: RecordId) -> Response:
     """Delete the recording for good, then back to the list."""
     runtime = state.runtime
 
@@ -137,7 +139,7 @@ def _deletable_item(state: ApiState, item_id: int, user: str) -> tuple[Any, Acce
 
 
 @router.get("/items/{item_id}/delete")
-def item_delete_page(request: Request, state: State, viewer: Viewer, item_id: Id) -> Response:
+def item_delete_page(request: Request, state: State, viewer: Viewer, item_id: ItemId) -> Response:
     """What deleting the photo or video takes with it, and the button that does it."""
     row, access = _deletable_item(state, item_id, viewer.name)
     with state.runtime.engine.connect() as conn:
@@ -157,7 +159,7 @@ def item_delete_page(request: Request, state: State, viewer: Viewer, item_id: Id
 
 
 @router.post("/items/{item_id}/delete")
-async def item_delete(state: State, viewer: Csrf, item_id: Id) -> Response:
+async def item_delete(state: State, viewer: Csrf, item_id: ItemId) -> Response:
     """Delete the photo or video for good, then back to its album."""
     runtime = state.runtime
     row, access = await anyio.to_thread.run_sync(_deletable_item, state, item_id, viewer.name)
@@ -194,7 +196,7 @@ def _selected(state: ApiState, album_id: int, owner: str, form: Any) -> list[Any
 
 
 @router.post("/albums/{album_id}/items/delete")
-async def items_delete(request: Request, state: State, viewer: Csrf, album_id: Id) -> Response:
+async def items_delete(request: Request, state: State, viewer: Csrf, album_id: AlbumId) -> Response:
     """Several items of the album chosen in the grid (form fields ``item``): without
     ``confirmed=yes`` the page naming each of them; with it, they are deleted."""
     runtime = state.runtime
@@ -227,7 +229,9 @@ async def items_delete(request: Request, state: State, viewer: Csrf, album_id: I
 
 
 @router.get("/albums/{album_id}/delete")
-def album_delete_page(request: Request, state: State, viewer: Viewer, album_id: Id) -> Response:
+def album_delete_page(
+    request: Request, state: State, viewer: Viewer, album_id: AlbumId
+) -> Response:
     """What deleting the album takes with it, and the button that does it."""
     with state.runtime.engine.connect() as conn:
         album = media_queries.album_by_id(conn, album_id, viewer.name)
@@ -251,7 +255,7 @@ def album_delete_page(request: Request, state: State, viewer: Viewer, album_id: 
 
 
 @router.post("/albums/{album_id}/delete")
-async def album_delete(state: State, viewer: Csrf, album_id: Id) -> Response:
+async def album_delete(state: State, viewer: Csrf, album_id: AlbumId) -> Response:
     """Delete the album and everything in it, then back to the albums."""
     runtime = state.runtime
 

@@ -38,6 +38,7 @@ from conveyor.objects import file_by_id
 from conveyor.pipeline import resume
 from conveyor.web import queries
 from conveyor.web.auth import Csrf, CsrfHeader, Viewer
+from conveyor.web.ids import RecordId
 from conveyor.web.pages import render
 from conveyor.web.streams import journal_reader, page_stream_response, start_point
 from conveyor.web.views import record_status, record_statuses
@@ -47,7 +48,6 @@ __all__ = ["PAGE_SIZE", "UPLOAD_FIELDS", "router"]
 router = APIRouter(include_in_schema=False)
 
 PAGE_SIZE = 50
-RecordId = Annotated[int, Path(ge=1, le=2**31 - 1)]
 
 
 def _record_row(state: ApiState, record_id: int, owner: str) -> dict[str, Any]:

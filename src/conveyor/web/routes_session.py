@@ -7,7 +7,7 @@ from functools import partial
 from typing import Annotated
 
 import anyio.to_thread
-from fastapi import APIRouter, Form, Path, Query, Request
+from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import RedirectResponse
 from starlette.responses import Response
 
@@ -34,6 +34,7 @@ from conveyor.web.auth import (
     set_session_cookie,
 )
 from conveyor.web.clients import client_address
+from conveyor.web.ids import TokenId
 from conveyor.web.pages import render
 
 __all__ = ["router"]
@@ -175,7 +176,7 @@ def tokens_create(
 def tokens_revoke(
     state: State,
     viewer: Csrf,
-    token_id: Annotated[int, Path(ge=1, le=2**31 - 1)],
+    token_id: TokenId,
 ) -> Response:
     """Revoke one of your tokens (another user's answers 404)."""
     revoke_own_token(state.runtime.engine, viewer.user_id, token_id)

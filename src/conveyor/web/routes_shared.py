@@ -26,6 +26,7 @@ from conveyor.media import queries as media_queries
 from conveyor.media import sharing
 from conveyor.media.sharing import Access
 from conveyor.web.auth import Csrf
+from conveyor.web.ids import AlbumId, ItemId, LinkId
 from conveyor.web.pages import render
 from conveyor.web.routes_albums import album_response, viewer_response
 from conveyor.web.streams import album_reader, page_stream_response, start_point
@@ -35,9 +36,6 @@ __all__ = ["router"]
 
 router = APIRouter(include_in_schema=False)
 
-AlbumId = Annotated[int, Path(ge=1, le=2**31 - 1)]
-ItemId = Annotated[int, Path(ge=1, le=2**31 - 1)]
-LinkId = Annotated[int, Path(ge=1, le=2**62)]
 Token = Annotated[str, Path(min_length=1, max_length=100)]
 #: How long a link may be made to last from the page (seconds; the form offers these).
 EXPIRIES = frozenset({"", "86400", "604800", "2592000"})
