@@ -19,7 +19,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine, func, select
 from typer.core import TyperArgument, TyperOption
 
-from conveyor.accounts import add_user
+from conveyor.accounts import add_user, create_token
 from conveyor.cli.exits import ExitCode
 from conveyor.cli.texts import TextParser
 from conveyor.db.tables import (
@@ -31,6 +31,7 @@ from conveyor.db.tables import (
     files,
     owner_vocabulary,
 )
+from conveyor.errors import RejectedInput
 from conveyor.limits import (
     ALBUM_NAME,
     HINTS,
@@ -328,3 +329,19 @@ def test_the_cli_limits_the_texts_the_api_limits_and_no_others() -> None:
             if param.name in ("title", "hints", "label"):
                 assert (name, param.name) in cli, f"{name} {param.name} is not held to a limit"
     assert cli[("albums create", "name")] is ALBUM_NAME
+
+
+@pytest.mark.parametrize("label", ["x" * (TOKEN_LABEL.longest + 1), "phone\x1b[2J"])
+def test_a_tokens_note_past_its_limit_is_refused_by_every_entry_point(
+    make_api: MakeApi, engine: Engine, label: str
+) -> None:
+    """The web app's tokens page makes tokens too: the accounts layer holds the note to the
+    same declaration as `tokens create --label`, with nothing stored."""
+    api = make_api()
+    before = _stored(engine)
+    with pytest.raises(RejectedInput) as refused:
+        create_token(engine, api.runtime.clock, "alice", label=label)
+    assert refused.value.reason == "invalid_request"
+    assert "the token's note" in str(refused.value)
+    assert _stored(engine) == before
+    assert create_token(engine, api.runtime.clock, "alice", label="y" * 100).label == "y" * 100
