@@ -412,11 +412,12 @@ _PATH_KEYS = (
 
 
 def _anchored(value: Any, folder: Path) -> Any:
-    """``value`` (a path from the file) made absolute against ``folder``; ``~`` expanded."""
+    """``value`` (a path from the file) made absolute against ``folder``; ``~`` expanded first
+    (``~/data`` is the home folder's ``data``, not a folder named ``~`` beside the file)."""
     if not isinstance(value, str) or not value:
         return value
     path = Path(value).expanduser()
-    return value if path.is_absolute() else str(folder / path)
+    return str(path if path.is_absolute() else folder / path)
 
 
 def _anchor_paths(data: dict[str, Any], folder: Path) -> dict[str, Any]:

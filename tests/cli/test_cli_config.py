@@ -158,6 +158,26 @@ def test_relative_paths_in_a_config_file_are_relative_to_its_folder(tmp_path: Pa
     assert f"config {config}, database sqlite:///{etc.resolve() / 'data'}" in result.stderr
 
 
+def test_a_home_folder_path_in_a_config_file_is_the_home_folders(tmp_path: Path) -> None:
+    """``~`` in a config file's path keys (and a ``sqlite:///~/...`` URL) is the home folder,
+    from any working directory: no folder named ``~`` is made where the command runs."""
+    home, sub, elsewhere = tmp_path / "home", tmp_path / "sub", tmp_path / "elsewhere"
+    for folder in (home, sub, elsewhere):
+        folder.mkdir()
+    (sub / "c.toml").write_text(
+        '[storage]\nroot = "~/x-conveyor"\n[database]\nurl = "sqlite:///~/x-db/c.db"\n'
+    )
+    (home / "x-db").mkdir()
+    result = run(
+        ["records", "list"], elsewhere, CONVEYOR_CONFIG=str(sub / "c.toml"), HOME=str(home)
+    )
+    assert result.returncode == 0, result.stderr
+    assert (home / "x-db" / "c.db").is_file()
+    assert (home / "x-conveyor").is_dir()
+    assert f"storage {home.resolve() / 'x-conveyor'}" in result.stderr
+    assert not any(elsewhere.iterdir()) and not (sub / "~").exists()
+
+
 def test_a_provider_the_registry_does_not_know_is_refused_where_it_was_set(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
