@@ -32,3 +32,32 @@ def test_a_last_event_id_that_is_not_ascii_digits_is_400_on_every_page_stream(
             assert response.json()["error"]["code"] == "bad_last_event_id"
             answered.append(path)
         assert answered == paths
+
+
+@pytest.mark.parametrize("value", [2**31, 2**63, 10**20], ids=["2^31", "2^63", "10^20"])
+def test_a_last_event_id_no_event_can_have_is_404_on_every_page_stream(
+    make_site: MakeSite, value: int
+) -> None:
+    """Read by :mod:`conveyor.db.ids` as the API's stream reads it: not found, never a 400
+    or a stream that waits for an id no event will ever have."""
+    site = make_site()
+    with TestClient(site.app) as client:
+        sign_in(client, "alice")
+        album = client.post(
+            "/api/albums",
+            json={"name": "Trip"},
+            headers={"Authorization": f"Bearer {site.tokens['alice']}"},
+        )
+        assert album.status_code == 201, album.text
+        for path, noun in [
+            ("/records/events", "record event"),
+            (f"/albums/{album.json()['id']}/events", "album event"),
+        ]:
+            response = client.get(path, headers={"Last-Event-ID": str(value)})
+            assert response.status_code == 404, (path, response.status_code, response.text)
+            error = response.json()["error"]
+            assert error == {
+                "status": 404,
+                "code": "not_found",
+                "message": f"{noun} {value} does not exist",
+            }

@@ -13,7 +13,9 @@ import re
 from typing import Final
 
 from conveyor.api.errors import ApiError
+from conveyor.db.ids import IdKind
 from conveyor.error_codes import ErrorCode
+from conveyor.errors import NotFound
 
 __all__ = ["MAX_DIGITS", "header_int", "last_event_id"]
 
@@ -44,19 +46,26 @@ def header_int(value: str | bytes | None) -> int | None:
     return int(value)
 
 
-def last_event_id(header: str) -> int:
-    """The ``Last-Event-ID`` a reconnecting client sent: ASCII digits, or 400.
+def last_event_id(header: str, kind: IdKind) -> int:
+    """The ``Last-Event-ID`` a reconnecting client sent, an event id of ``kind``: ASCII digits,
+    or 400.
 
     A value that is not a number is refused rather than read as "no id": silently restarting
-    from the newest event would drop every event the client missed.
+    from the newest event would drop every event the client missed. A number no event of the
+    kind can have (past its column's range: ``2147483648``, ``2**63``, ``10**20``) is not
+    found, as :mod:`conveyor.db.ids` reads every id (the ``?last_event_id=`` parameter too).
 
     Raises:
-        ApiError: 400 ``bad_last_event_id`` for anything but 1 to 19 ASCII digits up to 2**63-1.
+        ApiError: 400 ``bad_last_event_id`` for anything but ASCII digits.
+        NotFound: ``album event 2147483648 does not exist``, answered 404 ``not_found``.
     """
-    value = header_int(header.strip())
-    if value is None or value > 2**63 - 1:
+    text = header.strip()
+    if not (text.isascii() and text.isdigit()):
         raise ApiError(
             ErrorCode.BAD_LAST_EVENT_ID,
             "Last-Event-ID must be the decimal id of an event this stream sent (ASCII digits)",
         )
+    value = kind.parse(text)
+    if value is None:
+        raise NotFound(f"{kind.noun} {text} does not exist")
     return value

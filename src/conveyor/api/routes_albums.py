@@ -322,7 +322,7 @@ async def album_events(
         str | None,
         Header(
             alias="Last-Event-ID",
-            max_length=20,
+            max_length=40,
             description="The last id you received; delivery resumes right after it.",
         ),
     ] = None,
@@ -338,7 +338,7 @@ async def album_events(
             mine = album_access(conn, album_id, owner.name).is_owner
         latest = broadcast.latest_id(album_id)
         if last_event_id_header is not None:
-            return ALBUM_EVENT.check(parse_last_event_id(last_event_id_header)), latest, mine
+            return parse_last_event_id(last_event_id_header, ALBUM_EVENT), latest, mine
         if last_event_id is not None:
             return last_event_id, latest, mine
         return latest, latest, mine

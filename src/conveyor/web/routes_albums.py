@@ -23,6 +23,7 @@ from conveyor.accounts import session_active
 from conveyor.api.objects import owned_file_response
 from conveyor.api.state import ApiState, State
 from conveyor.api.uploads import Upload, keep_duplicate_chosen, receive_upload
+from conveyor.db.ids import ALBUM_EVENT
 from conveyor.errors import Conflict, Duplicate, NotFound, RejectedInput
 from conveyor.limits import ALBUM_NAME
 from conveyor.media import albums as album_views
@@ -226,7 +227,7 @@ async def album_events(
     album_id: AlbumId,
     last_event_id: Annotated[int | None, Query(ge=0, le=2**62)] = None,
     last_event_id_header: Annotated[
-        str | None, Header(alias="Last-Event-ID", max_length=20)
+        str | None, Header(alias="Last-Event-ID", max_length=40)
     ] = None,
 ) -> StreamingResponse:
     """The album's live events (M5) for the page, resumable after the last id seen; the
@@ -236,7 +237,10 @@ async def album_events(
     def start_id() -> int:
         _access(state, album_id, viewer.name)
         return start_point(
-            last_event_id_header, last_event_id, lambda: broadcast.latest_id(album_id)
+            last_event_id_header,
+            last_event_id,
+            lambda: broadcast.latest_id(album_id),
+            ALBUM_EVENT,
         )
 
     def still_allowed() -> bool:

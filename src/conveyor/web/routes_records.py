@@ -32,6 +32,7 @@ from conveyor.audio.texts import (
     set_topics,
 )
 from conveyor.audio.vocabulary import owner_vocabulary
+from conveyor.db.ids import RECORD_EVENT
 from conveyor.errors import Conflict, Duplicate, NotFound, RejectedInput
 from conveyor.limits import RECORD_BRIEF, RECORD_TITLE
 from conveyor.objects import file_by_id
@@ -194,7 +195,7 @@ async def records_events(
     record: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
     last_event_id: Annotated[int | None, Query(ge=0, le=2**62)] = None,
     last_event_id_header: Annotated[
-        str | None, Header(alias="Last-Event-ID", max_length=20)
+        str | None, Header(alias="Last-Event-ID", max_length=40)
     ] = None,
 ) -> StreamingResponse:
     """Live changes of your recordings (or of one), resumable after the last id seen."""
@@ -204,7 +205,9 @@ async def records_events(
         with runtime.engine.connect() as conn:
             return queries.latest_audio_event_id(conn)
 
-    start = await anyio.to_thread.run_sync(start_point, last_event_id_header, last_event_id, latest)
+    start = await anyio.to_thread.run_sync(
+        start_point, last_event_id_header, last_event_id, latest, RECORD_EVENT
+    )
     return page_stream_response(
         state,
         viewer.session_id,

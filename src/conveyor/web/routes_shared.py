@@ -19,6 +19,7 @@ from starlette.responses import Response
 
 from conveyor.api.objects import album_file_response
 from conveyor.api.state import ApiState, State
+from conveyor.db.ids import ALBUM_EVENT
 from conveyor.errors import NotFound, RejectedInput
 from conveyor.kinds import ShareRole
 from conveyor.limits import LINK_LABEL, USER_NAME
@@ -182,7 +183,7 @@ async def link_events(
     token: Token,
     last_event_id: Annotated[int | None, Query(ge=0, le=2**62)] = None,
     last_event_id_header: Annotated[
-        str | None, Header(alias="Last-Event-ID", max_length=20)
+        str | None, Header(alias="Last-Event-ID", max_length=40)
     ] = None,
 ) -> StreamingResponse:
     """The linked album's live events (M5), as its owner's page gets them; the stream ends
@@ -192,7 +193,10 @@ async def link_events(
     def start() -> tuple[Access, int]:
         access = _link(state, token)
         return access, start_point(
-            last_event_id_header, last_event_id, lambda: broadcast.latest_id(access.album_id)
+            last_event_id_header,
+            last_event_id,
+            lambda: broadcast.latest_id(access.album_id),
+            ALBUM_EVENT,
         )
 
     def still_allowed() -> bool:

@@ -31,6 +31,7 @@ from conveyor.api.sse import format_event
 from conveyor.api.state import ApiState
 from conveyor.audio.stages import AUDIO
 from conveyor.clock import iso_utc
+from conveyor.db.ids import IdKind
 from conveyor.db.notify import Notifier
 from conveyor.error_codes import ErrorCode
 from conveyor.media.broadcast import AlbumBroadcast
@@ -139,20 +140,24 @@ async def page_stream(
             await anyio.sleep(_TICK)
 
 
-def start_point(header: str | None, query: int | None, latest: Callable[[], int]) -> int:
+def start_point(
+    header: str | None, query: int | None, latest: Callable[[], int], kind: IdKind
+) -> int:
     """The event id a page's stream starts after.
 
     Args:
         header: the ``Last-Event-ID`` a reconnecting ``EventSource`` sends (ASCII digits).
         query: ``?last_event_id=`` of a page's first connection.
         latest: the newest id now, for a page that saw nothing yet (called only then).
+        kind: the events' kind (:mod:`conveyor.db.ids`), which bounds the header's id.
 
     Raises:
         ApiError: 400 ``bad_last_event_id`` for a header that is not a number, rather than a
             silent restart from the newest event that would drop what the page missed.
+        NotFound: a header no event of ``kind`` can have (past its column's range), 404.
     """
     if header is not None and header.strip():
-        return min(last_event_id(header), 2**62)
+        return last_event_id(header, kind)
     if query is not None:
         return query
     return latest()
