@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import (
     BaseModel,
-    ConfigDict,
     Field,
     SecretStr,
     ValidationError,
@@ -51,7 +50,7 @@ from pydantic_settings import (
 )
 
 from conveyor.errors import ConfigError
-from conveyor.provider_settings import ProviderSettings
+from conveyor.provider_settings import ProviderSettings, SettingsSection
 
 __all__ = [
     "PROVIDER_BACKENDS",
@@ -95,10 +94,8 @@ _OTHER_PREFIXES = ("CONVEYOR_TEST_",)
 _DATABASE_SCHEME = re.compile(r"^(sqlite|postgresql|postgres)(\+[a-z0-9_]+)?://", re.IGNORECASE)
 
 
-class _Section(BaseModel):
-    """A ``[section]`` of the settings; an unknown key in it is an error, not ignored."""
-
-    model_config = ConfigDict(extra="forbid")
+class _Section(SettingsSection, BaseModel):  # BaseModel named for ruff: a model copies defaults
+    """A ``[section]`` of the settings; an unknown key or an empty path in it is an error."""
 
 
 class DatabaseSettings(_Section):
@@ -414,8 +411,8 @@ _PATH_KEYS = (
 def _anchored(value: Any, folder: Path) -> Any:
     """``value`` (a path from the file) made absolute against ``folder``; ``~`` expanded first
     (``~/data`` is the home folder's ``data``, not a folder named ``~`` beside the file)."""
-    if not isinstance(value, str) or not value:
-        return value
+    if not isinstance(value, str) or not value.strip():
+        return value  # an empty path is refused as such (SettingsSection), not anchored
     path = Path(value).expanduser()
     return str(path if path.is_absolute() else folder / path)
 

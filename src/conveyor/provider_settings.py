@@ -8,14 +8,33 @@ by importing the backend modules, so neither imports the other to build its own 
 
 from __future__ import annotations
 
-from typing import Self
+from pathlib import Path
+from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
-__all__ = ["ProviderSettings"]
+__all__ = ["ProviderSettings", "SettingsSection"]
 
 
-class ProviderSettings(BaseModel):
+class SettingsSection(BaseModel):
+    """A section of the settings (``[storage]``, ``[transcription.openai]``): an unknown key in
+    it is an error, not ignored, and so is an empty path (``root = ""``), which would otherwise
+    be the folder a command happens to run from."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_empty_path(cls, value: Any, info: ValidationInfo) -> Any:
+        field = cls.model_fields.get(info.field_name or "")
+        annotation = field.annotation if field is not None else None
+        is_path = annotation is Path or Path in getattr(annotation, "__args__", ())
+        if is_path and isinstance(value, str) and not value.strip():
+            raise ValueError("must not be empty (leave the key out for its default)")
+        return value
+
+
+class ProviderSettings(SettingsSection):
     """A recognition provider's own keys, ``[transcription.<name>]``: a provider with keys of
     its own declares their model as ``SETTINGS`` in its backend module
     (``conveyor/providers/backends/<name>.py``), and :class:`conveyor.config.TranscriptionSettings`
@@ -31,7 +50,6 @@ class ProviderSettings(BaseModel):
 
     # Not use_attribute_docstrings: pydantic would read each model's source file at import
     # (inspect.getmodule walks sys.modules), a third of a command's own start (~0.03 s).
-    model_config = ConfigDict(extra="forbid")
 
     @classmethod
     def section(cls) -> str:

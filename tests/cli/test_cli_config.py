@@ -178,6 +178,35 @@ def test_a_home_folder_path_in_a_config_file_is_the_home_folders(tmp_path: Path)
     assert not any(elsewhere.iterdir()) and not (sub / "~").exists()
 
 
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ('[storage]\nroot = ""\n', "conveyor.toml line 2: [storage] root"),
+        ('[storage]\nwork_dir = " "\n', "conveyor.toml line 2: [storage] work_dir"),
+        (
+            '[transcription.openai]\nkey_file = ""\n',
+            "conveyor.toml line 2: [transcription.openai] key_file",
+        ),
+    ],
+)
+def test_an_empty_path_is_a_config_mistake_not_the_working_directory(
+    tmp_path: Path, text: str, said: str
+) -> None:
+    (tmp_path / "conveyor.toml").write_text(text)
+    result = run(["records", "list"], tmp_path)
+    assert result.returncode == ExitCode.USAGE, result.stderr
+    assert f"invalid configuration: {said}: must not be empty" in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["conveyor.toml"]  # nothing made
+    (tmp_path / "conveyor.toml").unlink()
+    variable = run(["records", "list"], tmp_path, CONVEYOR_STORAGE__ROOT="")
+    assert variable.returncode == ExitCode.USAGE, variable.stderr
+    assert (
+        "environment variable CONVEYOR_STORAGE__ROOT: [storage] root: must not be empty"
+        in variable.stderr
+    )
+    assert not any(tmp_path.iterdir())
+
+
 def test_a_provider_the_registry_does_not_know_is_refused_where_it_was_set(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
