@@ -21,6 +21,7 @@ from dataclasses import dataclass
 __all__ = [
     "ALBUM_NAME",
     "HINTS",
+    "LANE_REASON",
     "LINK_LABEL",
     "PROOFREAD_SEGMENT",
     "RECORD_BRIEF",
@@ -154,6 +155,10 @@ TOKEN_LABEL = TextLimit("a token's note", 100)
 """The note on an API token (which device or script): one line, 100 characters (its column is
 ``varchar(100)``)."""
 
+LANE_REASON = TextLimit("a lane's pause reason", 300)
+"""Why an operator paused a lane, for the other operators (shown in lane lists and on the
+operator's page): one line, 300 characters (its column is ``varchar(300)``)."""
+
 #: Every declaration above, for the tests that hold the entry points to them.
 TEXT_LIMITS = (
     RECORD_TITLE,
@@ -165,4 +170,5 @@ TEXT_LIMITS = (
     USER_NAME,
     LINK_LABEL,
     TOKEN_LABEL,
+    LANE_REASON,
 )

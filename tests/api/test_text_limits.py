@@ -19,7 +19,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import Engine, func, select
 from typer.core import TyperArgument, TyperOption
 
-from conveyor.accounts import add_user, create_token
+from conveyor.accounts import add_user, create_token, set_admin
 from conveyor.cli.exits import ExitCode
 from conveyor.cli.texts import TextParser
 from conveyor.db.tables import (
@@ -29,12 +29,14 @@ from conveyor.db.tables import (
     api_tokens,
     audio_records,
     files,
+    lane_pauses,
     owner_vocabulary,
 )
 from conveyor.errors import RejectedInput
 from conveyor.limits import (
     ALBUM_NAME,
     HINTS,
+    LANE_REASON,
     LINK_LABEL,
     PROOFREAD_SEGMENT,
     RECORD_BRIEF,
@@ -49,7 +51,16 @@ from tests.support.api import Api, MakeApi
 from tests.support.cli_run import commands, invoke
 from tests.support.multipart_body import multipart
 
-_TABLES = (files, audio_records, albums, album_shares, album_links, owner_vocabulary, api_tokens)
+_TABLES = (
+    files,
+    audio_records,
+    albums,
+    album_shares,
+    album_links,
+    owner_vocabulary,
+    api_tokens,
+    lane_pauses,
+)
 #: A user whose name is as long as a user name may be (shared with at the limit).
 LONG_USER = "u" * USER_NAME.longest
 
@@ -123,6 +134,14 @@ def _post(path: str, **body: Any) -> Callable[[World, str], Any]:
     return send
 
 
+def _pause_lane(world: World, reason: str) -> Any:
+    """Pause the audio lane over HTTP as alice, made an administrator (lanes are theirs)."""
+    set_admin(world.api.runtime.engine, "alice", True)
+    return world.client.post(
+        "/api/admin/lanes/audio/pause", params={"reason": reason}, headers=world.api.alice
+    )
+
+
 CASES = {
     "records add --title": Case(
         RECORD_TITLE,
@@ -153,6 +172,9 @@ CASES = {
         LINK_LABEL,
         lambda w, v: ["albums", "link", "create", "Trip", "--label", v],
         _post("/api/albums/{album}/links", label=None),
+    ),
+    "lanes pause --reason": Case(
+        LANE_REASON, lambda w, v: ["lanes", "pause", "audio", "--reason", v], _pause_lane
     ),
     # A token is made from the shell only (the web app's form is held to the same limit).
     "tokens create --label": Case(
@@ -248,6 +270,7 @@ API_FIELDS: dict[str, TextLimit] = {
     "name": ALBUM_NAME,
     "user": USER_NAME,
     "label": LINK_LABEL,
+    "reason": LANE_REASON,
 }
 #: Limited over HTTP, with no command that sets them (the pages and the API edit them).
 NO_COMMAND = {RECORD_BRIEF, TOPIC, PROOFREAD_SEGMENT}
@@ -326,7 +349,10 @@ def test_the_cli_limits_the_texts_the_api_limits_and_no_others() -> None:
     # Every option or argument named as an API field reads it with its declaration.
     for name, command in commands():
         for param in command.params:
-            if param.name in ("title", "hints", "label"):
+            if param.name in ("title", "hints", "label") or (name, param.name) == (
+                "lanes pause",
+                "reason",
+            ):
                 assert (name, param.name) in cli, f"{name} {param.name} is not held to a limit"
     assert cli[("albums create", "name")] is ALBUM_NAME
 

@@ -4,10 +4,10 @@ resume lanes. Another user's token gets 403."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import anyio.to_thread
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Query
 
 from conveyor.api.auth import Owner
 from conveyor.api.errors import ApiError
@@ -15,6 +15,7 @@ from conveyor.api.schemas import ErrorBody
 from conveyor.api.state import State
 from conveyor.clock import iso_utc
 from conveyor.error_codes import ErrorCode
+from conveyor.limits import LANE_REASON
 
 __all__ = ["router"]
 
@@ -96,7 +97,14 @@ def list_lanes(state: State) -> dict[str, Any]:
     summary="Pause a lane cluster-wide",
     responses={**_REFUSALS, 422: {"model": ErrorBody, "description": "No such lane."}},
 )
-def pause_lane(state: State, lane: str, reason: str | None = None) -> dict[str, Any]:
+def pause_lane(
+    state: State,
+    lane: str,
+    reason: Annotated[
+        str | None,
+        Query(max_length=LANE_REASON.longest, pattern=LANE_REASON.pattern),
+    ] = None,
+) -> dict[str, Any]:
     """No process claims for `lane` from its next poll on; running steps finish."""
     from conveyor.processes import pause
 

@@ -11,6 +11,8 @@ from conveyor.cli.exits import ExitCode
 from conveyor.cli.groups import CommandGroup
 from conveyor.cli.ids import IdParser
 from conveyor.cli.output import console, fail, note, print_json, table
+from conveyor.cli.texts import TextParser
+from conveyor.limits import LANE_REASON
 
 if TYPE_CHECKING:
     from conveyor.processes import ProcessView
@@ -207,7 +209,12 @@ def lanes_list(as_json: Annotated[bool, _JSON] = False) -> None:
 def lanes_pause(
     lane: Annotated[str, typer.Argument(metavar="LANE", help="audio, short or long.")],
     reason: Annotated[
-        str | None, typer.Option(metavar="TEXT", help="Why, for the others (shown in lists).")
+        str | None,
+        typer.Option(
+            metavar="TEXT",
+            help=f"Why, for the others (shown in lists); {LANE_REASON.rule}.",
+            parser=TextParser(LANE_REASON),
+        ),
     ] = None,
     as_json: Annotated[bool, _JSON] = False,
 ) -> None:

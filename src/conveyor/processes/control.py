@@ -15,6 +15,7 @@ from conveyor.db.ids import WORKER
 from conveyor.db.tables import audio_records, media_items
 from conveyor.error_codes import ErrorCode
 from conveyor.errors import NotFound, RejectedInput
+from conveyor.limits import LANE_REASON
 from conveyor.processes import queries
 
 __all__ = [
@@ -246,9 +247,14 @@ def pause(engine: Engine, clock: Clock, lane: str, *, known: set[str], reason: s
     steps finish. Returns False when it was paused already.
 
     Raises:
-        RejectedInput: ``unknown_lane``.
+        RejectedInput: ``unknown_lane``; ``invalid_request`` for a ``reason`` that
+            :data:`conveyor.limits.LANE_REASON` refuses (every entry point comes here, so none
+            can store what the others refuse).
     """
     lane = _check_lane(lane, known)
+    problem = None if reason is None else LANE_REASON.problem(reason)
+    if problem is not None:
+        raise RejectedInput(ErrorCode.INVALID_REQUEST, f"{LANE_REASON.what} {problem}")
     with engine.begin() as conn:
         return queries.pause_lane(conn, lane, queries.now_of(clock), reason)
 

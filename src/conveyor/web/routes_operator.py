@@ -26,6 +26,7 @@ from conveyor.clock import iso_utc
 from conveyor.error_codes import ErrorCode
 from conveyor.errors import Conflict, NotFound, RejectedInput
 from conveyor.kinds import MediaKind
+from conveyor.limits import LANE_REASON
 from conveyor.media import queries as media_queries
 from conveyor.media.deletion import delete_item
 from conveyor.pipeline import Domain, halted_ids, resume, resume_many
@@ -112,7 +113,7 @@ def operator_lane(
     viewer: Csrf,
     lane: Annotated[str, Form(max_length=50)],
     action: Annotated[str, Form(max_length=10)],
-    reason: Annotated[str, Form(max_length=300)] = "",
+    reason: Annotated[str, Form(max_length=LANE_REASON.longest)] = "",
 ) -> Response:
     """Pause or resume a lane cluster-wide, then back to the page."""
     from conveyor.processes import pause, resume
