@@ -503,6 +503,17 @@ def test_config_mistakes_found_after_loading_name_the_file_and_line(
             "a language code the recognizer knows" in added.stderr
         )
     assert not (tmp_path / "conveyor-data" / "uploads").exists()
+    # Every command stops on it, as on any other mistake in the file, not only those that store.
+    (tmp_path / "conveyor.toml").write_text('[transcription]\nlanguage = "english"\n')
+    listed = run(["records", "list"], tmp_path)
+    assert listed.returncode == ExitCode.USAGE, listed.stderr
+    assert (
+        "invalid configuration: conveyor.toml line 2: [transcription] language: 'english' is not "
+        "a language code the recognizer knows" in listed.stderr
+    )
+    assert not (tmp_path / "conveyor-data").exists()
+    variable = run(["records", "list"], tmp_path, CONVEYOR_TRANSCRIPTION__LANGUAGE="EN")
+    assert variable.returncode == 0, variable.stderr  # a known code, in any case
 
 
 @pytest.mark.parametrize(

@@ -168,7 +168,7 @@ def ingest(
     from conveyor.audio.cards import described_card, provider_waits, transcript_of
     from conveyor.audio.intake import accept_audio, clean_hints, clean_language
     from conveyor.audio.stages import AUDIO
-    from conveyor.cli.startup import check_language, check_recognizer
+    from conveyor.cli.startup import check_recognizer
     from conveyor.errors import RejectedInput
 
     setup_logging(logging.WARNING)
@@ -188,7 +188,6 @@ def ingest(
             "ISO 639-1 code such as en, de or ru, or leave it out to detect the language",
             ExitCode.USAGE,
         )
-    check_language(runtime)
     workers = runtime.settings.pipeline.workers
     if workers > 0:
         check_recognizer(runtime)
