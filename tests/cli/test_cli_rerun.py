@@ -216,3 +216,21 @@ def test_a_closed_stdout_while_the_cards_are_printed_exits_141_with_the_summary(
         assert "stdout closed by its reader: stopping…" in errors
         assert "Exception ignored" not in errors and "Traceback" not in errors
         assert said in errors, errors
+
+
+def test_a_file_already_in_another_album_is_said_with_that_albums_name(
+    tmp_path: Path, engine: Engine
+) -> None:
+    """Duplicates are found across the owner's albums: a file already in album K, added to K2,
+    is not stored again, and the line says where it is; in the same album it says no album."""
+    env = {**_env(tmp_path, engine), **NO_WORKERS}
+    photo = str(make_photo(tmp_path / "p.jpg", 0))
+    for name in ("K", "K2"):
+        assert run(["albums", "create", name], tmp_path, **env).returncode == 0
+    assert run(["media", "add", "K", photo], tmp_path, **env).returncode == ExitCode.OK
+    elsewhere = run(["media", "add", "K2", photo], tmp_path, **env)
+    assert elsewhere.returncode == ExitCode.OK, elsewhere.stderr
+    assert 'p.jpg: already there as item 1 in album "K"; not stored again' in elsewhere.stderr
+    same = run(["media", "add", "K", photo], tmp_path, **env)
+    assert same.returncode == ExitCode.OK, same.stderr
+    assert "p.jpg: already there as item 1; not stored again" in same.stderr

@@ -155,6 +155,7 @@ def accept_files(
     hint: Callable[[Path, RejectedInput], str | None] | None = None,
     stop: threading.Event | None = None,
     as_json: bool = False,
+    held_where: Callable[[int], str] | None = None,
 ) -> Intake:
     """Run ``accept`` on each path; a refusal is reported (with ``hint``) and counted, never fatal.
 
@@ -166,6 +167,8 @@ def accept_files(
     Args:
         noun: ``record`` or ``item``, for the events.
         stop: set by a stop signal; checked between files.
+        held_where: where the record or item that already holds a file's bytes is, when that
+            is worth saying (`` in album "K"`` for another album), else empty.
 
     Returns:
         The accepted ids in order, how many paths were refused and how many not tried.
@@ -213,10 +216,11 @@ def accept_files(
                     intake.order.append(existing)
                     if as_json:
                         event({"event": "duplicate", "file": name, noun: existing})
+                    where = held_where(existing) if held_where is not None else ""
                     err_console.print(
                         Text(
-                            f"{name}: already there as {noun} {existing}; not stored again "
-                            "(--keep-duplicates adds it again)"
+                            f"{name}: already there as {noun} {existing}{where}; not stored "
+                            "again (--keep-duplicates adds it again)"
                         )
                     )
                     continue

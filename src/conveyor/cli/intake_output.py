@@ -120,6 +120,7 @@ class IntakeOutput:
         *,
         hint: Callable[[Path, RejectedInput], str | None],
         stop: threading.Event,
+        held_where: Callable[[int], str] | None = None,
     ) -> Intake:
         """Accept ``files`` (see :func:`~conveyor.cli.intake.accept_files`).
 
@@ -128,7 +129,15 @@ class IntakeOutput:
                 was accepted before.
         """
         try:
-            return accept_files(files, accept, self._noun, hint=hint, stop=stop, as_json=self._json)
+            return accept_files(
+                files,
+                accept,
+                self._noun,
+                hint=hint,
+                stop=stop,
+                as_json=self._json,
+                held_where=held_where,
+            )
         except StorageFailed as exc:
             self._accepted_so_far(exc.intake, "`conveyor worker` processes them")
             self._summary(exc.intake, 0, 0, 0)

@@ -284,6 +284,7 @@ def media_add(
         files,
         hint=media_hint,
         stop=stop,
+        held_where=lambda item_id: _in_another_album(runtime, item_id, album_id),
     )
     # Each item once (a Live Photo's movie after its still answers with the still's id), those
     # already there too: perhaps accepted by an interrupted run, not done yet.
@@ -364,6 +365,20 @@ def _finished_item(item: Any, *, waits_for_playback: bool) -> bool:
         or stage == "done"
         or (stage == "transcoding" and not waits_for_playback)
     )
+
+
+def _in_another_album(runtime: Runtime, item_id: int, album_id: int) -> str:
+    """`` in album "K"`` when the item ``item_id`` (already holding a file's bytes) is in an
+    album other than ``album_id``: duplicates are found across the owner's albums, and "already
+    there" alone reads as if the file were in the album given. Empty when it is there."""
+    from conveyor.media import queries
+
+    with runtime.engine.connect() as conn:
+        item = queries.item_by_id(conn, item_id, None)
+        if item is None or item["album_id"] == album_id:
+            return ""
+        album = queries.album_by_id(conn, item["album_id"])
+    return f' in album "{album["name"]}"' if album is not None else ""
 
 
 def _finished(engine: Any, ids: list[int], out: IntakeOutput, *, waits_for_playback: bool) -> bool:
