@@ -90,6 +90,16 @@ def test_media_add_json_emits_only_the_declared_states(tmp_path: Path, corpus: P
     assert set(seen) <= event_states("item"), seen
     assert {"done", "halted: undecodable", "transcoding"} <= set(seen), seen
     assert "variants ready; transcoding playback" in video.stderr  # people's words, stderr only
+    # A rerun finds the video already there and says its state in the same words, at once.
+    again = run(
+        ["media", "add", "Trip", str(media / "file-type__fixture.mov")],
+        tmp_path,
+        CONVEYOR_MEDIA__LONG_WORKERS="0",
+    )
+    assert again.returncode == 0, again.stderr
+    assert "already there as item" in again.stderr
+    assert "variants ready; transcoding playback" in again.stderr, again.stderr
+    assert not re.search(r"item \d+: transcoding$", again.stderr, re.MULTILINE), again.stderr
 
 
 def test_records_add_json_emits_only_the_declared_states(tmp_path: Path, corpus: Path) -> None:

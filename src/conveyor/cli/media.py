@@ -396,8 +396,20 @@ def _finished(engine: Any, ids: list[int], out: IntakeOutput, *, waits_for_playb
     for item_id, item in items.items():
         if item is not None:
             halted = item["halted_at"] is not None
-            out.state(item_id, event_state(item["stage"], item["halt_reason"] if halted else None))
+            state = event_state(item["stage"], item["halt_reason"] if halted else None)
+            out.state(item_id, state, _state_line(item))
     return True
+
+
+def _state_line(item: Any) -> str:
+    """An item's state as people read it (``--json`` says the stage itself): ``halted:
+    REASON``, ``variants ready; transcoding playback``, else its stage; the same line whether a
+    run waited for it or found it already there."""
+    if item["halted_at"] is not None:
+        return f"halted: {item['halt_reason']}"
+    if item["stage"] == "transcoding":
+        return "variants ready; transcoding playback"
+    return str(item["stage"])
 
 
 def _follow(
@@ -427,12 +439,7 @@ def _follow(
                     halted = item["halted_at"] is not None
                     stage = item["stage"]
                     done_steps = MEDIA.stage_names.index(stage)
-                    if halted:
-                        label = f"halted: {item['halt_reason']}"
-                    elif stage == "transcoding":
-                        label = "variants ready; transcoding playback"
-                    else:
-                        label = stage
+                    label = _state_line(item)
                     progress.update(tasks[item_id], completed=min(done_steps, total), state=label)
                     # --json says the stage itself (docs/cli.md); people read the label.
                     out.state(
