@@ -87,6 +87,9 @@ def test_a_record_waiting_on_an_unreachable_provider_says_why(
     assert proc.returncode == ExitCode.INTERRUPTED, err
     assert [m.group(1) for m in WAITING.finditer(err)] == ["1"], err  # once, not per try
     assert "Traceback" not in err
+    # Stopped while waiting, after intake: the accepted ids are said as a stop during intake says
+    # them, before the summary.
+    assert "accepted records 1; `conveyor worker` processes them\n1 file: 1 accepted" in err, err
 
     card = json.loads(run(["records", "show", "1", "--json"], tmp_path, **env).stdout)
     assert card["stage"] == "normalized" and not card["halted"] and card["attempts"] == 0

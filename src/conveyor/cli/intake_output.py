@@ -266,6 +266,9 @@ class IntakeOutput:
         unfinished = len(intake.followed) - done - halted - deleted
         stopped = stopped and unfinished > 0
         intake.stopped = intake.stopped or stopped
+        if stopped:
+            # Said as a stop during intake says it (docs/cli.md: "the ids accepted so far").
+            self._accepted_so_far(intake, "`conveyor worker` processes them")
         self._summary(intake, done, halted, deleted)
         if stopped:
             err_console.print(
