@@ -17,7 +17,9 @@ from conveyor.db.outage import Outage
 from conveyor.objects import LocalStore, StorageUnavailable, WorkFolder, is_storage_outage
 from conveyor.objects.outage import is_storage_full
 from conveyor.pipeline import Advance, Executor, StepContext
+from conveyor.pipeline import executor as executor_module
 from conveyor.pipeline.outcomes import Outcome
+from conveyor.pipeline.stages import Domain
 from conveyor.testing import FakeClock
 from tests.support.full_disk import file_size_limit, fill, small_disk
 from tests.support.jobs_domain import add_jobs, events_of, job, make_domain
@@ -184,3 +186,64 @@ def test_a_step_writing_to_a_full_folder_waits_naming_the_folder(
         f"StorageFull: the storage folder {store.root} cannot take a file this large "
         "(File too large)"
     )
+
+
+def _recovering_domain(storage: Outage, recovered: set[int]) -> Domain:
+    """The jobs domain whose step meets the outage except for the ``recovered`` records."""
+
+    def stores(ctx: StepContext) -> Outcome:
+        if ctx.claim.record_id not in recovered:
+            raise StorageUnavailable("the bucket's endpoint answered 503 Slow Down")
+        ctx.produced_object(f"uploads/{ctx.claim.record_id}")
+        return Advance()
+
+    return make_domain(new=stores, outages=(storage,))
+
+
+def _told(executor: Executor) -> set[int]:
+    return {rid for ids in executor._waiting.values() for _, rid in ids}
+
+
+def _run_all(
+    executor: Executor, domain: Domain, clock: FakeClock, settings: PipelineSettings
+) -> None:
+    while executor.run_once(domain, "default"):
+        pass
+    clock.advance(settings.retry_max)
+
+
+def test_a_record_told_to_wait_is_forgotten_once_its_step_ends_another_way(
+    db: Engine, clock: FakeClock, settings: PipelineSettings
+) -> None:
+    """While an outage lasts, the executor keeps only the records still waiting for it: one
+    whose step then goes through (it stores its object) is forgotten; the others, still
+    waiting, are told once."""
+    storage = storage_of(clock)
+    recovered: set[int] = set()
+    domain = _recovering_domain(storage, recovered)
+    ids = add_jobs(db, 3, clock.now())
+    executor = Executor(db, clock, settings)
+    _run_all(executor, domain, clock, settings)
+    assert _told(executor) == set(ids)
+    recovered.add(ids[1])  # its bucket write goes through; the outage goes on
+    _run_all(executor, domain, clock, settings)
+    assert job(db, ids[1])["stage"] != "new" and storage.down
+    assert _told(executor) == {ids[0], ids[2]}, "a record whose step went through is forgotten"
+    _run_all(executor, domain, clock, settings)
+    for jid in (ids[0], ids[2]):
+        assert len([e for e in events_of(db, jid) if e["outcome"] == "postponed"]) == 1
+
+
+def test_the_records_told_to_wait_are_at_most_waiting_max(
+    db: Engine, clock: FakeClock, settings: PipelineSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past ``WAITING_MAX`` records told to wait for one outage, the longest-told is
+    forgotten (and told again if it meets the outage again): the memory is bounded however
+    large the backlog the outage holds up."""
+    monkeypatch.setattr(executor_module, "WAITING_MAX", 2)
+    storage = storage_of(clock)
+    domain = _recovering_domain(storage, set())
+    ids = add_jobs(db, 3, clock.now())
+    executor = Executor(db, clock, settings)
+    _run_all(executor, domain, clock, settings)
+    assert _told(executor) == set(ids[1:])

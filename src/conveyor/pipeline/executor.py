@@ -48,6 +48,11 @@ __all__ = ["Executor"]
 
 log = logging.getLogger("conveyor.pipeline")
 
+#: Records remembered per outage as told to wait (so that each is told once): past this many
+#: the longest-told is forgotten, and at worst told again (one more journal line), however
+#: large the backlog an outage holds up.
+WAITING_MAX = 10_000
+
 
 class Executor:
     """Runs steps of claimed records.
@@ -87,8 +92,11 @@ class Executor:
         )
         self._lanes: dict[tuple[str, str], LaneClaims | None] = {}
         self._timers: dict[tuple[str, str], Any] = {}
-        # The records told (journaled) to wait for each outage: (service, its start) → ids.
-        self._waiting: dict[tuple[int, float], set[int]] = {}
+        # The records told (journaled) to wait for each outage, oldest told first:
+        # (service, its start) → (domain, record id). A record leaves when its claim ends
+        # any other way than waiting (its outcome saved, lost, released), and past
+        # WAITING_MAX; all of them when the outage ends.
+        self._waiting: dict[tuple[int, float], dict[tuple[str, int], None]] = {}
         self._waiting_lock = threading.Lock()
 
     # -- one claimed record ---------------------------------------------------------------
@@ -178,6 +186,7 @@ class Executor:
             if beat:
                 beat.start()
             outcome = stage.step(ctx)
+            self._stop_waiting(domain, claim)
             handed_on = True
             if ctx.produced:
                 # It stored an object: the store answers (part of ending an outage of it).
@@ -192,6 +201,7 @@ class Executor:
             self._release(domain, claim)
             return None
         except Unprocessable as exc:
+            self._stop_waiting(domain, claim)
             outcome = Halt(exc.reason, exc.message)
             handed_on = True
         except Exception as exc:
@@ -199,6 +209,7 @@ class Executor:
             if waits is not None:
                 outcome = waits
             else:
+                self._stop_waiting(domain, claim)
                 # D16: the message may quote credentials, so it is logged only redacted.
                 log.error(
                     "%s %s: step %s failed: %s",
@@ -245,9 +256,12 @@ class Executor:
             with self._waiting_lock:
                 for old in [k for k in self._waiting if k[0] == key[0] and k != key]:
                     del self._waiting[old]  # an outage that has ended
-                told = self._waiting.setdefault(key, set())
-                first = claim.record_id not in told
-                told.add(claim.record_id)
+                told = self._waiting.setdefault(key, {})
+                who = (domain.name, claim.record_id)
+                first = who not in told
+                told[who] = None
+                while len(told) > WAITING_MAX:
+                    del told[next(iter(told))]
             cause = redact(f"{type(exc).__name__}: {exc}".splitlines()[0])
             state = "is full" if service.full else "does not answer"
             note = f"waiting for the {service.service}, which {state}: {cause}"
@@ -270,6 +284,17 @@ class Executor:
     def _forget(self, domain: Domain, claim: Claim) -> None:
         if self.held is not None:
             self.held.drop(domain, [claim])
+        self._stop_waiting(domain, claim)
+
+    def _stop_waiting(self, domain: Domain, claim: Claim) -> None:
+        """Forget that ``claim``'s record was told to wait: its step ended another way (or
+        its claim is gone), so a later outage, or this one met again, is said again."""
+        if not self._waiting:  # the common case, without the lock
+            return
+        who = (domain.name, claim.record_id)
+        with self._waiting_lock:
+            for told in self._waiting.values():
+                told.pop(who, None)
 
     def _timer(self, domain: str, stage: str) -> Any:
         # Labelled children looked up once: a label lookup per record is measurable.

@@ -588,15 +588,13 @@ def any_lapsed(
     conn: Connection,
     domain: Domain,
     now: ColumnElement[float],
-    limits: Mapping[str, float] | None = None,
+    limits: Mapping[str, float],
 ) -> bool:
-    """Whether any claim of ``domain`` is :func:`lapsed` (or, with ``limits``,
-    :func:`overstayed`): a read that locks nothing, for the rescuer's look every poll (almost
-    always: none)."""
+    """Whether any claim of ``domain`` is :func:`lapsed` or :func:`overstayed` (``limits``:
+    stage name → seconds, as :func:`overstayed_claims` takes them): a read that locks nothing,
+    for the rescuer's look every poll (almost always: none)."""
     table = domain.table
-    condition = lapsed(domain, now)
-    if limits:
-        condition = or_(condition, overstayed(domain, now, limits))
+    condition = or_(lapsed(domain, now), overstayed(domain, now, limits))
     return conn.execute(select(table.c.id).where(condition).limit(1)).first() is not None
 
 
