@@ -901,8 +901,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
             line); a key is unknown, or a value of the wrong type or out of range (one line per
             setting: where it was set, the key, what it takes in plain words, and for an unknown
             key the likely one; see :func:`settings_problems`); a variable sets a list or a
-            table with text that is not JSON; ``[transcription] language`` is a code the
-            recognizer does not know, or ``provider`` no provider, with a language set.
+            table with text that is not JSON. (The provider and its language codes are the
+            providers' to check: :func:`conveyor.providers.registry.language_problem`.)
     """
     import tomllib
 
@@ -929,31 +929,4 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         raise ConfigError("\n".join(_json_problems()) or str(exc)) from None
     if strict:
         raise ConfigError("\n".join(_problems(strict)))
-    problem = _language_problem(settings)
-    if problem:
-        raise ConfigError(problem)
     return settings
-
-
-def _language_problem(settings: Settings) -> str | None:
-    """Why ``[transcription] language`` is not a code the configured recognizer knows (where it
-    was set, the key, what to use), or None; checked as settings are read, so every command
-    stops on it, not only those that store recordings. The code list is the provider's own
-    (:attr:`~conveyor.providers.registry.ProviderBackend.languages`), asked only when a language
-    is set.
-
-    Raises:
-        ConfigError: ``[transcription] provider`` names no provider.
-    """
-    from conveyor.providers.registry import backend_for
-
-    language = settings.transcription.language
-    if language is None or language in backend_for(settings.transcription).languages(
-        settings.transcription
-    ):
-        return None
-    return (
-        f"{setting_origin(('transcription', 'language'))}[transcription] language: "
-        f"{language!r} is not a language code the recognizer knows; use an ISO 639-1 code such "
-        "as en, de or ru, or leave it unset to detect the language"
-    )

@@ -53,11 +53,14 @@ def describe_database(settings: Settings) -> str:
 def _load_settings() -> Settings:
     from conveyor.config import load_settings
     from conveyor.errors import ConfigError
-    from conveyor.providers.registry import backend_for
+    from conveyor.providers.registry import backend_for, language_problem
 
     try:
         settings = load_settings()
         backend_for(settings.transcription)  # a provider the registry does not know
+        problem = language_problem(settings.transcription)
+        if problem:
+            raise ConfigError(problem)
         return settings
     except ConfigError as exc:
         lines = str(exc).splitlines()

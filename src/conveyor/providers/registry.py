@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 # every backend module to find its own section (conveyor.config.provider_sections), and a
 # backend module imports this one for ProviderBackend.
 
-__all__ = ["ProviderBackend", "ProviderPlace", "backend_for", "names"]
+__all__ = ["ProviderBackend", "ProviderPlace", "backend_for", "language_problem", "names"]
 
 
 @dataclass(frozen=True)
@@ -99,3 +99,25 @@ def backend_for(settings: TranscriptionSettings) -> ProviderBackend:
     module = importlib.import_module(f"{PROVIDER_BACKENDS}.{settings.provider}")
     backend: ProviderBackend = module.BACKEND
     return backend
+
+
+def language_problem(settings: TranscriptionSettings) -> str | None:
+    """Why ``[transcription] language`` is not a code the configured recognizer knows (where it
+    was set, the key, what to use), or None. The command line checks it as it reads the
+    settings, so every command stops on it (exit 2), not only those that store recordings. The
+    code list is the provider's own (:meth:`ProviderBackend.languages`), asked only when a
+    language is set.
+
+    Raises:
+        ConfigError: ``[transcription] provider`` names no provider.
+    """
+    from conveyor.config import setting_origin
+
+    language = settings.language
+    if language is None or language in backend_for(settings).languages(settings):
+        return None
+    return (
+        f"{setting_origin(('transcription', 'language'))}[transcription] language: "
+        f"{language!r} is not a language code the recognizer knows; use an ISO 639-1 code such "
+        "as en, de or ru, or leave it unset to detect the language"
+    )
