@@ -21,8 +21,13 @@ step can stop at once when its heartbeat finds the claim gone.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from conveyor.error_codes import ErrorCode
 from conveyor.halts import HaltReason
+
+if TYPE_CHECKING:
+    from conveyor.limits import TextLimit
 
 __all__ = [
     "ClaimLost",
@@ -36,6 +41,7 @@ __all__ = [
     "RejectedInput",
     "Unprocessable",
     "UnsupportedMedia",
+    "check_text",
 ]
 
 
@@ -87,6 +93,24 @@ class RejectedInput(ConveyorError):
     def __init__(self, reason: ErrorCode, message: str) -> None:
         super().__init__(message)
         self.reason = reason
+
+
+def check_text(limit: TextLimit, text: str | None, subject: str | None = None) -> None:
+    """Refuse ``text`` when its :mod:`conveyor.limits` declaration does (None: nothing given,
+    accepted), as every entry point refuses it: the domain functions the CLI, the API and the
+    pages all call.
+
+    Args:
+        subject: how the message names the text (``"the token's note"``); default the
+            declaration's own words (:attr:`~conveyor.limits.TextLimit.what`).
+
+    Raises:
+        RejectedInput: ``invalid_request``, with why (``"the album's name is longer than 200
+            characters (it has 201)"``).
+    """
+    problem = None if text is None else limit.problem(text)
+    if problem is not None:
+        raise RejectedInput(ErrorCode.INVALID_REQUEST, f"{subject or limit.what} {problem}")
 
 
 class UnsupportedMedia(RejectedInput):

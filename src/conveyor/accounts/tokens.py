@@ -20,7 +20,7 @@ from sqlalchemy.exc import IntegrityError
 from conveyor.accounts import queries
 from conveyor.clock import Clock
 from conveyor.error_codes import ErrorCode
-from conveyor.errors import Conflict, NotFound, RejectedInput
+from conveyor.errors import Conflict, NotFound, RejectedInput, check_text
 from conveyor.limits import TOKEN_LABEL, USER_NAME
 
 __all__ = [
@@ -135,9 +135,7 @@ def create_token(
         RejectedInput: ``invalid_request``: a ``label`` past :data:`~conveyor.limits.TOKEN_LABEL`
             (over 100 characters, or a control character); nothing is stored.
     """
-    problem = None if label is None else TOKEN_LABEL.problem(label)
-    if problem is not None:
-        raise RejectedInput(ErrorCode.INVALID_REQUEST, f"the token's note {problem}")
+    check_text(TOKEN_LABEL, label, "the token's note")
     token = secrets.token_urlsafe(32)
     with engine.begin() as conn:
         row = queries.user_by_name(conn, user.strip())

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from conveyor.api.multipart import Upload
 from conveyor.audio.intake import clean_language
 from conveyor.error_codes import ErrorCode
-from conveyor.errors import RejectedInput
+from conveyor.errors import RejectedInput, check_text
 from conveyor.limits import HINTS, RECORD_TITLE, TextLimit
 
 __all__ = ["RECORD_FIELDS", "RecordChoices", "record_choices"]
@@ -24,9 +24,7 @@ _CHANNELS = TextLimit("a channels choice", 8)
 
 def _field(upload: Upload, name: str, given: str | None, limit: TextLimit) -> str | None:
     value = given if given is not None else upload.fields.get(name)
-    problem = None if value is None else limit.problem(value)
-    if problem is not None:
-        raise RejectedInput(ErrorCode.INVALID_REQUEST, f"{name} {problem}")
+    check_text(limit, value, name)
     return value
 
 

@@ -22,7 +22,7 @@ from conveyor.clock import Clock
 from conveyor.error_codes import ErrorCode
 from conveyor.errors import Conflict, NotFound, RejectedInput
 from conveyor.kinds import TextKind
-from conveyor.limits import TOPIC
+from conveyor.limits import PROOFREAD_SEGMENT, TOPIC
 
 __all__ = [
     "MAX_TOPICS",
@@ -41,7 +41,6 @@ TRANSCRIPT = TextKind.TRANSCRIPT
 PROOFREAD = TextKind.PROOFREAD
 MAX_TOPICS = 5
 _MAX_TOPIC = TOPIC.longest
-_MAX_SEGMENT = 10_000
 
 
 def _own(conn: Connection, record_id: int, owner: str) -> RowMapping:
@@ -94,7 +93,7 @@ def save_proofread(
             )
         fixed = []
         for seg, text in zip(timed, segments, strict=True):
-            if len(text) > _MAX_SEGMENT or "\x00" in text:
+            if PROOFREAD_SEGMENT.problem(text) is not None:
                 raise RejectedInput(
                     ErrorCode.INVALID_REQUEST, "a segment's text is too long or has NUL"
                 )

@@ -15,7 +15,7 @@ from sqlalchemy.exc import IntegrityError
 from conveyor.clock import Clock, iso_local, iso_utc, seconds
 from conveyor.db.ids import ALBUM
 from conveyor.error_codes import ErrorCode
-from conveyor.errors import Conflict, NotFound, RejectedInput
+from conveyor.errors import Conflict, NotFound, RejectedInput, check_text
 from conveyor.limits import ALBUM_NAME
 from conveyor.media import queries
 
@@ -46,9 +46,7 @@ def create_album(engine: Engine, clock: Clock, *, owner: str, name: str) -> int:
         raise RejectedInput(ErrorCode.NO_OWNER, "every album needs an owner")
     if not name:
         raise RejectedInput(ErrorCode.NO_NAME, "an album needs a name")
-    problem = ALBUM_NAME.problem(name)
-    if problem is not None:
-        raise RejectedInput(ErrorCode.INVALID_REQUEST, f"the album's name {problem}")
+    check_text(ALBUM_NAME, name, "the album's name")
     try:
         with engine.begin() as conn:
             return queries.insert_album(conn, owner=owner, name=name, created_at=clock.now())

@@ -14,7 +14,7 @@ from conveyor.clock import Clock, iso_utc, seconds
 from conveyor.db.ids import WORKER
 from conveyor.db.tables import audio_records, media_items
 from conveyor.error_codes import ErrorCode
-from conveyor.errors import NotFound, RejectedInput
+from conveyor.errors import NotFound, RejectedInput, check_text
 from conveyor.limits import LANE_REASON
 from conveyor.processes import queries
 
@@ -252,9 +252,7 @@ def pause(engine: Engine, clock: Clock, lane: str, *, known: set[str], reason: s
             can store what the others refuse).
     """
     lane = _check_lane(lane, known)
-    problem = None if reason is None else LANE_REASON.problem(reason)
-    if problem is not None:
-        raise RejectedInput(ErrorCode.INVALID_REQUEST, f"{LANE_REASON.what} {problem}")
+    check_text(LANE_REASON, reason)
     with engine.begin() as conn:
         return queries.pause_lane(conn, lane, queries.now_of(clock), reason)
 
