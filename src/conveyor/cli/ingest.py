@@ -12,7 +12,7 @@ import typer
 
 from conveyor.cli.exits import ExitCode
 from conveyor.cli.intake import shown_name
-from conveyor.cli.intake_output import IntakeOutput, event_state
+from conveyor.cli.intake_output import IntakeOutput, row_state
 from conveyor.cli.output import JsonOption, fail, progress_display, setup_logging
 from conveyor.cli.settings import make_runtime
 from conveyor.cli.signals import stop_on_signals
@@ -272,13 +272,12 @@ def ingest(
                             out.deleted(rid, progress.console)
                             continue
                         rows[rid] = row
-                        halted = row["halted_at"] is not None
-                        label = event_state(row["stage"], row["halt_reason"] if halted else None)
+                        label = row_state(row)
                         progress.update(
                             tasks[rid], completed=AUDIO.stage_names.index(row["stage"]), stage=label
                         )
                         out.state(rid, label)
-                        if halted or row["stage"] == "done":
+                        if _record_finished(row):
                             pending.discard(rid)
                     waits = provider_waits(conn, [rows[rid] for rid in pending])
                 for rid, wait in waits.items():
@@ -302,16 +301,12 @@ def _finished(runtime: Runtime, ids: list[int], out: IntakeOutput) -> bool:
 
     with runtime.engine.connect() as conn:
         rows = {rid: queries.record_by_id(conn, rid) for rid in ids}
-    if not all(
-        row is None or row["halted_at"] is not None or row["stage"] == "done"
-        for row in rows.values()
-    ):
-        return False
-    for rid, row in rows.items():
-        if row is not None:
-            halted = row["halted_at"] is not None
-            out.state(rid, event_state(row["stage"], row["halt_reason"] if halted else None))
-    return True
+    return out.said_if_finished(rows, _record_finished)
+
+
+def _record_finished(row: Any) -> bool:
+    """Whether a record (its row) needs no more work: done or halted."""
+    return row["halted_at"] is not None or row["stage"] == "done"
 
 
 def _print_results(

@@ -24,7 +24,7 @@ Records (items) already there are waited for and counted as accepted ones are. A
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from conveyor.pipeline import Declaration
     from conveyor.runtime import Runtime
 
-__all__ = ["IntakeOutput", "event_state", "event_states"]
+__all__ = ["IntakeOutput", "event_state", "event_states", "row_state"]
 
 
 def _declaration(noun: str) -> Declaration:
@@ -65,6 +65,13 @@ def event_state(stage: str, halt_reason: str | None) -> str:
     """The ``state`` of a ``state`` event: the stage's name, or ``halted: REASON`` when the
     record or item is halted (``halt_reason`` not None)."""
     return stage if halt_reason is None else f"halted: {halt_reason}"
+
+
+def row_state(row: Mapping[Any, Any]) -> str:
+    """:func:`event_state` of a record's or item's row (its ``stage``, ``halted_at`` and
+    ``halt_reason``)."""
+    halted = row["halted_at"] is not None
+    return event_state(row["stage"], row["halt_reason"] if halted else None)
 
 
 def event_states(noun: str) -> frozenset[str]:
@@ -223,6 +230,23 @@ class IntakeOutput:
         self._states[thing_id] = state
         self._lines.show(thing_id, shown or state)
         self._event("state", thing_id, state=state)
+
+    def said_if_finished(
+        self,
+        rows: Mapping[int, Mapping[Any, Any] | None],
+        finished: Callable[[Mapping[Any, Any]], bool],
+        shown: Callable[[Mapping[Any, Any]], str] | None = None,
+    ) -> bool:
+        """Whether every thing of ``rows`` (id → its row, None when gone) is ``finished``:
+        nothing for this command's workers to do (a rerun that found everything already
+        there); then each one's state is said (:meth:`state`, with ``shown`` the line people
+        read), as a run that waited says it."""
+        if not all(row is None or finished(row) for row in rows.values()):
+            return False
+        for thing_id, row in rows.items():
+            if row is not None:
+                self.state(thing_id, row_state(row), shown(row) if shown is not None else None)
+        return True
 
     def waiting(self, thing_id: int, line: str, console: Console) -> None:
         """Why a thing waits on its provider (printed above the progress display; a note,

@@ -15,7 +15,7 @@ from conveyor.cli.exits import ExitCode
 from conveyor.cli.groups import CommandGroup
 from conveyor.cli.ids import IdParser
 from conveyor.cli.ingest import OWNER_HELP, KeepDuplicates, check_owner, media_hint
-from conveyor.cli.intake_output import IntakeOutput, event_state
+from conveyor.cli.intake_output import IntakeOutput, row_state
 from conveyor.cli.output import (
     JsonOption,
     console,
@@ -35,7 +35,7 @@ from conveyor.limits import ALBUM_NAME
 from conveyor.sizes import human_size
 
 if TYPE_CHECKING:
-    from sqlalchemy import Connection
+    from sqlalchemy import Connection, Engine
 
     from conveyor.cli.intake import Intake
     from conveyor.runtime import Runtime
@@ -331,7 +331,7 @@ def media_add(
 
 
 def _print_items(
-    engine: Any, ids: list[int], out: IntakeOutput, intake: Intake, *, stopped: bool
+    engine: Engine, ids: list[int], out: IntakeOutput, intake: Intake, *, stopped: bool
 ) -> NoReturn:
     """Each item with its roles (``result`` events with ``--json``), the summary, and the exit
     code."""
@@ -381,35 +381,27 @@ def _in_another_album(runtime: Runtime, item_id: int, album_id: int) -> str:
     return f' in album "{album["name"]}"' if album is not None else ""
 
 
-def _finished(engine: Any, ids: list[int], out: IntakeOutput, *, waits_for_playback: bool) -> bool:
+def _finished(
+    engine: Engine, ids: list[int], out: IntakeOutput, *, waits_for_playback: bool
+) -> bool:
     """Whether no item of ``ids`` needs this command's workers (each done, halted, left for
     playback or gone); then each one's state is said, as a run that waited says it."""
     from conveyor.media import queries
 
     with engine.connect() as conn:
         items = {item_id: queries.item_by_id(conn, item_id) for item_id in ids}
-    if not all(
-        item is None or _finished_item(item, waits_for_playback=waits_for_playback)
-        for item in items.values()
-    ):
-        return False
-    for item_id, item in items.items():
-        if item is not None:
-            halted = item["halted_at"] is not None
-            state = event_state(item["stage"], item["halt_reason"] if halted else None)
-            out.state(item_id, state, _state_line(item))
-    return True
+    return out.said_if_finished(
+        items, lambda item: _finished_item(item, waits_for_playback=waits_for_playback), _state_line
+    )
 
 
 def _state_line(item: Any) -> str:
     """An item's state as people read it (``--json`` says the stage itself): ``halted:
     REASON``, ``variants ready; transcoding playback``, else its stage; the same line whether a
     run waited for it or found it already there."""
-    if item["halted_at"] is not None:
-        return f"halted: {item['halt_reason']}"
-    if item["stage"] == "transcoding":
+    if item["halted_at"] is None and item["stage"] == "transcoding":
         return "variants ready; transcoding playback"
-    return str(item["stage"])
+    return row_state(item)
 
 
 def _follow(
@@ -436,15 +428,12 @@ def _follow(
                     if item_id not in tasks:
                         name = f"item {item_id} {item['original_name'] or ''}"
                         tasks[item_id] = progress.add_task(name, total=total, state="uploaded")
-                    halted = item["halted_at"] is not None
                     stage = item["stage"]
                     done_steps = MEDIA.stage_names.index(stage)
                     label = _state_line(item)
                     progress.update(tasks[item_id], completed=min(done_steps, total), state=label)
                     # --json says the stage itself (docs/cli.md); people read the label.
-                    out.state(
-                        item_id, event_state(stage, item["halt_reason"] if halted else None), label
-                    )
+                    out.state(item_id, row_state(item), label)
                     if _finished_item(item, waits_for_playback=waits_for_playback):
                         pending.discard(item_id)
             time.sleep(0.2)
