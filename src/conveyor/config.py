@@ -446,7 +446,7 @@ def _anchor_paths(data: dict[str, Any], folder: Path) -> dict[str, Any]:
     return data
 
 
-def _config_text(file: Path) -> str:
+def _config_text(file: Path, errors: str = "strict") -> str:
     """The config file's text, without the UTF-8 byte-order mark some editors (Notepad on
     Windows) write at its start, which TOML does not allow (``Invalid statement`` at line 1).
 
@@ -454,7 +454,7 @@ def _config_text(file: Path) -> str:
         OSError: the file cannot be read.
         UnicodeDecodeError: it is not UTF-8.
     """
-    return file.read_bytes().decode("utf-8-sig")
+    return file.read_bytes().decode("utf-8-sig", errors=errors)
 
 
 class _ConfigFileSource(TomlConfigSettingsSource):
@@ -656,9 +656,7 @@ def setting_origin(where: tuple[str, ...]) -> str:
     if variable:
         return f"environment variable {variable}: "
     file = config_file()
-    text = (
-        file.read_bytes().decode("utf-8-sig", errors="replace") if file and file.is_file() else ""
-    )
+    text = _config_text(file, errors="replace") if file and file.is_file() else ""
     line = _line_of(text, where)
     if line is not None and file is not None:
         return f"{file} line {line}: "

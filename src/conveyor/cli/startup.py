@@ -21,7 +21,7 @@ __all__ = ["check_recognizer"]
 def check_recognizer(runtime: Runtime) -> None:
     """Stop with :attr:`ExitCode.USAGE` when the configured recognizer cannot run here (its
     device, compute type or model; a language it does not know is refused as the settings are
-    read, :func:`conveyor.config.load_settings`)."""
+    read, :func:`conveyor.providers.registry.language_problem`)."""
     from conveyor.errors import ConfigError
 
     problem = runtime.provider_backend.check(runtime.settings.transcription)
